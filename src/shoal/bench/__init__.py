@@ -1,0 +1,1 @@
+"""What runs: the sweep driver over the native benchmark program."""

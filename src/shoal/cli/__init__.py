@@ -1,0 +1,95 @@
+"""Command-line entry point: parse arguments, call the library, render.
+
+Each command group lives in its own module under shoal.cli and exposes
+``register(subparsers)``; it adds its parser(s) and sets ``func`` to a
+callable taking the parsed namespace and returning an exit code. Modules are
+found automatically; ``ORDER`` (a number, default 100) sets where a module's
+commands appear in ``shoal --help``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+import sys
+
+from shoal import __version__
+from shoal.errors import ShoalError
+
+
+
+def _command_modules() -> list:
+    modules = []
+    for info in pkgutil.iter_modules(__path__):
+        if info.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"{__name__}.{info.name}")
+        if hasattr(module, "register"):
+            modules.append(module)
+    return sorted(modules, key=lambda m: (getattr(m, "ORDER", 100), m.__name__))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="shoal",
+        description="Energy-aware parallel computing on small Linux devices.",
+    )
+    parser.add_argument("--version", action="version", version=f"shoal {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    parser.add_argument(
+        "-v", "--verbose", action="store_true",
+        help="print every external command shoal runs (mpiexec, tc, ip)",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for module in _command_modules():
+        module.register(sub)
+    return parser
+
+
+class _ArgumentParserError(ShoalError):
+    pass
+
+
+def _one_line_parser_errors(parser: argparse.ArgumentParser) -> None:
+    """argparse prints usage plus an error and exits 2; keep it one line."""
+
+    def error(message: str) -> None:  # noqa: ANN001
+        raise _ArgumentParserError(f"{message} (see 'shoal --help')")
+
+    parser.error = error  # type: ignore[method-assign]
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                _one_line_parser_errors(sub)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser()
+    _one_line_parser_errors(parser)
+    debug = "--debug" in argv
+    try:
+        args = parser.parse_args(argv)
+        if args.verbose:
+            from shoal import verbose
+
+            verbose.enable()
+        if not getattr(args, "func", None):
+            parser.print_help()
+            return 0
+        return int(args.func(args) or 0)
+    except ShoalError as exc:
+        if debug:
+            raise
+        print(f"shoal: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        if debug:
+            raise
+        print("shoal: interrupted; finished results are kept on disk", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,98 @@
+"""Build shoal's native programs with the MPI's own mpicc, cached per MPI.
+
+Each directory under ``shoal/native/`` is one target; its ``target.toml``
+says what it is::
+
+    kind = "exe"            # or "shared" (a .so, e.g. a PMPI library)
+    output = "shoal-bench"  # file name produced
+    sources = ["*.c"]       # globs relative to the directory
+    cflags = ["-O2"]
+    libs = ["-lm"]
+
+The cache key holds the MPI identity (kind, version, ABI, place) and a hash
+of the sources and flags, so a changed MPI or source rebuilds; a build
+writes to a temporary name and renames, so concurrent builds are safe.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import tempfile
+from pathlib import Path
+
+from shoal import verbose
+from shoal.errors import ShoalError
+from shoal.mpi.discover import MPIInstall
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib  # type: ignore[no-redef]
+
+NATIVE_DIR = Path(__file__).resolve().parent.parent / "native"
+
+
+def cache_root() -> Path:
+    base = os.environ.get("SHOAL_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "shoal")
+    return Path(base)
+
+
+def _target_spec(target: str) -> tuple[Path, dict]:
+    tdir = NATIVE_DIR / target
+    spec_file = tdir / "target.toml"
+    if not spec_file.exists():
+        known = sorted(p.parent.name for p in NATIVE_DIR.glob("*/target.toml"))
+        raise ShoalError(f"no native target '{target}' (known: {', '.join(known)})")
+    with open(spec_file, "rb") as fh:
+        return tdir, tomllib.load(fh)
+
+
+def _sources(tdir: Path, spec: dict) -> list[Path]:
+    found: list[Path] = []
+    for pattern in spec.get("sources", ["*.c"]):
+        found.extend(sorted(tdir.glob(pattern)))
+    return found
+
+
+def build(target: str, mpi: MPIInstall, extra_cflags: tuple[str, ...] = ()) -> Path:
+    """Return the path of the built target for this MPI, compiling if needed."""
+    tdir, spec = _target_spec(target)
+    sources = _sources(tdir, spec)
+    headers = sorted(tdir.glob("*.h")) + sorted((NATIVE_DIR / "common").glob("*.h"))
+    cflags = list(spec.get("cflags", ["-O2"])) + list(extra_cflags)
+    libs = list(spec.get("libs", []))
+    kind = spec.get("kind", "exe")
+    digest = hashlib.sha256()
+    for path in sources + headers:
+        digest.update(path.name.encode())
+        digest.update(path.read_bytes())
+    digest.update(repr((cflags, libs, kind)).encode())
+    out_dir = cache_root() / "native" / mpi.identity / f"{target}-{digest.hexdigest()[:12]}"
+    output = out_dir / spec.get("output", target)
+    if output.exists():
+        return output
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{output.name}.", dir=out_dir)
+    os.close(fd)
+    argv = [str(mpi.mpicc), *cflags, f"-I{NATIVE_DIR / 'common'}", f"-I{tdir}"]
+    if kind == "shared":
+        argv += ["-shared", "-fPIC"]
+    argv += ["-o", tmp_name, *map(str, sources), *libs]
+    verbose.show(argv)
+    env = dict(os.environ, **mpi.env())
+    proc = subprocess.run(argv, capture_output=True, text=True, env=env)
+    if proc.returncode != 0:
+        os.unlink(tmp_name)
+        log = out_dir / "build.log"
+        log.write_text(" ".join(argv) + "\n\n" + proc.stdout + proc.stderr)
+        first = next((ln for ln in (proc.stderr or proc.stdout).splitlines() if "error" in ln),
+                     (proc.stderr or proc.stdout or "no output").strip().splitlines()[0])
+        raise ShoalError(f"building {target} with {mpi.name} failed: {first.strip()} "
+                         f"(full log: {log})")
+    os.chmod(tmp_name, 0o755)
+    os.replace(tmp_name, output)
+    return output

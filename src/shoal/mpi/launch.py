@@ -1,0 +1,99 @@
+"""The one place where mpiexec command lines are made.
+
+Everything that starts MPI ranks (benchmarks, workloads, waitlab, clusters)
+describes the job as a ``Job`` and asks ``command()`` for the argv and
+environment. Process management stays with the MPI's own launcher (MPICH
+hydra, Open MPI PRRTE); shoal only says where and how to start.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from shoal.errors import ShoalError
+from shoal.mpi.discover import MPIInstall
+
+
+@dataclass(frozen=True)
+class HostSlots:
+    """A host as the launcher reaches it, and how many ranks it takes."""
+
+    host: str
+    slots: int = 1
+
+    def __post_init__(self) -> None:
+        # Host names reach the launcher's argv and a remote shell: allow only
+        # what a DNS name or address can contain.
+        allowed = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_:[]")
+        if not self.host or not set(self.host) <= allowed or self.host.startswith("-"):
+            raise ShoalError(f"host name {self.host!r} is not a valid host name or address")
+        if self.slots < 1:
+            raise ShoalError(f"host {self.host}: slots must be at least 1, got {self.slots}")
+
+
+@dataclass
+class Job:
+    """What to run, with how many ranks, where, and with which environment."""
+
+    mpi: MPIInstall
+    ranks: int
+    argv: list[str]
+    # Environment for every rank (passed with -genv / -x so remote ranks get it too).
+    rank_env: dict[str, str] = field(default_factory=dict)
+    # None: all ranks on this machine. Otherwise ranks are placed on these hosts in order.
+    hosts: list[HostSlots] | None = None
+    # A program the launcher uses instead of ssh to start its proxy on a host
+    # (the emulated cluster's namespace helper, or a custom ssh wrapper).
+    launcher_exec: str | None = None
+    # Extra environment for mpiexec itself (not necessarily the ranks).
+    launcher_env: dict[str, str] = field(default_factory=dict)
+    # Launcher options the caller needs verbatim (kept last before the program).
+    extra_args: list[str] = field(default_factory=list)
+
+    def command(self) -> tuple[list[str], dict[str, str]]:
+        """Return (argv, environment additions) for subprocess."""
+        if self.ranks < 1:
+            raise ShoalError(f"need at least 1 rank, got {self.ranks}")
+        if self.hosts is not None and sum(h.slots for h in self.hosts) < self.ranks:
+            total = sum(h.slots for h in self.hosts)
+            raise ShoalError(f"{self.ranks} ranks do not fit on {len(self.hosts)} hosts with "
+                             f"{total} slots; add hosts or slots, or use fewer ranks")
+        env = {**self.mpi.env(), **self.launcher_env}
+        if self.mpi.kind == "mpich":
+            argv = [str(self.mpi.mpiexec), "-n", str(self.ranks)]
+            if self.hosts is not None:
+                argv += ["-hosts", ",".join(f"{h.host}:{h.slots}" for h in self.hosts)]
+            if self.launcher_exec:
+                argv += ["-launcher", "ssh", "-launcher-exec", self.launcher_exec]
+            for key, value in self.rank_env.items():
+                argv += ["-genv", key, value]
+        else:
+            argv = [str(self.mpi.mpiexec), "-n", str(self.ranks)]
+            if self.hosts is not None:
+                argv += ["--host", ",".join(f"{h.host}:{h.slots}" for h in self.hosts)]
+            else:
+                # A 2-core machine runs 4-rank tests: allow more ranks than cores.
+                argv += ["--map-by", ":OVERSUBSCRIBE"]
+            if self.launcher_exec:
+                argv += ["--prtemca", "plm_ssh_agent", self.launcher_exec]
+            for key, value in self.rank_env.items():
+                argv += ["-x", f"{key}={value}"]
+        argv += list(self.extra_args)
+        argv += [str(a) for a in self.argv]
+        return argv, env
+
+    def popen_env(self) -> dict[str, str]:
+        """Full environment for subprocess: ours plus what the launch needs."""
+        _, env = self.command()
+        merged = dict(os.environ)
+        merged.update(env)
+        merged.update(self.rank_env)
+        # The MPI's own tools first on PATH, so helpers it spawns are its own.
+        merged["PATH"] = f"{self.mpi.bindir}{os.pathsep}{merged.get('PATH', '')}"
+        return merged
+
+
+def program_path(path: Path | str) -> str:
+    return str(Path(path).resolve())
