@@ -1,0 +1,283 @@
+"""Run the native benchmark program over a list of points, keeping every result.
+
+One launch of the program measures many points and prints one JSON record
+per finished point; rows are appended to the run directory as each record
+arrives. If the job dies or a point exceeds its timeout, the job is killed,
+the point is recorded in ``failures.csv`` and a new job continues with the
+points after it. ``--resume`` passes only the points not yet in
+``results.csv``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import signal
+import subprocess
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Protocol
+
+from shoal import verbose
+from shoal.bench import records
+from shoal.errors import Interrupted, ShoalError
+from shoal.mpi.launch import Job
+from shoal.runs.store import Run
+
+# Time for MPI to start (and, on emulated devices, for ssh-like proxies) before
+# the first record is due.
+STARTUP_GRACE_S = 60.0
+
+
+@dataclass
+class Options:
+    """How each point is measured (passed to the native program)."""
+
+    ci: float = 0.02
+    budget_s: float = 1.0
+    min_reps: int = 10
+    max_reps: int = 100000
+    rep_time_s: float | None = None
+    warmup: int | None = None
+    flush_B: int = 0
+    check: bool = False
+    inner: int | None = None
+    point_timeout_s: float | None = None
+
+    def program_args(self) -> list[str]:
+        args = ["--ci", repr(self.ci), "--budget", repr(self.budget_s),
+                "--min-reps", str(self.min_reps), "--max-reps", str(self.max_reps)]
+        if self.rep_time_s is not None:
+            args += ["--rep-time", repr(self.rep_time_s)]
+        if self.warmup is not None:
+            args += ["--warmup", str(self.warmup)]
+        if self.flush_B:
+            args += ["--flush", str(self.flush_B)]
+        if self.inner:
+            args += ["--inner", str(self.inner)]
+        if self.check:
+            args.append("--check")
+        return args
+
+    @property
+    def timeout_s(self) -> float:
+        """Longest a single point may take before it is declared hung."""
+        if self.point_timeout_s is not None:
+            return self.point_timeout_s
+        return max(30.0, 4.0 * self.budget_s + 20.0)
+
+    def describe(self) -> dict[str, Any]:
+        return {"ci_target": self.ci, "budget_s": self.budget_s, "min_reps": self.min_reps,
+                "max_reps": self.max_reps, "rep_time_s": self.rep_time_s, "warmup": self.warmup,
+                "flush_B": self.flush_B, "check": self.check, "inner": self.inner,
+                "point_timeout_s": self.timeout_s}
+
+
+@dataclass(frozen=True)
+class Point:
+    test: str
+    size_B: int
+
+
+@dataclass
+class Config:
+    """Where one set of points runs: a label, its node and rank counts, and a job maker."""
+
+    label: str
+    nodes: int
+    ranks: int
+    make_job: Callable[[list[str]], Job]
+    wait_mode: str = ""
+
+
+class EnergyMeter(Protocol):
+    def energy_between(self, t0_mono: float, t1_mono: float) -> dict[str, Any] | None: ...
+
+
+@dataclass
+class Events:
+    """Callbacks the CLI uses for progress; all optional."""
+
+    point_started: Callable[[Config, Point], None] = lambda c, p: None
+    point_done: Callable[[Config, dict[str, Any]], None] = lambda c, row: None
+    point_failed: Callable[[Config, Point, str], None] = lambda c, p, reason: None
+    point_skipped: Callable[[Config, Point, str], None] = lambda c, p, reason: None
+
+
+@dataclass
+class Sweep:
+    run: Run
+    program: Path
+    options: Options
+    events: Events = field(default_factory=Events)
+    energy: EnergyMeter | None = None
+
+    def finished_ids(self) -> set[str]:
+        return {r["point_id"] for r in self.run.rows("results")} | {
+            r["point_id"] for r in self.run.rows("skipped")}
+
+    def run_config(self, config: Config, points: list[Point]) -> None:
+        """Measure every point of ``points`` not already finished in this run."""
+        done = self.finished_ids()
+        todo = [p for p in points
+                if records.point_id(config.label, config.ranks, p.test, p.size_B) not in done]
+        launches_without_progress = 0
+        while todo:
+            finished, failure = self._launch(config, todo)
+            todo = todo[finished:]
+            if failure is None:
+                if todo:  # the program ended cleanly without reporting everything
+                    failure = ("incomplete", "the benchmark program exited before this point")
+                else:
+                    break
+            if finished == 0:
+                launches_without_progress += 1
+            else:
+                launches_without_progress = 0
+            failed_point = todo[0]
+            self._record_failure(config, failed_point, *failure)
+            todo = todo[1:]
+            if launches_without_progress >= 3:
+                raise ShoalError(
+                    f"the benchmark program failed {launches_without_progress} times in a row "
+                    f"without finishing a point ({failure[0]}: {failure[1]}); see "
+                    f"{self.run.table_path('failures')}; finished points are kept")
+
+    # -- one launch -------------------------------------------------------------
+    def _launch(self, config: Config, todo: list[Point]) -> tuple[int, tuple[str, str] | None]:
+        """Run one job over ``todo``; return (points finished, failure or None)."""
+        argv = [str(self.program), "--points",
+                ",".join(f"{p.test}:{p.size_B}" for p in todo), *self.options.program_args()]
+        job = config.make_job(argv)
+        cmd, env_add = job.command()
+        verbose.show(cmd, env_add)
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env=job.popen_env(), start_new_session=True)
+        lines: queue.Queue[str | None] = queue.Queue()
+        stderr_tail: list[str] = []
+        threading.Thread(target=_pump, args=(proc.stdout, lines.put), daemon=True).start()
+        threading.Thread(target=_pump, args=(proc.stderr, lambda s: _keep_tail(stderr_tail, s)),
+                         daemon=True).start()
+        finished = 0
+        deadline = time.monotonic() + STARTUP_GRACE_S + self.options.timeout_s
+        if finished < len(todo):
+            self.events.point_started(config, todo[0])
+        try:
+            while True:
+                try:
+                    line = lines.get(timeout=max(0.05, deadline - time.monotonic()))
+                except queue.Empty:
+                    _kill(proc)
+                    return finished, ("timeout", f"no result within {self.options.timeout_s:.0f} s")
+                if line is None:  # stdout closed: the job ended
+                    code = proc.wait()
+                    if code != 0 and finished < len(todo):
+                        detail = " | ".join(stderr_tail[-3:]) or f"exit status {code}"
+                        return finished, ("crashed", detail)
+                    return finished, None
+                record = _parse(line)
+                if record is None:
+                    continue
+                kind = record.get("type")
+                if kind == "hello":
+                    self._note_hello(config, record)
+                elif kind in ("point", "skip"):
+                    if finished >= len(todo):
+                        continue
+                    point = todo[finished]
+                    if (record.get("test"), record.get("size_B")) != (point.test, point.size_B):
+                        _kill(proc)
+                        return finished, ("protocol", f"expected {point.test}:{point.size_B}, got "
+                                          f"{record.get('test')}:{record.get('size_B')}")
+                    if kind == "point":
+                        self._record_point(config, record)
+                    else:
+                        self._record_skip(config, point, record.get("reason", ""))
+                    finished += 1
+                    deadline = time.monotonic() + self.options.timeout_s
+                    if finished < len(todo):
+                        self.events.point_started(config, todo[finished])
+                elif kind == "error":
+                    _kill(proc)
+                    return finished, ("error", str(record.get("message", "")))
+        except KeyboardInterrupt:
+            _kill(proc)
+            self.run.finish("interrupted")
+            raise Interrupted(f"interrupted; finished points are in {self.run.path} "
+                              f"(continue with --resume {self.run.path})") from None
+        finally:
+            if proc.poll() is None:
+                _kill(proc)
+
+    # -- writing ----------------------------------------------------------------
+    def _note_hello(self, config: Config, record: dict[str, Any]) -> None:
+        seen = self.run.manifest.get("jobs", {})
+        if config.label not in seen:
+            seen[config.label] = {"ranks": record.get("ranks"), "hosts": record.get("hosts"),
+                                  "mpi_library": record.get("mpi_library"),
+                                  "timer": record.get("timer"),
+                                  "timer_resolution_s": record.get("timer_resolution_s")}
+            self.run.update_manifest(jobs=seen)
+
+    def _record_point(self, config: Config, record: dict[str, Any]) -> None:
+        row = records.result_row(record, config.label, config.nodes, config.wait_mode)
+        if self.energy is not None and row["t_start_mono_s"] != "":
+            records.add_energy(row, self.energy.energy_between(
+                float(row["t_start_mono_s"]), float(row["t_end_mono_s"])))
+        self.run.append("samples", records.sample_rows(row["point_id"], record["samples_s"]),
+                        columns=records.SAMPLE_COLUMNS)
+        self.run.append("results", [row], columns=records.RESULT_COLUMNS)
+        self.events.point_done(config, row)
+
+    def _record_skip(self, config: Config, point: Point, reason: str) -> None:
+        pid = records.point_id(config.label, config.ranks, point.test, point.size_B)
+        self.run.append("skipped", [{"point_id": pid, "test": point.test, "size_B": point.size_B,
+                                     "ranks": config.ranks, "reason": reason}])
+        self.events.point_skipped(config, point, reason)
+
+    def _record_failure(self, config: Config, point: Point, reason: str, detail: str) -> None:
+        pid = records.point_id(config.label, config.ranks, point.test, point.size_B)
+        self.run.append("failures", [{
+            "point_id": pid, "config": config.label, "nodes": config.nodes, "ranks": config.ranks,
+            "test": point.test, "size_B": point.size_B, "reason": reason, "detail": detail,
+        }], columns=records.FAILURE_COLUMNS)
+        self.events.point_failed(config, point, f"{reason}: {detail}")
+
+
+def _pump(stream, put: Callable[[Any], None]) -> None:
+    for line in stream:
+        put(line.rstrip("\n"))
+    put(None)
+
+
+def _keep_tail(tail: list[str], line: str | None, keep: int = 20) -> None:
+    if line:
+        tail.append(line.strip())
+        del tail[:-keep]
+
+
+def _parse(line: str) -> dict[str, Any] | None:
+    line = line.strip()
+    if not line.startswith("{"):
+        return None  # MPI libraries sometimes print warnings on stdout
+    try:
+        value = json.loads(line)
+    except json.JSONDecodeError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _kill(proc: subprocess.Popen) -> None:
+    """Kill the whole launcher process group (mpiexec and its local ranks)."""
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=3)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=5)
+    except ProcessLookupError:
+        pass

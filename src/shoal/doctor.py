@@ -1,0 +1,133 @@
+"""`shoal doctor`: what this machine offers shoal, and what to do about gaps.
+
+Each check returns a Finding: a name, whether it is fine, what was found,
+and — when not fine — the one thing to do.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from shoal.errors import ShoalError
+
+
+@dataclass(frozen=True)
+class Finding:
+    area: str
+    ok: bool
+    found: str
+    fix: str = ""
+
+
+def check_mpis(selected: str | None) -> list[Finding]:
+    from shoal.mpi import discover
+
+    findings = []
+    try:
+        mpi = discover.resolve(selected)
+        findings.append(Finding("MPI in use", True, f"{mpi.name} ({mpi.bindir})"))
+    except ShoalError as exc:
+        findings.append(Finding("MPI in use", False, str(exc), "run 'make setup' or pass --mpi PATH"))
+    names = {m.kind for m in discover.available()}
+    for kind in discover.KINDS:
+        if kind not in names:
+            findings.append(Finding(f"{kind}", False, "not installed",
+                                    "run 'make setup' (installs both MPI wheels into .venv)"))
+    return findings
+
+
+def check_compiler(selected: str | None) -> list[Finding]:
+    from shoal.mpi import discover
+
+    cc = shutil.which("cc") or shutil.which("gcc")
+    findings = [Finding("C compiler", bool(cc), cc or "none on PATH",
+                        "" if cc else "install gcc (Debian: apt-get install gcc)")]
+    try:
+        mpi = discover.resolve(selected)
+    except ShoalError:
+        return findings
+    try:
+        out = subprocess.run([str(mpi.mpicc), "--version"], capture_output=True, text=True,
+                             timeout=30, env=dict(os.environ, **mpi.env()))
+        ok = out.returncode == 0
+        first = (out.stdout or out.stderr).splitlines()[0] if (out.stdout or out.stderr) else ""
+    except OSError as exc:
+        ok, first = False, str(exc)
+    findings.append(Finding("mpicc", ok, f"{mpi.mpicc}: {first}",
+                            "" if ok else "the MPI's compiler wrapper does not run; install gcc"))
+    return findings
+
+
+def check_namespaces() -> list[Finding]:
+    ip = shutil.which("ip")
+    if not ip:
+        return [Finding("network namespaces", False, "no 'ip' command",
+                        "install iproute2 (Debian: apt-get install iproute2)")]
+    name = f"shoal-doctor-{os.getpid()}"
+    made = subprocess.run([ip, "netns", "add", name], capture_output=True, text=True)
+    if made.returncode != 0:
+        userns = Path("/proc/sys/kernel/unprivileged_userns_clone")
+        hint = ("run as root, or allow user namespaces "
+                "(sysctl kernel.unprivileged_userns_clone=1)" if userns.exists() else "run as root")
+        return [Finding("network namespaces", False, made.stderr.strip() or "cannot create", hint)]
+    subprocess.run([ip, "netns", "delete", name], capture_output=True)
+    findings = [Finding("network namespaces", True, "can create namespaces, veth and bridges")]
+    tc = shutil.which("tc")
+    findings.append(Finding("tc (link shaping)", bool(tc), tc or "missing",
+                            "" if tc else "install iproute2"))
+    netem = _kernel_has_module("sch_netem")
+    findings.append(Finding("tc netem (delay/loss)", netem,
+                            "available" if netem else "not in this kernel",
+                            "" if netem else "emulated links get rate limits but no added delay "
+                            "or loss; a kernel with sch_netem enables them"))
+    return findings
+
+
+def _kernel_has_module(name: str) -> bool:
+    release = os.uname().release
+    moddir = Path("/lib/modules") / release
+    if any(moddir.rglob(f"{name}.ko*")) if moddir.exists() else False:
+        return True
+    try:
+        return name in Path("/proc/modules").read_text()
+    except OSError:
+        return False
+
+
+def check_cgroups() -> list[Finding]:
+    if Path("/sys/fs/cgroup/cgroup.controllers").exists():
+        controllers = Path("/sys/fs/cgroup/cgroup.controllers").read_text().split()
+        ok = "cpu" in controllers
+        return [Finding("cgroups", ok, f"v2, controllers: {' '.join(controllers)}",
+                        "" if ok else "enable the cpu controller to emulate slower devices")]
+    v1 = [p for p in (Path("/sys/fs/cgroup/cpu"), Path("/sys/fs/cgroup/cpu,cpuacct")) if p.exists()]
+    if v1:
+        return [Finding("cgroups", True, f"v1, cpu controller at {v1[0]}")]
+    return [Finding("cgroups", False, "no cpu controller mounted",
+                    "emulated devices will run at full host speed; mount cgroup v2 or v1 cpu")]
+
+
+def check_power() -> list[Finding]:
+    try:
+        from shoal.power import registry  # type: ignore[attr-defined]
+    except ImportError:
+        return []
+    findings = []
+    for entry in registry.describe_sources():
+        findings.append(Finding(f"power: {entry['name']}", bool(entry["available"]),
+                                entry.get("detail", ""), entry.get("fix", "")))
+    return findings
+
+
+def run_all(selected_mpi: str | None) -> list[Finding]:
+    findings: list[Finding] = []
+    findings += check_mpis(selected_mpi)
+    findings += check_compiler(selected_mpi)
+    findings += check_namespaces()
+    findings += check_cgroups()
+    findings += check_power()
+    return findings

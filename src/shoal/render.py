@@ -1,0 +1,46 @@
+"""Pretty units for people; the data always stays in SI units."""
+
+from __future__ import annotations
+
+import math
+
+
+def _scaled(value: float, unit: str, steps: list[tuple[float, str]]) -> str:
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "-"
+    for factor, prefix in steps:
+        if abs(value) >= factor:
+            return f"{value / factor:.3g} {prefix}{unit}"
+    factor, prefix = steps[-1]
+    return f"{value / factor:.3g} {prefix}{unit}"
+
+
+def seconds(value: float) -> str:
+    return _scaled(value, "s", [(1, ""), (1e-3, "m"), (1e-6, "µ"), (1e-9, "n")])
+
+
+def byte_size(value: float) -> str:
+    for factor, unit in [(1024**3, "GiB"), (1024**2, "MiB"), (1024, "KiB")]:
+        if value >= factor:
+            return f"{value / factor:g} {unit}"
+    return f"{value:g} B"
+
+
+def bandwidth(value: float) -> str:
+    return _scaled(value, "B/s", [(1e9, "G"), (1e6, "M"), (1e3, "k"), (1, "")])
+
+
+def watts(value: float) -> str:
+    return _scaled(value, "W", [(1e3, "k"), (1, ""), (1e-3, "m")])
+
+
+def joules(value: float) -> str:
+    return _scaled(value, "J", [(1e3, "k"), (1, ""), (1e-3, "m"), (1e-6, "µ")])
+
+
+def rate(value: float) -> str:
+    return _scaled(value, "/s", [(1e9, "G"), (1e6, "M"), (1e3, "k"), (1, "")])
+
+
+def percent(value: float) -> str:
+    return "-" if value is None or value == "" else f"{100 * float(value):.1f}%"

@@ -1,0 +1,1 @@
+"""Figures and reports rendered from run directories."""
