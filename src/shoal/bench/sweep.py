@@ -183,6 +183,8 @@ class Sweep:
                     continue
                 kind = record.get("type")
                 if kind == "hello":
+                    # MPI is up: from now on each point has its own timeout.
+                    deadline = time.monotonic() + self.options.timeout_s
                     self._note_hello(config, record)
                 elif kind in ("point", "skip"):
                     if finished >= len(todo):

@@ -1,0 +1,146 @@
+"""`shoal bench` end to end: real MPI jobs, the run directory, resume, errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pandas as pd
+import pytest
+
+from bench_cli import shoal
+
+QUICK = ["--budget", "0.2", "--ci", "0.1", "--min-reps", "6", "--rep-time", "2e-4"]
+
+
+@pytest.mark.parametrize("kind", ["mpich", "openmpi"])
+def test_bench_writes_tidy_results_with_checked_bytes(tmp_path, kind):
+    out = tmp_path / "run"
+    proc = shoal("bench", "--mpi", kind, "--tests", "imb.PingPong,mpbench.bandwidth,imb.Allreduce",
+                 "--sizes", "8,4K", "--ranks", "2", "--check", "--out", str(out), "--json", *QUICK)
+    assert proc.returncode == 0, proc.stderr
+    payload = json.loads(proc.stdout)
+    assert payload["run"] == str(out)
+    results = pd.read_csv(out / "results.csv")
+    assert sorted(results["test"].unique()) == ["imb.Allreduce", "imb.PingPong", "mpbench.bandwidth"]
+    assert len(results) == 6 and results["point_id"].is_unique
+    assert (results["check"] == "ok").all() and (results["check_errors"] == 0).all()
+    samples = pd.read_csv(out / "samples.csv")
+    counts = samples.groupby("point_id").size()
+    assert (counts[results["point_id"]].values == results["reps"].values).all()
+    # Statistics in the table are those of the raw samples.
+    for _, row in results.iterrows():
+        times = samples[samples["point_id"] == row["point_id"]]["time_s"]
+        assert row["time_median_s"] == pytest.approx(times.median())
+        assert row["time_ci_low_s"] <= row["time_median_s"] <= row["time_ci_high_s"]
+    bw = results[results["test"] == "mpbench.bandwidth"].set_index("size_B")
+    assert bw.loc[4096, "bandwidth_median_Bps"] == pytest.approx(4096 / bw.loc[4096, "time_median_s"])
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["status"] == "complete"
+    assert manifest["mpi"]["kind"] == kind
+    assert manifest["jobs"]["local"]["ranks"] == 2
+    assert manifest["host"]["cpus"] >= 1
+
+
+def test_four_ranks_collectives(tmp_path, mpich):
+    out = tmp_path / "run"
+    proc = shoal("bench", "--tests", "mpbench.allreduce,imb.Alltoall,imb.Exchange", "--sizes", "64",
+                 "--ranks", "4", "--check", "--out", str(out), *QUICK)
+    assert proc.returncode == 0, proc.stderr
+    results = pd.read_csv(out / "results.csv")
+    assert set(results["ranks"]) == {4} and len(results) == 3
+    assert (results["check"] == "ok").all()
+    assert all(len(json.loads(v)) == 4 for v in results["rank_mean_s"])
+
+
+def test_interrupted_run_keeps_points_and_resume_finishes_it(tmp_path):
+    out = tmp_path / "run"
+    cmd = [sys.executable, "-m", "shoal", "bench", "--tests", "imb.PingPong,imb.Sendrecv",
+           "--sizes", "1..64K:4", "--ranks", "2", "--out", str(out), "--budget", "0.3",
+           "--ci", "0.0", "--min-reps", "6"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    results = out / "results.csv"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and (not results.exists() or
+                                           len(results.read_text().splitlines()) < 3):
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "--resume" in err and len(err.strip().splitlines()) == 1
+    first = pd.read_csv(results)
+    assert 2 <= len(first) < 18
+    assert json.loads((out / "manifest.json").read_text())["status"] == "interrupted"
+
+    again = shoal("bench", "--resume", str(out))
+    assert again.returncode == 0, again.stderr
+    final = pd.read_csv(results)
+    assert len(final) == 18 and final["point_id"].is_unique
+    # Points measured before the interruption are kept as they were.
+    kept = final.set_index("point_id").loc[first["point_id"], "time_median_s"]
+    assert list(kept) == list(first["time_median_s"])
+    assert json.loads((out / "manifest.json").read_text())["status"] == "complete"
+
+
+def test_point_that_exceeds_its_timeout_is_recorded_and_sweep_goes_on(tmp_path):
+    out = tmp_path / "run"
+    proc = shoal("bench", "--tests", "imb.PingPong", "--sizes", "8,16", "--ranks", "2",
+                 "--ci", "0", "--budget", "30", "--min-reps", "6", "--timeout", "2",
+                 "--out", str(out))
+    assert proc.returncode == 1
+    failures = pd.read_csv(out / "failures.csv")
+    assert list(failures["reason"]) == ["timeout", "timeout"]
+    assert list(failures["size_B"]) == [8, 16]
+    assert json.loads((out / "manifest.json").read_text())["status"] == "complete-with-failures"
+
+
+@pytest.mark.parametrize("args, expected", [
+    (["--tests", "pingpang"], "unknown test 'pingpang'"),
+    (["--tests", "allreduce"], "ambiguous"),
+    (["--sizes", "4Q"], "malformed size '4Q'"),
+    (["--ranks", "two"], "malformed --ranks"),
+    (["--tests", "imb.PingPong", "--ranks", "1"], "need(s) at least 2 ranks"),
+    (["--mpi", "/nonexistent/mpi"], "--mpi /nonexistent/mpi"),
+    (["--ci", "-1"], "must not be negative"),
+    (["--resume", "/nonexistent/run"], "not a shoal run directory"),
+])
+def test_bad_input_gives_one_line_and_nonzero_exit(tmp_path, args, expected):
+    proc = shoal("bench", "--out", str(tmp_path / "r"), *args)
+    assert proc.returncode != 0
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert expected in lines[0] and "Traceback" not in proc.stderr
+
+
+def test_compiler_failure_is_one_line(tmp_path):
+    fake = tmp_path / "fakempi" / "bin"
+    fake.mkdir(parents=True)
+    (fake / "mpiexec").write_text("#!/bin/sh\nexit 1\n")
+    (fake / "mpichversion").write_text("#!/bin/sh\necho 'MPICH Version:      9.9'\necho 'MPICH ABI: 1:0:0'\n")
+    (fake / "mpicc").write_text("#!/bin/sh\necho 'bench.c:1: error: no compiler here' >&2\nexit 1\n")
+    for f in fake.iterdir():
+        f.chmod(0o755)
+    proc = shoal("bench", "--mpi", str(fake), "--out", str(tmp_path / "r"))
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "building bench with MPICH 9.9 failed" in lines[0]
+    assert "build.log" in lines[0]
+
+
+def test_plot_writes_png_and_svg_per_test(tmp_path):
+    out = tmp_path / "run"
+    assert shoal("bench", "--tests", "imb.PingPong,mpbench.roundtrip", "--sizes", "8,1K,64K",
+                 "--out", str(out), *QUICK).returncode == 0
+    proc = shoal("plot", str(out), str(out))
+    assert proc.returncode == 0, proc.stderr
+    for test in ("imb.PingPong", "mpbench.roundtrip"):
+        png = out / "figures" / f"{test}.png"
+        svg = out / "figures" / f"{test}.svg"
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert test in svg.read_text()
+    bad = shoal("plot", str(out), "--format", "gif")
+    assert bad.returncode == 2 and "unknown figure format" in bad.stderr
