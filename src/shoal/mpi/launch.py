@@ -51,6 +51,9 @@ class Job:
     launcher_env: dict[str, str] = field(default_factory=dict)
     # Launcher options the caller needs verbatim (kept last before the program).
     extra_args: list[str] = field(default_factory=list)
+    # A command that runs mpiexec itself somewhere else (an emulated cluster's
+    # head namespace); argv is this prefix followed by the mpiexec line.
+    exec_prefix: list[str] = field(default_factory=list)
 
     def command(self) -> tuple[list[str], dict[str, str]]:
         """Return (argv, environment additions) for subprocess."""
@@ -82,7 +85,7 @@ class Job:
                 argv += ["-x", f"{key}={value}"]
         argv += list(self.extra_args)
         argv += [str(a) for a in self.argv]
-        return argv, env
+        return [*self.exec_prefix, *argv], env
 
     def popen_env(self) -> dict[str, str]:
         """Full environment for subprocess: ours plus what the launch needs."""

@@ -1,0 +1,172 @@
+"""Limit an emulated device's CPU to its profile with cgroups, and check it.
+
+A device gets ``cores x speed / host_speed`` host CPUs of bandwidth (cgroup v2
+``cpu.max``, v1 ``cpu.cfs_quota_us``/``cpu.cfs_period_us``), over a short 10 ms
+period so a throttled rank stalls for milliseconds, not a tenth of a second,
+and a cpuset of ``cores`` host CPUs where the host has that many. The
+calibration runs the same CPU-bound kernel on the host and inside the
+device's limits and reports the speed actually achieved.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from shoal.errors import ShoalError
+
+PERIOD_US = 10_000
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+
+
+@dataclass(frozen=True)
+class CgroupLayout:
+    """Which cgroup hierarchy this machine offers for CPU limits."""
+
+    version: int  # 1 or 2; 0 when no usable cpu controller
+    cpu_base: Path | None
+    cpuset_base: Path | None
+
+    def describe(self) -> dict:
+        return {"version": self.version, "cpu": str(self.cpu_base), "cpuset": str(self.cpuset_base)}
+
+
+def detect() -> CgroupLayout:
+    """Find a writable cpu controller: pure v2, else v1 (also on hybrid systems)."""
+    root = Path(os.environ.get("SHOAL_CGROUP_ROOT", CGROUP_ROOT))
+    if (root / "cgroup.controllers").exists():
+        controllers = (root / "cgroup.controllers").read_text().split()
+        if "cpu" in controllers and os.access(root / "cgroup.subtree_control", os.W_OK):
+            return CgroupLayout(2, root / "shoal", root / "shoal" if "cpuset" in controllers else None)
+        return CgroupLayout(0, None, None)
+    if (root / "cpu" / "cpu.cfs_quota_us").exists() and os.access(root / "cpu", os.W_OK):
+        cpuset = root / "cpuset" if (root / "cpuset" / "cpuset.cpus").exists() else None
+        return CgroupLayout(1, root / "cpu" / "shoal", cpuset / "shoal" if cpuset else None)
+    return CgroupLayout(0, None, None)
+
+
+def _write(path: Path, value: str) -> None:
+    try:
+        path.write_text(value)
+    except OSError as exc:
+        raise ShoalError(f"cannot write {value!r} to {path}: {exc.strerror}; "
+                         "shoal needs root (or a delegated cgroup) to limit device CPUs") from exc
+
+
+def _enable_v2(parent: Path, controllers: list[str]) -> None:
+    available = (parent / "cgroup.controllers").read_text().split()
+    wanted = " ".join(f"+{c}" for c in controllers if c in available)
+    if wanted:
+        _write(parent / "cgroup.subtree_control", wanted)
+
+
+def host_cpus() -> list[int]:
+    return sorted(os.sched_getaffinity(0))
+
+
+def create(layout: CgroupLayout, cluster_id: str, node: str, cpus_budget: float,
+           cpuset: list[int] | None) -> list[str]:
+    """Create the device's cgroup(s); return their paths (cluster dir last, for removal order)."""
+    paths: list[str] = []
+    quota = max(1000, int(round(cpus_budget * PERIOD_US)))
+    if layout.version == 2:
+        base = layout.cpu_base
+        cluster = base / cluster_id
+        for level in (base, cluster):
+            level.mkdir(exist_ok=True)
+            _enable_v2(level.parent, ["cpu", "cpuset"] if layout.cpuset_base else ["cpu"])
+        _enable_v2(cluster, ["cpu", "cpuset"] if layout.cpuset_base else ["cpu"])
+        group = cluster / node
+        group.mkdir(exist_ok=True)
+        _write(group / "cpu.max", f"{quota} {PERIOD_US}")
+        if cpuset and layout.cpuset_base:
+            _write(group / "cpuset.cpus", ",".join(map(str, cpuset)))
+        paths += [str(group), str(cluster)]
+        return paths
+    if layout.version == 1:
+        cluster = layout.cpu_base / cluster_id
+        cluster.mkdir(parents=True, exist_ok=True)
+        group = cluster / node
+        group.mkdir(exist_ok=True)
+        _write(group / "cpu.cfs_period_us", str(PERIOD_US))
+        _write(group / "cpu.cfs_quota_us", str(quota))
+        paths += [str(group), str(cluster)]
+        if cpuset and layout.cpuset_base:
+            top = layout.cpuset_base
+            sets = [top, top / cluster_id, top / cluster_id / node]
+            for level in sets:
+                fresh = not level.exists()
+                level.mkdir(exist_ok=True)
+                if fresh or not (level / "cpuset.cpus").read_text().strip():
+                    # v1 cpusets start empty: copy the parent's cpus and memory nodes.
+                    _write(level / "cpuset.cpus", (level.parent / "cpuset.cpus").read_text().strip())
+                    _write(level / "cpuset.mems", (level.parent / "cpuset.mems").read_text().strip())
+            _write(sets[-1] / "cpuset.cpus", ",".join(map(str, cpuset)))
+            paths += [str(sets[2]), str(sets[1])]
+        return paths
+    return paths
+
+
+def join(groups: list[str], pid: int | None = None) -> None:
+    """Move a process (default: this one) into the device's cgroups."""
+    for group in groups:
+        procs = Path(group) / "cgroup.procs"
+        if procs.exists() and Path(group).name != "":
+            procs.write_text(str(pid or os.getpid()))
+
+
+# -- calibration ------------------------------------------------------------------------
+_KERNEL = r"""
+import sys, time
+window = float(sys.argv[1])
+x = 0
+time.sleep(0.05)
+end = time.perf_counter() + 0.05
+while time.perf_counter() < end:
+    x = (x * 1103515245 + 12345) & 0xFFFFFFFF
+count, start = 0, time.perf_counter()
+stop = start + window
+while True:
+    for _ in range(2000):
+        x = (x * 1103515245 + 12345) & 0xFFFFFFFF
+    count += 2000
+    now = time.perf_counter()
+    if now >= stop:
+        break
+print(count / (now - start))
+"""
+
+
+def kernel_rates(workers: int, groups: list[str] | None, window_s: float = 0.4) -> list[float]:
+    """Run ``workers`` copies of the CPU kernel at once (inside ``groups`` if given)."""
+    def enter() -> None:
+        if groups:
+            join(groups)
+
+    procs = [subprocess.Popen([sys.executable, "-c", _KERNEL, str(window_s)],
+                              stdout=subprocess.PIPE, text=True,
+                              preexec_fn=enter if groups else None)
+             for _ in range(workers)]
+    rates = []
+    for proc in procs:
+        out, _ = proc.communicate(timeout=60)
+        rates.append(float(out.strip()))
+    return rates
+
+
+def calibrate(groups: list[str], cores: int, target_fraction: float,
+              host_rate: float | None = None) -> dict:
+    """Measure the per-core speed a device's cgroups deliver, as a fraction of a host core."""
+    workers = max(1, min(cores, len(host_cpus())))
+    if host_rate is None:
+        host_rate = max(kernel_rates(1, None))
+    rates = kernel_rates(workers, groups)
+    achieved = sum(rates) / len(rates) / host_rate
+    return {"host_rate_per_s": host_rate, "workers": workers, "target_fraction": target_fraction,
+            "achieved_fraction": achieved,
+            "error": (achieved - target_fraction) / target_fraction if target_fraction else None,
+            "measured_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}

@@ -1,0 +1,110 @@
+"""The launcher helper: start a process inside an emulated device, like ssh would.
+
+MPI launchers call it where they would call ssh (MPICH hydra through
+``-launcher-exec``, Open MPI's PRRTE through ``plm_ssh_agent``), by way of the
+per-cluster shim ``<state>/<id>/ssh``::
+
+    nsexec --cluster ID [ssh options] HOST COMMAND...   # ssh mode
+    nsexec --cluster ID --run NODE -- PROGRAM ARGS...   # direct mode, no shell
+
+Both launchers hand ssh a command meant for a remote shell (hydra quotes the
+proxy path, PRRTE passes ``VAR=...;export VAR;prted ...`` as one word), so in
+ssh mode the words are joined with spaces and run by ``/bin/sh -c`` exactly as
+sshd would. The host name never reaches a shell: it must be a device of the
+cluster, matched literally. The process then joins the device's cgroups, gets
+a private mount namespace with the cluster's /etc/hosts, and enters the
+device's network and UTS namespaces before exec.
+
+Standard library only: it runs once per launched proxy.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+from shoal.cluster import sysns
+
+# ssh options that take a value, and flags (ignored: the devices are local).
+_SSH_VALUE = set("bcDEeFIiJLlmOopQRSWw")
+_SSH_FLAG = set("46AaCfGgKkMNnqsTtVvXxYy")
+
+
+def _fail(message: str) -> "NoReturn":  # noqa: F821
+    print(f"shoal nsexec: {message}", file=sys.stderr)
+    sys.exit(255)  # what ssh returns when it cannot reach or start on the host
+
+
+def _parse(argv: list[str]) -> tuple[str, str, list[str], bool]:
+    """Return (cluster id, host, command words, direct)."""
+    if len(argv) < 2 or argv[0] != "--cluster":
+        _fail("usage: nsexec --cluster ID [ssh options] HOST COMMAND... | --run NODE -- PROGRAM...")
+    cluster, rest = argv[1], argv[2:]
+    if rest[:1] == ["--run"]:
+        if len(rest) < 4 or rest[2] != "--":
+            _fail("usage: nsexec --cluster ID --run NODE -- PROGRAM ARGS...")
+        return cluster, rest[1], rest[3:], True
+    i = 0
+    while i < len(rest) and rest[i].startswith("-") and len(rest[i]) > 1:
+        flags = rest[i][1:]
+        for k, flag in enumerate(flags):
+            if flag in _SSH_VALUE:
+                if k == len(flags) - 1:
+                    i += 1  # value is the next word
+                break
+            if flag not in _SSH_FLAG:
+                _fail(f"unsupported ssh option -{flag}")
+        i += 1
+    if i >= len(rest):
+        _fail("no host given")
+    host = rest[i].rsplit("@", 1)[-1]
+    command = rest[i + 1:]
+    if not command:
+        _fail(f"{host}: no command given (interactive sessions are not supported)")
+    return cluster, host, command, False
+
+
+def _device(record: dict, host: str) -> dict:
+    if host == "head":
+        return record["head"]
+    for name, node in record.get("nodes", {}).items():
+        if host in (name, node.get("address")):
+            return node
+    known = ", ".join(sorted(record.get("nodes", {})))
+    _fail(f"{host!r} is not a device of emulated cluster {record['id']} (devices: {known})")
+
+
+def main(argv: list[str] | None = None) -> None:
+    cluster, host, command, direct = _parse(sys.argv[1:] if argv is None else argv)
+    if not cluster.replace("-", "").isalnum():
+        _fail(f"bad cluster id {cluster!r}")
+    base = os.environ.get("SHOAL_STATE_DIR", "/run/shoal")
+    try:
+        with open(os.path.join(base, cluster, "state.json")) as fh:
+            record = json.load(fh)
+    except (OSError, ValueError):
+        _fail(f"no emulated cluster {cluster!r} is up")
+    device = _device(record, host)
+    directory = os.path.join(base, cluster)
+    try:
+        for group in device.get("cgroups", []):
+            with open(os.path.join(group, "cgroup.procs"), "w") as fh:
+                fh.write(str(os.getpid()))
+        sysns.unshare(sysns.CLONE_NEWNS)
+        sysns.make_private("/")
+        sysns.bind_mount(os.path.join(directory, "hosts"), "/etc/hosts")
+        sysns.setns(os.path.join("/run/netns", device["netns"]), sysns.CLONE_NEWNET)
+        sysns.setns(os.path.join(directory, device["uts"]), sysns.CLONE_NEWUTS)
+    except OSError as exc:
+        _fail(f"cannot enter device {host}: {exc}")
+    try:
+        if direct:
+            os.execvp(command[0], command)
+        os.execv("/bin/sh", ["sh", "-c", " ".join(command)])
+    except OSError as exc:
+        _fail(f"cannot run {command[0]!r} on {host}: {exc.strerror}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,145 @@
+"""Real clusters: ssh-reachable hosts and Slurm allocations.
+
+The MPI's own launcher does the work (hydra or PRRTE over ssh, or their
+Slurm support inside an allocation); shoal checks beforehand that every host
+can run the job and says, one line per host, what is wrong.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+from pathlib import Path
+
+from shoal import __version__, verbose
+from shoal.cluster.inventory import Inventory
+from shoal.errors import ShoalError
+from shoal.mpi.discover import MPIInstall
+
+
+def launcher_for(mode: str) -> str | None:
+    """The program the MPI launcher uses instead of plain ssh (SHOAL_SSH), if any."""
+    if mode == "ssh":
+        return os.environ.get("SHOAL_SSH") or None
+    return None
+
+
+def _ssh() -> str:
+    return os.environ.get("SHOAL_SSH") or shutil.which("ssh") or "ssh"
+
+
+def check_host(address: str, mpi: MPIInstall, binary: str | None, timeout: float = 15.0) -> str | None:
+    """Return None if the host is ready, else one line saying what is wrong there."""
+    probes = [f"echo mpi=$({shlex.quote(str(mpi.mpiexec))} --version 2>&1 | head -n 3 | tr '\\n' ' ')",
+              f"echo shoal=$({shlex.quote(sys.executable)} -c 'import shoal; print(shoal.__version__)' 2>/dev/null)"]
+    if binary:
+        probes.append(f"test -x {shlex.quote(binary)} && echo binary=yes || echo binary=no")
+    argv = [_ssh(), "-o", "BatchMode=yes", "-o", "ConnectTimeout=5", address, "; ".join(probes)]
+    verbose.show(argv)
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return f"{address}: ssh did not answer within {timeout:.0f} s; check the host is up"
+    except OSError as exc:
+        return f"{address}: cannot run ssh ({exc.strerror}); install an ssh client"
+    if proc.returncode != 0:
+        last = (proc.stderr.strip().splitlines() or ["no message"])[-1]
+        return f"{address}: ssh failed ({last}); set up key-based ssh to this host"
+    facts = dict(line.split("=", 1) for line in proc.stdout.splitlines() if "=" in line)
+    local = subprocess.run([str(mpi.mpiexec), "--version"], capture_output=True, text=True,
+                           env={**os.environ, **mpi.env()}).stdout
+    local = " ".join(local.splitlines()[:3])
+    if facts.get("mpi", "").split() != local.split():
+        return (f"{address}: MPI differs from this machine's ({mpi.name} at {mpi.mpiexec}); "
+                "install the same MPI at the same path on every host")
+    if facts.get("shoal") != __version__:
+        return (f"{address}: shoal {facts.get('shoal') or 'missing'} there, {__version__} here; "
+                f"install shoal {__version__} with the same Python path ({sys.executable})")
+    if binary and facts.get("binary") != "yes":
+        return f"{address}: {binary} is missing; copy it there or build on a shared filesystem"
+    return None
+
+
+def preflight(inventory: Inventory, mpi: MPIInstall, binary: str | None = None) -> list[str]:
+    """Check every host in parallel; return one line per failing host (empty: all ready)."""
+    with ThreadPoolExecutor(max_workers=16) as pool:
+        results = pool.map(lambda n: check_host(n.address, mpi, binary), inventory.nodes)
+    return [line for line in results if line]
+
+
+# -- Slurm -----------------------------------------------------------------------------
+_BRACKET = re.compile(r"^(.*?)\[([^\]]+)\](.*)$")
+
+
+def expand_nodelist(nodelist: str) -> list[str]:
+    """Expand Slurm's compact syntax: ``node[01-03,7],gpu1`` -> node01 node02 node03 node7 gpu1."""
+    parts, depth, current = [], 0, ""
+    for ch in nodelist:
+        if ch == "," and depth == 0:
+            parts.append(current)
+            current = ""
+            continue
+        depth += ch == "["
+        depth -= ch == "]"
+        current += ch
+    parts.append(current)
+    hosts: list[str] = []
+    for part in filter(None, (p.strip() for p in parts)):
+        hosts.extend(_expand_one(part))
+    return hosts
+
+
+def _expand_one(pattern: str) -> list[str]:
+    match = _BRACKET.match(pattern)
+    if not match:
+        return [pattern]
+    prefix, ranges, suffix = match.groups()
+    out: list[str] = []
+    for item in ranges.split(","):
+        if "-" in item:
+            lo, hi = item.split("-", 1)
+            if not (lo.isdigit() and hi.isdigit()) or int(lo) > int(hi):
+                raise ShoalError(f"SLURM_JOB_NODELIST: cannot read range {item!r} in {pattern!r}")
+            numbers = [str(n).zfill(len(lo)) for n in range(int(lo), int(hi) + 1)]
+        elif item.isdigit():
+            numbers = [item]
+        else:
+            raise ShoalError(f"SLURM_JOB_NODELIST: cannot read {item!r} in {pattern!r}")
+        for number in numbers:
+            out.extend(_expand_one(prefix + number + suffix))
+    return out
+
+
+def allocation_hosts() -> list[str]:
+    """Hosts of the current Slurm allocation, via scontrol when present."""
+    if not os.environ.get("SLURM_JOB_ID"):
+        raise ShoalError("the inventory says mode = \"slurm\" but this is not inside a Slurm "
+                         "allocation (no SLURM_JOB_ID); run under salloc or sbatch")
+    nodelist = os.environ.get("SLURM_JOB_NODELIST") or os.environ.get("SLURM_NODELIST")
+    if not nodelist:
+        raise ShoalError("SLURM_JOB_NODELIST is not set; run shoal inside the allocation's shell")
+    scontrol = shutil.which("scontrol")
+    if scontrol:
+        argv = [scontrol, "show", "hostnames", nodelist]
+        verbose.show(argv)
+        proc = subprocess.run(argv, capture_output=True, text=True)
+        if proc.returncode == 0 and proc.stdout.split():
+            return proc.stdout.split()
+    return expand_nodelist(nodelist)
+
+
+def slurm_inventory(inventory: Inventory) -> Inventory:
+    """The allocation's hosts in order; each takes its inventory entry, else the first node's profile."""
+    by_name = {n.name: n for n in inventory.nodes}
+    template = inventory.nodes[0]
+    nodes = []
+    for host in allocation_hosts():
+        known = by_name.get(host)
+        nodes.append(known or replace(template, name=host, address=host))
+    return Inventory(nodes, "slurm", inventory.source, inventory.host_speed, inventory.profiles)

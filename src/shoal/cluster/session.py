@@ -1,0 +1,166 @@
+"""The cluster a command runs on: local, emulated, ssh hosts or a Slurm allocation.
+
+This is the API the benchmark driver uses for node-count sweeps::
+
+    with cluster.open(emulate="4xminnowboard") as c:
+        for k in cluster.parse_nodes("1..4", c.size):
+            job = c.job(mpi, nodes=k, ranks_per_node=1, argv=[...])
+            argv, env = job.command()
+        manifest["cluster"] = c.describe()
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from shoal.cluster import inventory as _inventory
+from shoal.cluster import remote
+from shoal.cluster.emulated import SUBNET, EmulatedCluster, attach
+from shoal.errors import ShoalError
+from shoal.mpi.discover import MPIInstall
+from shoal.mpi.launch import HostSlots, Job
+
+
+def transport_env(mpi: MPIInstall) -> tuple[dict[str, str], list[str]]:
+    """(rank environment, launcher options) that force traffic onto the emulated links.
+
+    Shared memory between devices must not be used, or messages would bypass
+    the shaped links: MPICH gets MPIR_CVAR_NOLOCAL and UCX over TCP only; Open
+    MPI gets the TCP BTL with ob1, and both its BTL and its runtime's out-of-band
+    channel are pinned to the emulated subnet (its default interface choice
+    may pick an address another device cannot reach).
+    """
+    if mpi.kind == "mpich":
+        return ({"MPIR_CVAR_NOLOCAL": "1", "UCX_TLS": "tcp,self", "UCX_NET_DEVICES": "eth0",
+                 "FI_PROVIDER": "tcp"}, [])
+    subnet = str(SUBNET)
+    return ({}, ["--mca", "btl", "tcp,self", "--mca", "pml", "ob1",
+                 "--mca", "btl_tcp_if_include", subnet,
+                 "--mca", "oob_tcp_if_include", subnet,
+                 "--prtemca", "oob_tcp_if_include", subnet])
+
+
+class Cluster:
+    """Nodes in order and how to start ranks on the first k of them."""
+
+    def __init__(self, inventory: _inventory.Inventory | None,
+                 emulated: EmulatedCluster | None = None, owns: bool = False) -> None:
+        self.inventory = inventory
+        self.emulated = emulated
+        self._owns = owns
+        self.preflight: list[str] = []
+
+    @property
+    def kind(self) -> str:
+        if self.inventory is None:
+            return "local"
+        return self.inventory.mode
+
+    @property
+    def size(self) -> int:
+        return len(self.inventory.nodes) if self.inventory else 1
+
+    def __enter__(self) -> "Cluster":
+        if self.emulated is not None and self._owns:
+            self.emulated.up()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self.emulated is not None and self._owns:
+            self.emulated.down()
+            self._owns = False
+
+    def job(self, mpi: MPIInstall, nodes: int, argv: list[str], ranks_per_node: int = 1,
+            rank_env: dict[str, str] | None = None) -> Job:
+        """A launch.Job placed on the first ``nodes`` nodes, ``ranks_per_node`` ranks on each."""
+        if nodes < 1 or nodes > self.size:
+            raise ShoalError(f"asked for {nodes} nodes but the cluster has {self.size}; "
+                             f"use --nodes within 1..{self.size}")
+        if ranks_per_node < 1:
+            raise ShoalError("ranks per node must be at least 1")
+        env = dict(rank_env or {})
+        if self.inventory is None:
+            return Job(mpi, nodes * ranks_per_node, list(argv), env)
+        chosen = self.inventory.nodes[:nodes]
+        if self.kind == "emulated":
+            if self.emulated is None:
+                raise ShoalError("emulated cluster is not up")
+            transport, extra = transport_env(mpi)
+            env.update(transport)
+            hosts = [HostSlots(n.name, ranks_per_node) for n in chosen]
+            return Job(mpi, nodes * ranks_per_node, list(argv), env, hosts=hosts,
+                       launcher_exec=self.emulated.launcher, extra_args=extra,
+                       exec_prefix=self.emulated.head_prefix())
+        hosts = [HostSlots(n.address, ranks_per_node) for n in chosen]
+        return Job(mpi, nodes * ranks_per_node, list(argv), env, hosts=hosts,
+                   launcher_exec=remote.launcher_for(self.kind))
+
+    def describe(self) -> dict[str, Any]:
+        """What the run manifest records: nodes, profiles, links, emulation and calibration."""
+        if self.inventory is None:
+            return {"mode": "local"}
+        if self.emulated is not None:
+            return {"mode": "emulated", **self.emulated.describe()}
+        return {**self.inventory.describe(), "preflight": self.preflight}
+
+
+def open(emulate: str | None = None, link: str | None = None, inventory: str | None = None,
+         attach_to: str | None = None, host_speed: float | None = None,
+         calibrate: bool = True) -> Cluster:
+    """Describe where ranks run; a context manager brings an emulated cluster up and down.
+
+    ``emulate`` ("4xminnowboard+1xnuc") or an inventory file with mode
+    "emulated" builds a cluster here; ``attach_to`` uses one started by
+    ``shoal cluster up``; an inventory with mode "ssh" or "slurm" describes
+    real hosts; nothing at all means this machine only.
+    """
+    chosen = [x for x in (emulate, inventory, attach_to) if x]
+    if len(chosen) > 1:
+        raise ShoalError("give only one of --emulate, --cluster FILE or an emulated cluster id")
+    if attach_to:
+        emulated = attach(attach_to)
+        return Cluster(emulated.inventory, emulated, owns=False)
+    if emulate:
+        inv = _inventory.from_emulate(emulate, link, host_speed or 1.0)
+        return Cluster(inv, EmulatedCluster(inv, calibrate=calibrate), owns=True)
+    if inventory:
+        inv = _inventory.load(inventory)
+        if link is not None:
+            raise ShoalError("--link applies to --emulate; set links in the inventory file instead")
+        if host_speed:
+            inv.host_speed = host_speed
+        if inv.mode == "emulated":
+            return Cluster(inv, EmulatedCluster(inv, calibrate=calibrate), owns=True)
+        if inv.mode == "slurm":
+            inv = remote.slurm_inventory(inv)
+        return Cluster(inv)
+    return Cluster(None)
+
+
+_RANGE = re.compile(r"^(\d+)\.\.(\d+)(?::(\d+))?$")
+
+
+def parse_nodes(text: str, available: int | None = None) -> list[int]:
+    """Parse ``--nodes``: ``4``, ``1..4``, ``1..8:2`` (step) or ``1,2,4,6``; sorted, unique."""
+    counts: set[int] = set()
+    for part in text.replace(" ", "").split(","):
+        match = _RANGE.match(part)
+        if match:
+            lo, hi, step = int(match.group(1)), int(match.group(2)), int(match.group(3) or 1)
+            if lo > hi or step < 1:
+                raise ShoalError(f"--nodes {text}: range {part} must go up (e.g. 1..4 or 2..8:2)")
+            counts.update(range(lo, hi + 1, step))
+        elif part.isdigit():
+            counts.add(int(part))
+        else:
+            raise ShoalError(f"--nodes {text}: {part!r} is not a count, a range like 1..4, "
+                             "or a list like 1,2,4")
+    if not counts or min(counts) < 1:
+        raise ShoalError(f"--nodes {text}: node counts start at 1")
+    if available is not None and max(counts) > available:
+        raise ShoalError(f"--nodes {text}: the cluster has only {available} nodes")
+    return sorted(counts)

@@ -1,0 +1,99 @@
+"""Linux namespace and mount primitives shoal needs, via libc (stdlib only).
+
+Kept free of shoal imports beyond the standard library: the launcher helper
+imports it on every rank start, so it must load fast.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+from contextlib import contextmanager
+
+CLONE_NEWNS = 0x00020000
+CLONE_NEWUTS = 0x04000000
+CLONE_NEWNET = 0x40000000
+MS_BIND = 4096
+MS_REC = 16384
+MS_PRIVATE = 1 << 18
+MNT_DETACH = 2
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p,
+                        ctypes.c_ulong, ctypes.c_void_p]
+_libc.umount2.argtypes = [ctypes.c_char_p, ctypes.c_int]
+
+
+def _check(result: int, what: str) -> None:
+    if result != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"{what}: {os.strerror(err)}")
+
+
+def setns(path: str, nstype: int) -> None:
+    """Move the calling thread into the namespace bound at ``path``."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        _check(_libc.setns(fd, nstype), f"setns {path}")
+    finally:
+        os.close(fd)
+
+
+def unshare(flags: int) -> None:
+    _check(_libc.unshare(flags), "unshare")
+
+
+def bind_mount(source: str, target: str) -> None:
+    _check(_libc.mount(source.encode(), target.encode(), None, MS_BIND, None),
+           f"bind mount {source} on {target}")
+
+
+def make_private(target: str = "/") -> None:
+    """Stop mounts made from now on from propagating back to the parent namespace."""
+    _check(_libc.mount(None, target.encode(), None, MS_REC | MS_PRIVATE, None),
+           f"make {target} private")
+
+
+def unmount(target: str) -> bool:
+    """Lazily unmount ``target``; False if it was not mounted."""
+    return _libc.umount2(target.encode(), MNT_DETACH) == 0
+
+
+@contextmanager
+def in_netns(path: str):
+    """Run the block with this thread inside a network namespace, then come back.
+
+    Sockets created inside (netlink included) stay bound to that namespace,
+    which is how shoal configures many namespaces from one process.
+    """
+    own = os.open("/proc/thread-self/ns/net", os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        setns(path, CLONE_NEWNET)
+        try:
+            yield
+        finally:
+            _check(_libc.setns(own, CLONE_NEWNET), "setns back to own namespace")
+    finally:
+        os.close(own)
+
+
+def process_start_time(pid: int) -> int | None:
+    """Kernel start time of a process (clock ticks), to tell a live owner from a reused pid."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return int(fh.read().rsplit(")", 1)[1].split()[19])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def pids_in_netns(inode: int) -> list[int]:
+    """Processes whose network namespace is the one with this inode."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if os.stat(f"/proc/{entry}/ns/net").st_ino == inode:
+                    found.append(int(entry))
+            except OSError:
+                continue
+    return found
