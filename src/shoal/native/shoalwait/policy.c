@@ -1,0 +1,201 @@
+/* The wait loop and its sleep policies.
+ *
+ * Every blocking call becomes: test; if not done, pause; test again. The
+ * pause is what the mode decides:
+ *   yield    sched_yield() (what Open MPI's yield_when_idle does)
+ *   sleep    a fixed clock_nanosleep
+ *   linear   dmin, dmin+dstep, ... up to dmax, restarting at dmin on every
+ *            call (the receiver of 003's Figure 3)
+ *   backoff  spin for spin_ns, then sleep. Each call site (return address)
+ *            remembers its last waits: when they were long, the rank sleeps
+ *            in one piece until shortly before the expected completion and
+ *            polls with the shortest sleep from there; past that (or with no
+ *            history) sleeps double, each at most 1/8 of the time already
+ *            waited and at most cap_ns. The relative bound keeps the added
+ *            delay proportional to the wait; the cap keeps idle ranks cheap.
+ *   auto     backoff whose cap is tuned per call site after every wait so
+ *            the delay noticed after completion stays under target x wait.
+ * All policy state is per thread (TLS): no locks on the wait path.
+ */
+#define _GNU_SOURCE
+#include "shoalwait.h"
+
+#include <sched.h>
+#include <time.h>
+
+int64_t sw_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+#define SITES 64          /* direct-mapped per-thread table of call sites */
+#define HISTORY 3         /* completed waits remembered per site */
+#define AUTO_MIN_CAP_NS 50000  /* auto never caps sleeps below this */
+#define POLL_NS 1         /* the shortest sleep: wakes after the kernel's latency */
+
+struct site {
+    const void *key;
+    int64_t recent[HISTORY];   /* durations of the last waits, ns */
+    int n;                     /* how many of recent[] are filled */
+    int64_t cap_ns;            /* auto: this site's current cap */
+};
+
+struct thread_state {
+    struct site sites[SITES];
+    int64_t oversleep_ns;      /* running estimate of how late sleeps end */
+    int slack_set;
+};
+
+static __thread struct thread_state ts;
+
+static struct site *site_for(const void *key)
+{
+    uintptr_t h = (uintptr_t)key;
+    h ^= h >> 17;
+    h *= 0x9E3779B97F4A7C15ULL;
+    struct site *s = &ts.sites[(h >> 58) & (SITES - 1)];
+    if (s->key != key) {
+        s->key = key;
+        s->n = 0;
+        s->cap_ns = sw_cfg.cap_ns;
+    }
+    return s;
+}
+
+/* The shortest of the recent waits: a safe guess of the next one. */
+static int64_t expected_ns(const struct site *s)
+{
+    if (s->n == 0)
+        return 0;
+    int64_t m = s->recent[0];
+    for (int i = 1; i < s->n; i++)
+        if (s->recent[i] < m)
+            m = s->recent[i];
+    return m;
+}
+
+static void remember(struct site *s, int64_t wait_ns, int64_t notice_ns, int64_t sleeps)
+{
+    for (int i = HISTORY - 1; i > 0; i--)
+        s->recent[i] = s->recent[i - 1];
+    s->recent[0] = wait_ns;
+    if (s->n < HISTORY)
+        s->n++;
+    /* auto: only waits that slept say anything about the cap. */
+    if (sw_cfg.mode == SW_AUTO && sleeps > 0 && notice_ns >= 0) {
+        double allowed = sw_cfg.target * (double)wait_ns;
+        if ((double)notice_ns > allowed && s->cap_ns > AUTO_MIN_CAP_NS)
+            s->cap_ns /= 2;
+        else if ((double)notice_ns < allowed / 2 && s->cap_ns < sw_cfg.cap_ns)
+            s->cap_ns *= 2;
+        if (s->cap_ns > sw_cfg.cap_ns)
+            s->cap_ns = sw_cfg.cap_ns;
+    }
+}
+
+struct plan {
+    struct site *site;
+    int64_t expect;   /* expected wait from history, 0 if unknown */
+    int64_t spin;     /* spin budget for this call */
+    int64_t next;     /* next exponential sleep */
+    int64_t linear;   /* next linear sleep */
+};
+
+static void plan_start(struct plan *p, const void *key)
+{
+    p->site = site_for(key);
+    p->expect = expected_ns(p->site);
+    /* Spin only where waits are short or unknown: a long expected wait is
+     * better slept through than spun away. */
+    p->spin = (p->expect == 0 || p->expect <= 4 * sw_cfg.spin_ns) ? sw_cfg.spin_ns : 0;
+    p->next = 1000;
+    p->linear = sw_cfg.dmin_ns;
+}
+
+/* How long to pause after a failed test, `elapsed` ns into the wait.
+ * 0: test again at once; -1: sched_yield; otherwise sleep that long. */
+static int64_t pause_ns(struct plan *p, int64_t elapsed)
+{
+    switch (sw_cfg.mode) {
+    case SW_YIELD:
+        return -1;
+    case SW_SLEEP:
+        return sw_cfg.sleep_ns;
+    case SW_LINEAR: {
+        int64_t d = p->linear;
+        p->linear = d + sw_cfg.dstep_ns > sw_cfg.dmax_ns ? sw_cfg.dmax_ns : d + sw_cfg.dstep_ns;
+        return d;
+    }
+    default:
+        break;
+    }
+    if (elapsed < p->spin)
+        return 0;
+    int64_t cap = sw_cfg.mode == SW_AUTO ? p->site->cap_ns : sw_cfg.cap_ns;
+    double rel = sw_cfg.mode == SW_AUTO ? sw_cfg.target : 0.125;
+    if (p->expect > 0) {
+        /* Wake early enough that the sleep's own lateness and a little
+         * jitter in the pattern still land before the expected completion. */
+        int64_t wake = p->expect - p->expect / 16 - 2 * ts.oversleep_ns - 20000;
+        if (elapsed < wake) {
+            int64_t d = wake - elapsed - ts.oversleep_ns;
+            return d > POLL_NS ? d : POLL_NS;
+        }
+        if (elapsed < p->expect + p->expect / 4 + 100000)
+            return POLL_NS;
+    }
+    int64_t d = p->next;
+    p->next = d * 2;
+    int64_t bound = (int64_t)(rel * (double)elapsed);
+    if (d > bound)
+        d = bound;
+    if (d > cap)
+        d = cap;
+    return d > POLL_NS ? d : POLL_NS;
+}
+
+void sw_slack_thread(void);
+
+int sw_wait(int fn, const void *site, sw_test_fn test, void *ctx)
+{
+    if (!ts.slack_set) {
+        ts.slack_set = 1;
+        sw_slack_thread();
+    }
+    struct sw_call call = {.notice_ns = -1};
+    struct plan plan;
+    plan_start(&plan, site);
+    int64_t start = sw_now_ns(), last_fail = -1, now;
+    int done = 0, rc;
+    for (;;) {
+        rc = test(ctx, &done);
+        call.tests++;
+        now = sw_now_ns();
+        if (rc != MPI_SUCCESS || done)
+            break;
+        last_fail = now;
+        int64_t d = pause_ns(&plan, now - start);
+        if (d < 0) {
+            sched_yield();
+            call.yields++;
+        } else if (d > 0) {
+            struct timespec req = {d / 1000000000LL, d % 1000000000LL};
+            clock_nanosleep(CLOCK_MONOTONIC, 0, &req, NULL);
+            int64_t after = sw_now_ns(), slept = after - now, over = slept - d;
+            call.sleeps++;
+            call.sleep_ns += slept;
+            call.oversleep_ns += over > 0 ? over : 0;
+            /* Exponential average (1/8) of the kernel's wake-up lateness. */
+            ts.oversleep_ns += ((over > 0 ? over : 0) - ts.oversleep_ns) / 8;
+        }
+    }
+    call.wait_ns = now - start;
+    if (last_fail >= 0)
+        call.notice_ns = now - last_fail;
+    if (rc == MPI_SUCCESS)
+        remember(plan.site, call.wait_ns, call.notice_ns, call.sleeps);
+    sw_record(fn, &call);
+    return rc;
+}

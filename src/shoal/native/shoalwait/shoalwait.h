@@ -1,0 +1,93 @@
+/* libshoalwait: internal interface shared by its source files.
+ *
+ * config.c    reads and validates SHOAL_WAIT* once, before MPI_Init
+ * policy.c    the wait loop and the sleep policies (one per mode)
+ * telemetry.c per-function counters (atomics) and the JSON file at finalize
+ * init.c      MPI_Init/Init_thread/Finalize: identity check, timer slack
+ * wrap_p2p.c, wrap_coll.c, wrap_fortran.c   the interposed MPI entry points
+ */
+#ifndef SHOALWAIT_H
+#define SHOALWAIT_H
+
+#include <mpi.h>
+#include <stdint.h>
+
+enum sw_mode { SW_BUSY, SW_YIELD, SW_SLEEP, SW_LINEAR, SW_BACKOFF, SW_AUTO };
+
+/* Call classes that can be switched on and off (SHOAL_WAIT_CLASSES). */
+enum sw_class { SW_P2P = 1, SW_SEND = 2, SW_COLL = 4 };
+
+/* Every wrapped function, for telemetry. Keep in step with sw_fn_names. */
+enum sw_fn {
+    F_RECV, F_MRECV, F_PROBE, F_MPROBE, F_WAIT, F_WAITALL, F_WAITANY, F_WAITSOME,
+    F_SEND, F_SSEND, F_SENDRECV, F_SENDRECV_REPLACE,
+    F_BARRIER, F_BCAST, F_REDUCE, F_ALLREDUCE, F_GATHER, F_GATHERV, F_SCATTER,
+    F_SCATTERV, F_ALLGATHER, F_ALLGATHERV, F_ALLTOALL, F_ALLTOALLV,
+    F_REDUCE_SCATTER, F_REDUCE_SCATTER_BLOCK,
+    F_COUNT
+};
+extern const char *const sw_fn_names[F_COUNT];
+extern const int sw_fn_class[F_COUNT];
+
+/* Read-only after sw_configure() (called once, before MPI_Init returns). */
+struct sw_config {
+    enum sw_mode mode;
+    char mode_text[128];
+    int classes;            /* bitmask of enum sw_class */
+    int64_t sleep_ns;       /* sleep:US */
+    int64_t dmin_ns, dmax_ns, dstep_ns;   /* linear */
+    int64_t spin_ns;        /* backoff/auto: spin before the first sleep */
+    int64_t cap_ns;         /* backoff/auto: longest single sleep */
+    double target;          /* auto: added wake-up delay / wait duration */
+    int64_t slack_ns;       /* timer slack asked for each waiting thread */
+    int64_t send_eager_B;   /* blocking sends smaller than this pass through */
+    char telemetry_dir[4096];
+};
+extern struct sw_config sw_cfg;
+
+/* Parse the environment; on a bad value print one line and exit(2). */
+void sw_configure(void);
+/* One line on stderr from the first rank only (others stay quiet). */
+void sw_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+int sw_env_rank(void);
+
+static inline int sw_active(int fn)
+{
+    return sw_cfg.mode != SW_BUSY && (sw_cfg.classes & sw_fn_class[fn]);
+}
+
+/* The wait loop: call test(ctx, &done) until done, sleeping by the policy.
+ * site identifies the caller (return address) for the learned policies.
+ * Returns the first non-success code of test(), else MPI_SUCCESS. */
+typedef int (*sw_test_fn)(void *ctx, int *done);
+int sw_wait(int fn, const void *site, sw_test_fn test, void *ctx);
+
+/* Telemetry of one finished call. */
+struct sw_call {
+    int64_t wait_ns;        /* from entry to completion noticed */
+    int64_t sleep_ns;       /* wall time spent inside clock_nanosleep */
+    int64_t oversleep_ns;   /* sleep time beyond what was asked */
+    int64_t sleeps, yields, tests;
+    int64_t notice_ns;      /* completion noticed minus last failed test; -1: first test */
+};
+void sw_record(int fn, const struct sw_call *call);
+
+/* A call that is not rewritten: straight to PMPI, timed only for telemetry. */
+#define SW_PASS(fn, call)                                                        \
+    do {                                                                         \
+        if (!sw_cfg.telemetry_dir[0])                                            \
+            return call;                                                         \
+        int64_t t0_ = sw_now_ns();                                               \
+        int rc_ = call;                                                          \
+        struct sw_call c_ = {.wait_ns = sw_now_ns() - t0_, .tests = 1, .notice_ns = -1}; \
+        sw_record(fn, &c_);                                                      \
+        return rc_;                                                              \
+    } while (0)
+void sw_telemetry_write(int rank, int size);
+void sw_slack_thread(void);   /* per-thread timer slack, once per thread */
+extern int sw_slack_errno;    /* errno of a refused PR_SET_TIMERSLACK, 0 if fine */
+extern int64_t sw_slack_got_ns;
+
+int64_t sw_now_ns(void);
+
+#endif

@@ -1,0 +1,150 @@
+/* Per-function wait telemetry: process-wide counters updated with atomics
+ * (any thread may wait), written as one JSON file per rank at finalize. */
+#define _GNU_SOURCE
+#include "shoalwait.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+const char *const sw_fn_names[F_COUNT] = {
+    "MPI_Recv", "MPI_Mrecv", "MPI_Probe", "MPI_Mprobe", "MPI_Wait", "MPI_Waitall",
+    "MPI_Waitany", "MPI_Waitsome", "MPI_Send", "MPI_Ssend", "MPI_Sendrecv",
+    "MPI_Sendrecv_replace", "MPI_Barrier", "MPI_Bcast", "MPI_Reduce", "MPI_Allreduce",
+    "MPI_Gather", "MPI_Gatherv", "MPI_Scatter", "MPI_Scatterv", "MPI_Allgather",
+    "MPI_Allgatherv", "MPI_Alltoall", "MPI_Alltoallv", "MPI_Reduce_scatter",
+    "MPI_Reduce_scatter_block",
+};
+const int sw_fn_class[F_COUNT] = {
+    SW_P2P, SW_P2P, SW_P2P, SW_P2P, SW_P2P, SW_P2P, SW_P2P, SW_P2P,
+    SW_SEND, SW_SEND, SW_P2P, SW_P2P,
+    SW_COLL, SW_COLL, SW_COLL, SW_COLL, SW_COLL, SW_COLL, SW_COLL, SW_COLL, SW_COLL,
+    SW_COLL, SW_COLL, SW_COLL, SW_COLL, SW_COLL,
+};
+
+/* notice_hist[k] counts notice delays in [2^k, 2^(k+1)) ns. */
+#define BUCKETS 40
+
+struct counters {
+    int64_t calls, waits, wait_ns, sleep_ns, oversleep_ns, sleeps, yields, tests;
+    int64_t notice_count, notice_ns, notice_max_ns;
+    int64_t notice_hist[BUCKETS];
+};
+static struct counters stats[F_COUNT];
+
+#define ADD(field, v) __atomic_fetch_add(&(field), (v), __ATOMIC_RELAXED)
+
+void sw_record(int fn, const struct sw_call *c)
+{
+    struct counters *s = &stats[fn];
+    ADD(s->calls, 1);
+    ADD(s->wait_ns, c->wait_ns);
+    ADD(s->tests, c->tests);
+    if (c->tests > 1)
+        ADD(s->waits, 1);
+    if (c->sleeps) {
+        ADD(s->sleeps, c->sleeps);
+        ADD(s->sleep_ns, c->sleep_ns);
+        ADD(s->oversleep_ns, c->oversleep_ns);
+    }
+    if (c->yields)
+        ADD(s->yields, c->yields);
+    if (c->notice_ns >= 0) {
+        ADD(s->notice_count, 1);
+        ADD(s->notice_ns, c->notice_ns);
+        int k = 0;
+        for (uint64_t v = (uint64_t)c->notice_ns; v > 1 && k < BUCKETS - 1; v >>= 1)
+            k++;
+        ADD(s->notice_hist[k], 1);
+        int64_t seen = __atomic_load_n(&s->notice_max_ns, __ATOMIC_RELAXED);
+        while (c->notice_ns > seen &&
+               !__atomic_compare_exchange_n(&s->notice_max_ns, &seen, c->notice_ns, 1,
+                                            __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+            ;
+    }
+}
+
+/* Calls in busy mode (or of a switched-off class) go straight to PMPI and
+ * are timed and recorded only when telemetry is on (see SW_PASS). */
+
+static void json_string(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\')
+            fprintf(f, "\\%c", *s);
+        else if ((unsigned char)*s < 0x20)
+            fprintf(f, "\\u%04x", *s);
+        else
+            fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+extern char sw_runtime_library[];
+extern const char sw_built_for[];
+extern int64_t sw_init_ns;
+
+void sw_telemetry_write(int rank, int size)
+{
+    if (!sw_cfg.telemetry_dir[0])
+        return;
+    char path[4200], tmp[4300];
+    snprintf(path, sizeof path, "%s/rank-%d.json", sw_cfg.telemetry_dir, rank);
+    snprintf(tmp, sizeof tmp, "%s.%d.tmp", path, (int)getpid());
+    FILE *f = fopen(tmp, "w");
+    if (!f) {
+        fprintf(stderr, "shoalwait: rank %d cannot write telemetry to %s: %s\n", rank, path,
+                strerror(errno));
+        return;
+    }
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    fprintf(f, "{\n  \"format\": \"shoalwait-telemetry/1\",\n  \"rank\": %d,\n  \"size\": %d,\n"
+               "  \"pid\": %d,\n  \"mode\": ", rank, size, (int)getpid());
+    json_string(f, sw_cfg.mode_text);
+    fprintf(f, ",\n  \"classes\": [%s%s%s],\n",
+            sw_cfg.classes & SW_P2P ? "\"p2p\"," : "", sw_cfg.classes & SW_SEND ? "\"send\"," : "",
+            sw_cfg.classes & SW_COLL ? "\"coll\"," : "");
+    fprintf(f, "  \"built_for\": ");
+    json_string(f, sw_built_for);
+    fprintf(f, ",\n  \"mpi_library\": ");
+    json_string(f, sw_runtime_library);
+    fprintf(f, ",\n  \"timer_slack_requested_ns\": %lld,\n  \"timer_slack_ns\": %lld,\n"
+               "  \"timer_slack_error\": ",
+            (long long)sw_cfg.slack_ns, (long long)sw_slack_got_ns);
+    if (sw_slack_errno)
+        json_string(f, strerror(sw_slack_errno));
+    else
+        fputs("null", f);
+    fprintf(f, ",\n  \"wall_s\": %.9f,\n  \"utime_s\": %.6f,\n  \"stime_s\": %.6f,\n"
+               "  \"calls\": {",
+            (sw_now_ns() - sw_init_ns) / 1e9, ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6,
+            ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6);
+    const char *sep = "\n";
+    for (int i = 0; i < F_COUNT; i++) {
+        struct counters *s = &stats[i];
+        if (!s->calls)
+            continue;
+        const char *cls = sw_fn_class[i] == SW_P2P ? "p2p" : sw_fn_class[i] == SW_SEND ? "send"
+                                                                                   : "coll";
+        fprintf(f, "%s    \"%s\": {\"class\": \"%s\", \"calls\": %lld, \"waits\": %lld, "
+                   "\"tests\": %lld, \"wait_s\": %.9f, \"sleep_s\": %.9f, \"oversleep_s\": %.9f, "
+                   "\"sleeps\": %lld, \"yields\": %lld, \"notice_count\": %lld, "
+                   "\"notice_s\": %.9f, \"notice_max_s\": %.9f, \"notice_hist_log2ns\": [",
+                sep, sw_fn_names[i], cls, (long long)s->calls, (long long)s->waits,
+                (long long)s->tests, s->wait_ns / 1e9, s->sleep_ns / 1e9, s->oversleep_ns / 1e9,
+                (long long)s->sleeps, (long long)s->yields, (long long)s->notice_count,
+                s->notice_ns / 1e9, s->notice_max_ns / 1e9);
+        for (int k = 0; k < BUCKETS; k++)
+            fprintf(f, "%s%lld", k ? ", " : "", (long long)s->notice_hist[k]);
+        fputs("]}", f);
+        sep = ",\n";
+    }
+    fputs("\n  }\n}\n", f);
+    if (fclose(f) != 0 || rename(tmp, path) != 0)
+        fprintf(stderr, "shoalwait: rank %d cannot write telemetry to %s: %s\n", rank, path,
+                strerror(errno));
+}

@@ -1,0 +1,21 @@
+/* Internal forms of the wrapped calls, shared by the C and Fortran entry points. */
+#ifndef SHOALWAIT_WRAP_H
+#define SHOALWAIT_WRAP_H
+#include "shoalwait.h"
+
+int sw_finish(int fn, const void *site, int rc, MPI_Request *req, MPI_Status *status);
+int sw_recv(const void *site, void *buf, int count, MPI_Datatype type, int source, int tag,
+            MPI_Comm comm, MPI_Status *status);
+int sw_send(const void *site, int fn, const void *buf, int count, MPI_Datatype type, int dest,
+            int tag, MPI_Comm comm);
+int sw_probe(const void *site, int source, int tag, MPI_Comm comm, MPI_Status *status);
+int sw_wait1(const void *site, MPI_Request *req, MPI_Status *status);
+int sw_waitall(const void *site, int n, MPI_Request reqs[], MPI_Status statuses[]);
+int sw_waitany(const void *site, int n, MPI_Request reqs[], int *index, MPI_Status *status);
+int sw_barrier(const void *site, MPI_Comm comm);
+int sw_bcast(const void *site, void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm);
+int sw_allreduce(const void *site, const void *sbuf, void *rbuf, int count, MPI_Datatype type,
+                 MPI_Op op, MPI_Comm comm);
+int sw_reduce(const void *site, const void *sbuf, void *rbuf, int count, MPI_Datatype type,
+              MPI_Op op, int root, MPI_Comm comm);
+#endif
