@@ -2,7 +2,7 @@
 
 A device gets ``cores x speed / host_speed`` host CPUs of bandwidth (cgroup v2
 ``cpu.max``, v1 ``cpu.cfs_quota_us``/``cpu.cfs_period_us``), over a short 10 ms
-period so a throttled rank stalls for milliseconds, not a tenth of a second,
+period (longer for tiny budgets) so a throttled rank stalls for milliseconds, not a tenth of a second,
 and a cpuset of ``cores`` host CPUs where the host has that many. The
 calibration runs the same CPU-bound kernel on the host and inside the
 device's limits and reports the speed actually achieved.
@@ -68,11 +68,22 @@ def host_cpus() -> list[int]:
     return sorted(os.sched_getaffinity(0))
 
 
+def quota_period(cpus_budget: float) -> tuple[int, int]:
+    """(quota_us, period_us): 10 ms periods, longer ones for tiny budgets.
+
+    The kernel refuses quotas below 1 ms and hands out bandwidth in 5 ms
+    slices, so a budget of 0.05 CPU needs a period of at least 40 ms to be met.
+    """
+    period = max(PERIOD_US, int(4000 / max(cpus_budget, 1e-3)))
+    period = min(period, 1_000_000)
+    return max(1000, int(round(cpus_budget * period))), period
+
+
 def create(layout: CgroupLayout, cluster_id: str, node: str, cpus_budget: float,
            cpuset: list[int] | None) -> list[str]:
     """Create the device's cgroup(s); return their paths (cluster dir last, for removal order)."""
     paths: list[str] = []
-    quota = max(1000, int(round(cpus_budget * PERIOD_US)))
+    quota, period = quota_period(cpus_budget)
     if layout.version == 2:
         base = layout.cpu_base
         cluster = base / cluster_id
@@ -82,7 +93,7 @@ def create(layout: CgroupLayout, cluster_id: str, node: str, cpus_budget: float,
         _enable_v2(cluster, ["cpu", "cpuset"] if layout.cpuset_base else ["cpu"])
         group = cluster / node
         group.mkdir(exist_ok=True)
-        _write(group / "cpu.max", f"{quota} {PERIOD_US}")
+        _write(group / "cpu.max", f"{quota} {period}")
         if cpuset and layout.cpuset_base:
             _write(group / "cpuset.cpus", ",".join(map(str, cpuset)))
         paths += [str(group), str(cluster)]
@@ -92,7 +103,8 @@ def create(layout: CgroupLayout, cluster_id: str, node: str, cpus_budget: float,
         cluster.mkdir(parents=True, exist_ok=True)
         group = cluster / node
         group.mkdir(exist_ok=True)
-        _write(group / "cpu.cfs_period_us", str(PERIOD_US))
+        _write(group / "cpu.cfs_quota_us", "-1")
+        _write(group / "cpu.cfs_period_us", str(period))
         _write(group / "cpu.cfs_quota_us", str(quota))
         paths += [str(group), str(cluster)]
         if cpuset and layout.cpuset_base:
@@ -128,7 +140,7 @@ time.sleep(0.05)
 end = time.perf_counter() + 0.05
 while time.perf_counter() < end:
     x = (x * 1103515245 + 12345) & 0xFFFFFFFF
-count, start = 0, time.perf_counter()
+count, start, cpu0 = 0, time.perf_counter(), time.process_time()
 stop = start + window
 while True:
     for _ in range(2000):
@@ -137,12 +149,18 @@ while True:
     now = time.perf_counter()
     if now >= stop:
         break
-print(count / (now - start))
+print(count, now - start, time.process_time() - cpu0)
 """
 
 
-def kernel_rates(workers: int, groups: list[str] | None, window_s: float = 0.4) -> list[float]:
-    """Run ``workers`` copies of the CPU kernel at once (inside ``groups`` if given)."""
+def kernel_runs(workers: int, groups: list[str] | None, window_s: float = 0.5
+                ) -> list[tuple[float, float, float]]:
+    """Run ``workers`` copies of the CPU kernel at once (inside ``groups`` if given).
+
+    Each returns (iterations, wall seconds, CPU seconds). Iterations per CPU
+    second is the host core's own speed, unaffected by other load on a shared
+    machine; iterations per wall second is what the device delivered.
+    """
     def enter() -> None:
         if groups:
             join(groups)
@@ -151,22 +169,36 @@ def kernel_rates(workers: int, groups: list[str] | None, window_s: float = 0.4) 
                               stdout=subprocess.PIPE, text=True,
                               preexec_fn=enter if groups else None)
              for _ in range(workers)]
-    rates = []
+    runs = []
     for proc in procs:
         out, _ = proc.communicate(timeout=60)
-        rates.append(float(out.strip()))
-    return rates
+        count, wall, cpu = (float(x) for x in out.split())
+        runs.append((count, wall, cpu))
+    return runs
 
 
-def calibrate(groups: list[str], cores: int, target_fraction: float,
-              host_rate: float | None = None) -> dict:
-    """Measure the per-core speed a device's cgroups deliver, as a fraction of a host core."""
+def calibrate(groups: list[str], cores: int, target_fraction: float) -> dict:
+    """Measure the per-core speed a device's cgroups deliver, as a fraction of a host core.
+
+    ``achieved_fraction`` = device iterations per wall second / host
+    iterations per CPU second, averaged over one worker per device core.
+    """
     workers = max(1, min(cores, len(host_cpus())))
-    if host_rate is None:
-        host_rate = max(kernel_rates(1, None))
-    rates = kernel_rates(workers, groups)
-    achieved = sum(rates) / len(rates) / host_rate
-    return {"host_rate_per_s": host_rate, "workers": workers, "target_fraction": target_fraction,
-            "achieved_fraction": achieved,
-            "error": (achieved - target_fraction) / target_fraction if target_fraction else None,
+    runs = kernel_runs(workers, groups)
+    host_rate = sum(c for c, _, _ in runs) / sum(cpu for _, _, cpu in runs)
+    achieved = sum(c / w for c, w, _ in runs) / len(runs) / host_rate
+    return {"host_iterations_per_cpu_s": host_rate, "workers": workers,
+            "target_fraction": target_fraction, "achieved_fraction": achieved,
+            "error": (achieved - target_fraction) / target_fraction,
             "measured_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+
+
+def set_budget(layout: CgroupLayout, group: str, cpus_budget: float) -> None:
+    """Change a device's CPU bandwidth (used by the calibration's correction step)."""
+    quota, period = quota_period(cpus_budget)
+    if layout.version == 2:
+        _write(Path(group) / "cpu.max", f"{quota} {period}")
+    elif layout.version == 1:
+        _write(Path(group) / "cpu.cfs_quota_us", "-1")
+        _write(Path(group) / "cpu.cfs_period_us", str(period))
+        _write(Path(group) / "cpu.cfs_quota_us", str(quota))

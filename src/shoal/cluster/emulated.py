@@ -128,6 +128,7 @@ class EmulatedCluster:
         (directory / "hosts").write_text("\n".join(hosts) + "\n")
         shim = directory / "ssh"
         shim.write_text("#!/bin/sh\n# Launcher helper of emulated cluster " + self.id + "\n"
+                        f"SHOAL_STATE_DIR={shlex.quote(str(state.root()))} "
                         f"exec {shlex.quote(sys.executable)} -m shoal.cluster.nsexec "
                         f"--cluster {self.id} \"$@\"\n")
         shim.chmod(0o755)
@@ -252,18 +253,33 @@ class EmulatedCluster:
         if not self.calibrate_cpu:
             return {}
         calibration: dict = {}
-        host_rate = max(cpulimit.kernel_rates(1, None))
-        done: dict[str, dict] = {}
         for node in self.inventory.nodes:
             name = node.profile.name
-            if name in done:
+            if name in calibration:
                 continue
-            fraction = budgets[node.name][0]
-            done[name] = cpulimit.calibrate(record["nodes"][node.name]["cgroups"],
-                                            node.profile.cores, fraction, host_rate)
-            done[name]["profile_speed"] = node.profile.speed
-            done[name]["achieved_speed"] = done[name]["achieved_fraction"] * host_speed
-            calibration[name] = done[name]
+            fraction, budget, _ = budgets[node.name]
+            groups = record["nodes"][node.name]["cgroups"]
+            result = cpulimit.calibrate(groups, node.profile.cores, fraction)
+            # One correction step: scale the quota by the measured error, then
+            # measure again; CFS bandwidth accounting slices make small quotas drift.
+            if 0.05 < abs(result["error"]) < 0.3:
+                corrected = budget * fraction / result["achieved_fraction"]
+                for other in self.inventory.nodes:
+                    if other.profile.name == name:
+                        cpu_groups = [g for g in record["nodes"][other.name]["cgroups"]
+                                      if "/cpuset/" not in g]
+                        for group in cpu_groups:
+                            cpulimit.set_budget(layout, group, corrected)
+                        record["nodes"][other.name]["cpu_budget"] = corrected
+                first = result
+                result = cpulimit.calibrate(groups, node.profile.cores, fraction)
+                result["before_correction"] = first
+            if abs(result["error"]) > 0.1:
+                self._warn(f"{name}: CPU calibration reached {result['achieved_fraction']:.3f} of a "
+                           f"host core instead of {fraction:.3f}; is the host busy with other work?")
+            result["profile_speed"] = node.profile.speed
+            result["achieved_speed"] = result["achieved_fraction"] * host_speed
+            calibration[name] = result
         return calibration
 
     def _warn(self, message: str) -> None:

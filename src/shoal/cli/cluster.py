@@ -1,0 +1,157 @@
+"""`shoal cluster up|status|down|matrix`: emulated clusters and the pair matrix."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+from shoal.errors import ShoalError
+
+ORDER = 40
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser("cluster", help="emulated clusters: up, status, down, matrix")
+    sub = parser.add_subparsers(dest="cluster_command", metavar="ACTION")
+
+    up = sub.add_parser("up", help="bring an emulated cluster up (stays up until 'down')")
+    _where(up)
+    up.add_argument("--name", help="cluster id (2-12 lower-case letters/digits); default: random")
+    up.add_argument("--no-calibrate", action="store_true", help="skip the CPU speed calibration")
+    up.add_argument("--json", action="store_true", help="print the cluster description as JSON")
+    up.set_defaults(func=_up)
+
+    status = sub.add_parser("status", help="list emulated clusters and leftovers")
+    status.add_argument("--json", action="store_true")
+    status.set_defaults(func=_status)
+
+    down = sub.add_parser("down", help="remove emulated clusters (and leftovers of crashed runs)")
+    down.add_argument("ids", nargs="*", help="cluster ids (default: leftovers only)")
+    down.add_argument("--all", action="store_true", help="remove every emulated cluster")
+    down.set_defaults(func=_down)
+
+    matrix = sub.add_parser("matrix", help="all-pairs latency and bandwidth between nodes")
+    _where(matrix)
+    matrix.add_argument("--attach", metavar="ID", help="use a cluster brought up with 'cluster up'")
+    matrix.add_argument("--mpi", help="mpich (default), openmpi, system or a path")
+    matrix.add_argument("--bytes", type=int, default=8 << 20,
+                        help="bytes streamed per pair for bandwidth (default 8 MiB)")
+    matrix.add_argument("--json", action="store_true")
+    matrix.set_defaults(func=_matrix)
+
+
+def _where(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--emulate", metavar="SPEC", help="devices to emulate, e.g. 4xminnowboard+1xnuc")
+    parser.add_argument("--link", help="link type for every emulated device "
+                        "(ethernet-100m, gigabit, wifi-n, docsis-27m, or one of yours)")
+    parser.add_argument("--cluster", metavar="FILE", help="inventory file (TOML)")
+    parser.add_argument("--host-speed", type=float,
+                        help="this host's core speed on the profiles' scale (default 1.0)")
+
+
+def _up(args) -> int:
+    from shoal.cluster import inventory, state
+    from shoal.cluster.emulated import EmulatedCluster
+
+    if bool(args.emulate) == bool(args.cluster):
+        raise ShoalError("give either --emulate SPEC or --cluster FILE (an inventory with mode = \"emulated\")")
+    if args.emulate:
+        inv = inventory.from_emulate(args.emulate, args.link, args.host_speed or 1.0)
+    else:
+        inv = inventory.load(args.cluster)
+        if inv.mode != "emulated":
+            raise ShoalError(f"{args.cluster}: mode is {inv.mode!r}; 'cluster up' builds emulated "
+                             "clusters (set [cluster] mode = \"emulated\")")
+        if args.host_speed:
+            inv.host_speed = args.host_speed
+    start = time.perf_counter()
+    cluster = EmulatedCluster(inv, args.name, persistent=True, calibrate=not args.no_calibrate)
+    cluster.up()
+    took = time.perf_counter() - start
+    if args.json:
+        print(json.dumps(cluster.describe(), indent=1))
+        return 0
+    _print_cluster(state.read(cluster.id))
+    print(f"up in {took:.2f} s. Run ranks with --attach {cluster.id}; remove with "
+          f"'shoal cluster down {cluster.id}'. Launcher helper: {cluster.launcher}")
+    return 0
+
+
+def _print_cluster(record: dict) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    emulation = record.get("emulation", {})
+    table = Table(title=f"emulated cluster {record['id']}")
+    for col in ("node", "address", "profile", "link", "CPU budget", "speed (calibrated)"):
+        table.add_column(col)
+    described = {n["name"]: n for n in record["inventory"]["nodes"]}
+    links = record["inventory"].get("links", {})
+    calibration = emulation.get("calibration", {})
+    for name, node in record.get("nodes", {}).items():
+        d = described.get(name, {})
+        link = links.get(d.get("link"), {})
+        cal = calibration.get(d.get("profile"), {})
+        speed = f"{cal['achieved_speed']:.3f}" if cal else "-"
+        table.add_row(name, node.get("address", "?"), d.get("profile", "?"),
+                      f"{d.get('link')} ({link.get('rate_bps', 0) / 1e6:g} Mbit/s)",
+                      f"{node.get('cpu_budget', 0):.2f} CPU", speed)
+    Console().print(table)
+
+
+def _status(args) -> int:
+    from shoal.cluster import state
+
+    records = state.records()
+    rows = [{"id": r["id"], "nodes": len(r.get("nodes", {})),
+             "state": "up" if not state.is_leftover(r) else "leftover (owner gone)",
+             "persistent": bool(r.get("persistent"))} for r in records]
+    if args.json:
+        print(json.dumps(rows, indent=1))
+        return 0
+    if not rows:
+        print("no emulated clusters")
+        return 0
+    for row in rows:
+        print(f"{row['id']}: {row['nodes']} devices, {row['state']}")
+    return 0
+
+
+def _down(args) -> int:
+    from shoal.cluster import state
+
+    removed = state.reap()
+    for record in state.records():
+        if args.all or record["id"] in args.ids:
+            state.remove(record)
+            removed.append(record["id"])
+    missing = [i for i in args.ids if i not in removed]
+    for cluster_id in removed:
+        print(f"removed {cluster_id}")
+    if missing:
+        raise ShoalError(f"no emulated cluster named {', '.join(missing)} ('shoal cluster status' lists them)")
+    return 0
+
+
+def _matrix(args) -> int:
+    from shoal import cluster as clusters
+    from shoal.cluster import matrix
+    from shoal.mpi import discover
+
+    mpi = discover.resolve(args.mpi)
+    if not (args.emulate or args.cluster or args.attach):
+        raise ShoalError("give --emulate SPEC, --cluster FILE or --attach ID")
+    with clusters.open(emulate=args.emulate, link=args.link, inventory=args.cluster,
+                       attach_to=args.attach, host_speed=args.host_speed, calibrate=False) as c:
+        rows = matrix.measure(c, mpi, bw_total_B=args.bytes)
+    if args.json:
+        print(json.dumps(rows, indent=1))
+        return 0
+    lat, bw = matrix.as_tables(rows)
+    print("one-way latency (us)")
+    print((lat * 1e6).round(1).to_string(na_rep="-"))
+    print("\nbandwidth (Mbit/s)")
+    print((bw * 8 / 1e6).round(2).to_string(na_rep="-"))
+    return 0

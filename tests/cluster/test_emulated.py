@@ -1,0 +1,185 @@
+"""Emulated clusters in real network namespaces (needs root, as CI has)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from shoal import cluster
+from shoal.cluster import inventory, matrix, shaping, state
+from shoal.cluster.emulated import EmulatedCluster
+from shoal.errors import ShoalError
+from shoal.mpi import build
+
+
+def netns_names() -> set[str]:
+    return set(os.listdir("/run/netns")) if os.path.isdir("/run/netns") else set()
+
+
+def assert_gone(record_id: str, names: list[str], cgroups: list[str]) -> None:
+    assert not (set(names) & netns_names()), "network namespaces left behind"
+    assert not [g for g in cgroups if os.path.exists(g)], "cgroups left behind"
+    assert state.read(record_id) is None and not state.cluster_dir(record_id).exists()
+
+
+def test_up_down_hostnames_and_nothing_in_root_namespace():
+    root_links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
+    inv = inventory.from_emulate("2xminnowboard+1xrpi0w")
+    with EmulatedCluster(inv, calibrate=False) as emu:
+        record = state.read(emu.id)
+        names = list(record["netns"])
+        assert set(names) <= netns_names()
+        for node in ("minnowboard1", "minnowboard2", "rpi0w1"):
+            out = emu.run_on(node, ["hostname"], capture_output=True, text=True, check=True).stdout
+            assert out.strip() == node
+        # Names resolve to the emulated addresses inside a device.
+        hosts = emu.run_on("rpi0w1", ["getent", "hosts", "minnowboard2"], capture_output=True,
+                           text=True, check=True).stdout
+        assert hosts.split()[0] == record["nodes"]["minnowboard2"]["address"]
+        # Shaped links: tbf at the configured rates on both ends.
+        qdisc = emu.run_on("rpi0w1", ["tc", "qdisc", "show", "dev", "eth0"],
+                           capture_output=True, text=True, check=True).stdout
+        assert "tbf" in qdisc and "40Mbit" in qdisc
+        # CPU limit: the device's cgroup holds a quota of speed x cores of a host CPU.
+        group = record["nodes"]["minnowboard1"]["cgroups"][0]
+        if os.path.exists(os.path.join(group, "cpu.cfs_quota_us")):
+            quota = int(Path(group, "cpu.cfs_quota_us").read_text())
+            period = int(Path(group, "cpu.cfs_period_us").read_text())
+        else:
+            quota, period = map(int, Path(group, "cpu.max").read_text().split())
+        assert quota / period == pytest.approx(record["nodes"]["minnowboard1"]["cpu_budget"], rel=0.01)
+        cgroups = list(record["cgroups"])
+        assert subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout == root_links
+    assert_gone(emu.id, names, cgroups)
+
+
+def test_kill_9_leftovers_are_removed_by_the_next_down(tmp_path):
+    script = ("import sys, time\n"
+              "from shoal.cluster import inventory\n"
+              "from shoal.cluster.emulated import EmulatedCluster\n"
+              "c = EmulatedCluster(inventory.from_emulate('2xnuc'), calibrate=False).up()\n"
+              "import subprocess\n"
+              "p = subprocess.Popen(c.head_prefix()[:-3] + ['--run', 'nuc1', '--', 'sleep', '300'])\n"
+              "print(c.id, flush=True)\n"
+              "time.sleep(300)\n")
+    owner = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    cluster_id = owner.stdout.readline().strip()
+    record = state.read(cluster_id)
+    assert record and not record["persistent"]
+    time.sleep(0.3)  # the sleeper has entered the device
+    inode = os.stat(state.NETNS_DIR / record["netns"][2]).st_ino
+    from shoal.cluster import sysns
+    assert sysns.pids_in_netns(inode), "the rank stand-in never started inside the device"
+    owner.send_signal(signal.SIGKILL)
+    owner.wait()
+    assert state.read(cluster_id) is not None and state.is_leftover(state.read(cluster_id))
+    proc = subprocess.run([sys.executable, "-m", "shoal", "cluster", "down"], capture_output=True,
+                          text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert f"removed {cluster_id}" in proc.stdout
+    assert not sysns.pids_in_netns(inode)
+    assert_gone(cluster_id, record["netns"], record["cgroups"])
+
+
+def test_down_never_touches_other_live_clusters():
+    with EmulatedCluster(inventory.from_emulate("1xnuc"), calibrate=False) as emu:
+        assert cluster_ids_removed_by_reap() == []
+        assert state.read(emu.id) is not None
+
+
+def cluster_ids_removed_by_reap():
+    return state.reap()
+
+
+def test_launcher_helper_behaves_like_ssh_and_rejects_bad_hosts():
+    with EmulatedCluster(inventory.from_emulate("1xnuc"), calibrate=False) as emu:
+        # ssh semantics: words joined and run by a shell on the device, -x style flags ignored.
+        out = subprocess.run([emu.launcher, "-x", "nuc1", "echo", "$(hostname)", "'a  b'"],
+                             capture_output=True, text=True)
+        assert out.returncode == 0 and out.stdout == "nuc1 a  b\n"
+        for host in ("nuc1; touch /tmp/shoal-pwned", "nu c1", "$(reboot)", "other"):
+            bad = subprocess.run([emu.launcher, host, "true"], capture_output=True, text=True)
+            assert bad.returncode == 255
+            assert "is not a device of emulated cluster" in bad.stderr
+        assert not os.path.exists("/tmp/shoal-pwned")
+        bad = subprocess.run([emu.launcher, "-Z", "nuc1", "true"], capture_output=True, text=True)
+        assert bad.returncode == 255 and "unsupported ssh option" in bad.stderr
+        # Direct mode passes arguments through without any shell.
+        out = emu.run_on("nuc1", ["printf", "%s|", "a b", "$(x)", ";"], capture_output=True, text=True)
+        assert out.stdout == "a b|$(x)|;|"
+
+
+def test_host_names_with_metacharacters_never_reach_mpiexec(mpich):
+    with cluster.open(emulate="1xnuc", calibrate=False) as c:
+        with pytest.raises(ShoalError, match="only 1 nodes|has 1"):
+            c.job(mpich, nodes=2, argv=["true"])
+    from shoal.mpi.launch import HostSlots
+    for bad in ("a b", "x;y", "-oProxyCommand=x"):
+        with pytest.raises(ShoalError, match="not a valid host name"):
+            HostSlots(bad)
+
+
+def test_shaped_link_bounds_mpi_bandwidth_and_traffic_crosses_the_veths(any_mpi):
+    """20 Mbit/s links: the MPI stream between two devices runs at the shaped rate."""
+    rate = 20e6
+    inv = inventory.from_emulate("2xminnowboard")
+    links = {"links": {"test-20m": {"rate_bps": rate}}}
+    from shoal.cluster import profiles
+    link = profiles.link_from_table("test-20m", links["links"]["test-20m"], "test")
+    inv.nodes[:] = [n.__class__(n.name, n.profile, link, n.slots, n.address) for n in inv.nodes]
+    c = cluster.session.Cluster(inv, EmulatedCluster(inv, calibrate=False), owns=True)
+    with c:
+        before = shaping.interface_counters(c.emulated.netns("minnowboard1"), "eth0")
+        rows = matrix.measure(c, any_mpi, bw_size_B=1 << 20, bw_total_B=4 << 20, lat_iters=20)
+        after = shaping.interface_counters(c.emulated.netns("minnowboard1"), "eth0")
+        described = c.describe()
+    assert len(rows) == 1
+    row = rows[0]
+    assert (row["host_a"], row["host_b"]) == ("minnowboard1", "minnowboard2")
+    goodput_bps = row["bandwidth_Bps"] * 8
+    # Never above the shaped rate, and not far below it (headers take ~4%).
+    assert 0.85 * rate < goodput_bps <= 1.01 * rate, goodput_bps
+    # The streamed bytes left minnowboard1 through its shaped eth0.
+    assert after["tx_bytes"] - before["tx_bytes"] >= row["bw_bytes"]
+    assert described["mode"] == "emulated" and len(described["nodes"]) == 2
+
+
+def test_sweep_api_places_ranks_on_the_first_k_nodes(mpich):
+    with cluster.open(emulate="3xrpi3", calibrate=False) as c:
+        job = c.job(mpich, nodes=2, ranks_per_node=1, argv=["hostname"])
+        argv, env = job.command()
+        assert "-hosts" in argv and argv[argv.index("-hosts") + 1] == "rpi31:1,rpi32:1"
+        assert job.rank_env["MPIR_CVAR_NOLOCAL"] == "1"
+        proc = subprocess.run(argv, env=job.popen_env(), capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        assert sorted(proc.stdout.split()) == ["rpi31", "rpi32"]
+        manifest = c.describe()
+        assert json.dumps(manifest)  # serialisable for the run manifest
+        assert manifest["emulation"]["cgroup"]["version"] in (1, 2)
+
+
+def test_cli_up_status_down_roundtrip():
+    up = subprocess.run([sys.executable, "-m", "shoal", "cluster", "up", "--emulate", "2xstb",
+                         "--no-calibrate", "--json"], capture_output=True, text=True)
+    assert up.returncode == 0, up.stderr
+    described = json.loads(up.stdout)
+    cluster_id = described["id"]
+    try:
+        assert [n["link"] for n in described["nodes"]] == ["docsis-27m", "docsis-27m"]
+        status = subprocess.run([sys.executable, "-m", "shoal", "cluster", "status"],
+                                capture_output=True, text=True)
+        assert f"{cluster_id}: 2 devices, up" in status.stdout
+        again = subprocess.run([sys.executable, "-m", "shoal", "cluster", "up", "--emulate", "2xstb",
+                                "--name", cluster_id], capture_output=True, text=True)
+        assert again.returncode != 0 and "already up" in again.stderr
+    finally:
+        down = subprocess.run([sys.executable, "-m", "shoal", "cluster", "down", cluster_id],
+                              capture_output=True, text=True)
+    assert down.returncode == 0 and state.read(cluster_id) is None
