@@ -147,7 +147,8 @@ static int64_t pause_ns(struct plan *p, int64_t elapsed)
             return POLL_NS;
     }
     int64_t d = p->next;
-    p->next = d * 2;
+    if (d < cap)
+        p->next = d * 2;   /* stops at the cap: never overflows */
     int64_t bound = (int64_t)(rel * (double)elapsed);
     if (d > bound)
         d = bound;

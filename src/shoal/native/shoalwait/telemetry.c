@@ -105,9 +105,14 @@ void sw_telemetry_write(int rank, int size)
     fprintf(f, "{\n  \"format\": \"shoalwait-telemetry/1\",\n  \"rank\": %d,\n  \"size\": %d,\n"
                "  \"pid\": %d,\n  \"mode\": ", rank, size, (int)getpid());
     json_string(f, sw_cfg.mode_text);
-    fprintf(f, ",\n  \"classes\": [%s%s%s],\n",
-            sw_cfg.classes & SW_P2P ? "\"p2p\"," : "", sw_cfg.classes & SW_SEND ? "\"send\"," : "",
-            sw_cfg.classes & SW_COLL ? "\"coll\"," : "");
+    fputs(",\n  \"classes\": [", f);
+    const char *names[3] = {"p2p", "send", "coll"}, *comma = "";
+    for (int i = 0; i < 3; i++)
+        if (sw_cfg.classes & (1 << i)) {
+            fprintf(f, "%s\"%s\"", comma, names[i]);
+            comma = ", ";
+        }
+    fputs("],\n", f);
     fprintf(f, "  \"built_for\": ");
     json_string(f, sw_built_for);
     fprintf(f, ",\n  \"mpi_library\": ");

@@ -1,0 +1,129 @@
+"""`shoal run`: run an unmodified MPI program with adaptive waiting.
+
+Two forms::
+
+    shoal run --wait backoff [--mpi openmpi] -n 4 -- ./app args...
+        shoal builds libshoalwait for the MPI and launches the ranks itself
+        (through shoal.mpi.launch, LD_PRELOAD and SHOAL_WAIT* per rank)
+    shoal run --wait backoff -- mpiexec -n 4 ./app args...
+        your own launcher line, run as given; shoal only adds the environment
+        (MPICH's hydra forwards it; for Open MPI shoal names the variables in
+        OMPI_MCA_mca_base_env_list). The MPI is the one that mpiexec belongs to
+        unless --mpi says otherwise.
+
+Afterwards the per-rank telemetry is summarised (table on stderr, or one
+JSON object on stdout with --json). The exit code is the program's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from shoal import verbose
+from shoal.errors import Interrupted, ShoalError
+from shoal.mpi import discover
+from shoal.mpi.launch import Job
+from shoal.wait import library, telemetry
+from shoal.wait.modes import MODES_HELP, parse_classes, parse_mode
+
+ORDER = 30
+LAUNCHERS = {"mpiexec", "mpirun", "mpiexec.hydra", "prterun", "orterun"}
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "run", help="run an MPI program whose idle ranks sleep instead of spinning",
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--wait", default="backoff", metavar="MODE",
+                   help=f"wait mode: {MODES_HELP} (default backoff)")
+    p.add_argument("--mpi", default=None, help="mpich, openmpi, system or a path (default mpich)")
+    p.add_argument("-n", "--ranks", type=int, default=None, help="number of ranks")
+    p.add_argument("--classes", default=None,
+                   help="call classes to rewrite: comma list of p2p, send, coll (default all)")
+    p.add_argument("--telemetry", default=None, metavar="DIR",
+                   help="keep the per-rank telemetry JSON files in DIR")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
+    p.add_argument("program", nargs=argparse.REMAINDER, help="-- PROGRAM ARGS...")
+    p.set_defaults(func=run)
+
+
+def _program(argv: list[str]) -> list[str]:
+    if argv and argv[0] == "--":
+        argv = argv[1:]
+    if not argv:
+        raise ShoalError("no program given; use shoal run --wait MODE -n N -- PROGRAM ARGS")
+    return argv
+
+
+def _executable(name: str) -> str:
+    found = shutil.which(name) if os.sep not in name else (name if os.access(name, os.X_OK) else None)
+    if not found:
+        raise ShoalError(f"program {name} not found or not executable; give its path")
+    return str(Path(found).resolve())
+
+
+def run(args) -> int:
+    mode = parse_mode(args.wait)
+    if args.classes is not None:
+        parse_classes(args.classes)
+    program = _program(args.program)
+    injected = Path(program[0]).name in LAUNCHERS
+    if injected and args.ranks is not None:
+        raise ShoalError("-n goes to your own mpiexec in the 'shoal run -- mpiexec ...' form; "
+                         "drop shoal's -n")
+    if not injected and args.ranks is None:
+        raise ShoalError("say how many ranks with -n N (or give a whole mpiexec line after --)")
+    if injected:
+        launcher = _executable(program[0])
+        mpi = discover.resolve(args.mpi or launcher)
+    else:
+        mpi = discover.resolve(args.mpi)
+
+    keep = args.telemetry is not None
+    tel_dir = Path(args.telemetry) if keep else Path(tempfile.mkdtemp(prefix="shoal-wait-"))
+    try:
+        tel_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ShoalError(f"cannot create telemetry directory {tel_dir}: {exc.strerror}") from exc
+    for old in tel_dir.glob("rank-*.json"):
+        old.unlink()
+    try:
+        if injected:
+            env = library.forwarding_env(
+                library.wait_env(mode.text, mpi, tel_dir, args.classes), mpi)
+            argv = [launcher, *program[1:]]
+            full_env = {**os.environ, **mpi.env(), **env}
+        else:
+            job = library.apply(Job(mpi, args.ranks, [_executable(program[0]), *program[1:]]),
+                                mode.text, tel_dir, args.classes)
+            argv, env = job.command()
+            full_env = job.popen_env()
+        verbose.show(argv, env)
+        try:
+            code = subprocess.run(argv, env=full_env).returncode
+        except KeyboardInterrupt:
+            raise Interrupted("interrupted; the program was stopped") from None
+        except OSError as exc:
+            raise ShoalError(f"cannot start {argv[0]}: {exc.strerror}") from exc
+        records = telemetry.read_dir(tel_dir)
+        rows = telemetry.summarize(records)
+        if args.json:
+            print(json.dumps({"mode": mode.text, "mpi": mpi.name, "exit_code": code,
+                              "ranks_reported": len(records), "summary": rows,
+                              "telemetry_dir": str(tel_dir) if keep else None}))
+        elif records:
+            telemetry.render(rows, f"shoal run --wait {mode.text} ({mpi.name})")
+        if not records:
+            print("shoal: no telemetry: the program did not reach MPI_Finalize "
+                  f"(exit code {code})", file=sys.stderr)
+        return code
+    finally:
+        if not keep:
+            shutil.rmtree(tel_dir, ignore_errors=True)

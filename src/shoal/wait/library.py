@@ -1,0 +1,69 @@
+"""Build libshoalwait for an MPI and put it into a launch.
+
+The library is compiled with the MPI's own mpicc (``shoal.mpi.build``
+caches it per MPI identity); a launch gets it through ``LD_PRELOAD`` and the
+``SHOAL_WAIT*`` variables in ``Job.rank_env``, which ``shoal.mpi.launch``
+passes to every rank (``-genv`` for MPICH, ``-x`` for Open MPI).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+
+from shoal.mpi import build
+from shoal.mpi.discover import MPIInstall
+from shoal.mpi.launch import Job
+from shoal.wait.modes import parse_classes, parse_mode
+
+TARGET = "shoalwait"
+# Variables libshoalwait reads; Open MPI forwards them when named in
+# mca_base_env_list (used when shoal only sets the environment of a
+# user-written mpiexec line).
+ENV_NAMES = ("LD_PRELOAD", "SHOAL_WAIT", "SHOAL_WAIT_CLASSES", "SHOAL_WAIT_TELEMETRY",
+             "SHOAL_WAIT_SLACK_NS", "SHOAL_WAIT_SEND_EAGER_B")
+
+
+def library_for(mpi: MPIInstall) -> Path:
+    """Path of libshoalwait.so built for this MPI (compiled on first use)."""
+    return build.build(TARGET, mpi)
+
+
+def wait_env(mode: str, mpi: MPIInstall, telemetry_dir: Path | str | None = None,
+             classes: str | None = None, slack_ns: int | None = None) -> dict[str, str]:
+    """Environment that makes every rank wait in ``mode`` (validated first)."""
+    parsed = parse_mode(mode)
+    env = {"LD_PRELOAD": _preload(library_for(mpi)), "SHOAL_WAIT": parsed.text}
+    if classes is not None:
+        env["SHOAL_WAIT_CLASSES"] = parse_classes(classes)
+    if telemetry_dir is not None:
+        env["SHOAL_WAIT_TELEMETRY"] = str(Path(telemetry_dir).resolve())
+    if slack_ns is not None:
+        env["SHOAL_WAIT_SLACK_NS"] = str(int(slack_ns))
+    return env
+
+
+def _preload(lib: Path) -> str:
+    # Keep what the user already preloads; ours first so its MPI_* win.
+    existing = os.environ.get("LD_PRELOAD", "").strip()
+    return f"{lib}:{existing}" if existing else str(lib)
+
+
+def apply(job: Job, mode: str, telemetry_dir: Path | str | None = None,
+          classes: str | None = None, slack_ns: int | None = None) -> Job:
+    """A copy of ``job`` whose ranks wait in ``mode`` (LD_PRELOAD + env in rank_env)."""
+    env = wait_env(mode, job.mpi, telemetry_dir, classes, slack_ns)
+    return dataclasses.replace(job, rank_env={**job.rank_env, **env})
+
+
+def forwarding_env(env: dict[str, str], mpi: MPIInstall) -> dict[str, str]:
+    """Environment for a user-written mpiexec line so its ranks see ``env``.
+
+    MPICH's hydra passes its whole environment to the ranks; Open MPI passes
+    only variables named in ``mca_base_env_list``.
+    """
+    out = dict(env)
+    if mpi.kind == "openmpi":
+        out["OMPI_MCA_mca_base_env_list"] = ";".join(k for k in env if k in ENV_NAMES)
+    return out
