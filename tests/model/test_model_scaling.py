@@ -26,7 +26,8 @@ def test_models_by_hand():
     # perf/W is speed-up over average power, at every n and with shared power.
     n = np.arange(1, 20)
     for c in (0.0, 1.5):
-        assert woo_lee_perf_per_watt(n, 0.9, 0.3, c) == pytest.approx(amdahl_speedup(n, 0.9) / woo_lee_power(n, 0.9, 0.3, c))
+        ratio = amdahl_speedup(n, 0.9) / woo_lee_power(n, 0.9, 0.3, c)
+        assert woo_lee_perf_per_watt(n, 0.9, 0.3, c) == pytest.approx(ratio)
         assert woo_lee_energy(1, 0.9, 0.3, c) == pytest.approx(1.0)
     # Perfectly parallel work on nodes with no shared power: power is n busy nodes.
     assert woo_lee_power(n, 1.0, 0.5) == pytest.approx(n)
@@ -198,3 +199,15 @@ def test_standard_errors_for_one_curve_only_rejected():
     n = np.arange(1, 5)
     with pytest.raises(ShoalError, match="for every fitted curve"):
         fit_scaling(n, amdahl_speedup(n, 0.5), woo_lee_perf_per_watt(n, 0.5, 0.3), perf_se=np.full(4, 0.01))
+
+
+def test_standard_errors_are_calibrated():
+    # Over many noisy data sets, the truth lies within one standard error about 68% of the time.
+    trials, hits = 80, {"f": 0, "k": 0}
+    for seed in range(trials):
+        n, perf, ppw = _synthetic(0.9, 0.4, seed=100 + seed)
+        fit = fit_scaling(n, perf, ppw)
+        for name, truth in (("f", 0.9), ("k", 0.4)):
+            hits[name] += abs(fit.params[name] - truth) <= fit.stderr[name]
+    for name, count in hits.items():
+        assert 0.5 <= count / trials <= 0.85, f"{name}: {count}/{trials} within one standard error"

@@ -273,6 +273,8 @@ def _time(local: OptionCost, offload: OptionCost) -> tuple[str, float | None]:
     a, b = local.chunk_latency_s, offload.chunk_latency_s
     if math.isinf(a) and math.isinf(b):
         return NEITHER, None
+    if math.isinf(a) or math.isinf(b):
+        return (OFFLOAD if math.isinf(a) else LOCAL), None
     if abs(a - b) <= _REL_TIE * max(a, b):
         return TIE, 1.0
     winner = LOCAL if a < b else OFFLOAD

@@ -258,7 +258,7 @@ def _clean(nodes, perf, ppw, perf_se, ppw_se):
         bad = np.isfinite(arr) & (arr <= 0) if not name.endswith("_se") else np.isfinite(arr) & (arr < 0)
         if np.any(bad):
             i = int(np.argmax(bad))
-            what = "must be > 0 (higher is better: use 1/time for times)" if not name.endswith("_se") else "must be >= 0"
+            what = "must be >= 0" if name.endswith("_se") else "must be > 0 (higher is better: use 1/time for times)"
             raise ShoalError(f"{name} {what}; got {arr[i]:g} at n={n[i]:g}")
     return n, arrays
 
@@ -298,19 +298,17 @@ def fit_scaling(nodes, perf, perf_per_watt=None, *, normalized: bool = False, pe
     use_ppw = np.isfinite(y_ppw) if y_ppw is not None else np.zeros(n.size, bool)
     n_perf, n_ppw = n[use_perf], n[use_ppw]
 
-    fixed = {"perf_scale": 1.0 if normalized else None, "f": None, "c": shared_power_fraction}
     has_ppw = bool(use_ppw.any())
-    if has_ppw:
-        fixed["ppw_scale"] = 1.0 if normalized else None
-        fixed["k"] = idle_fraction
-    else:
-        fixed["ppw_scale"] = 1.0 if idle_fraction is not None else "absent"
-        fixed["k"] = idle_fraction if idle_fraction is not None else "absent"
-        fixed["c"] = shared_power_fraction if idle_fraction is not None else "absent"
-    free = tuple(name for name in PARAMS if fixed[name] is None)
+    # Without perf/W data or a known k there is no efficiency model at all.
+    absent = set() if has_ppw or idle_fraction is not None else {"ppw_scale", "k", "c"}
+    fixed = {"perf_scale": 1.0 if normalized else None, "f": None,
+             "ppw_scale": 1.0 if normalized or not has_ppw else None,
+             "k": idle_fraction, "c": shared_power_fraction}
+    base = {name: None if name in absent else fixed[name] for name in PARAMS}
+    free = tuple(name for name in PARAMS if name not in absent and fixed[name] is None)
 
     def params_from(theta) -> dict:
-        out = {name: (None if fixed[name] == "absent" else fixed[name]) for name in PARAMS}
+        out = dict(base)
         out.update(zip(free, (float(v) for v in theta)))
         return out
 
@@ -319,13 +317,10 @@ def fit_scaling(nodes, perf, perf_per_watt=None, *, normalized: bool = False, pe
     p = len(free)
     common = dict(normalized=normalized, n_points=m, n_distinct=n_distinct, nodes=n, perf=y_perf, ppw=y_ppw)
 
-    def cannot(status, reason, params=None, cov=None, dof=max(m - p, 0), **gof):
-        params = params or {name: (None if fixed[name] == "absent" else fixed[name]) for name in PARAMS}
-        cov = np.full((p, p), np.nan) if cov is None else cov
-        se = _stderr(params, free, cov, fixed)
-        return ScalingFit(status, reason, params, se, free, cov, dof=dof, r2_perf=gof.get("r2_perf"),
-                          r2_ppw=gof.get("r2_ppw"), rmse_rel=gof.get("rmse_rel"),
-                          reduced_chi2=gof.get("reduced_chi2"), **common)
+    def cannot(status, reason):
+        cov = np.full((p, p), np.nan)
+        return ScalingFit(status, reason, dict(base), _stderr(base, free, cov), free, cov, dof=max(m - p, 0),
+                          r2_perf=None, r2_ppw=None, rmse_rel=None, reduced_chi2=None, **common)
 
     if n_distinct < 3:
         return cannot(TOO_FEW_POINTS, f"performance measured at {n_distinct} distinct node count(s); "
@@ -377,7 +372,7 @@ def fit_scaling(nodes, perf, perf_per_watt=None, *, normalized: bool = False, pe
         "rmse_rel": float(np.sqrt(np.mean(rel**2))),
         "reduced_chi2": cost / dof if given_se else None,
     }
-    se = _stderr(params, free, pcov, fixed)
+    se = _stderr(params, free, pcov)
     f, f_se = params["f"], se["f"]
     if f_se is None or not math.isfinite(f_se):
         return ScalingFit(UNDETERMINED, "the data do not pin down f (singular covariance); measure more node counts",
@@ -396,7 +391,7 @@ def fit_scaling(nodes, perf, perf_per_watt=None, *, normalized: bool = False, pe
         params, se, free, pcov, dof=dof, **gof, **common)
 
 
-def _stderr(params, free, cov, fixed) -> dict:
+def _stderr(params, free, cov) -> dict:
     se = {}
     diag = np.diag(cov) if cov.size else np.array([])
     for name in PARAMS:
