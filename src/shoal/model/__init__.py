@@ -23,6 +23,7 @@ from shoal.model.scaling import (
     amdahl_speedup,
     best_nodes_closed_form,
     fit_scaling,
+    fit_table,
     woo_lee_energy,
     woo_lee_perf_per_watt,
     woo_lee_power,
@@ -33,5 +34,5 @@ __all__ = [
     "perf_per_watt", "OffloadScenario", "OffloadVerdict", "OptionCost", "decide", "decision_map",
     "min_local_nodes", "Optimum", "optimal_nodes", "overall_optimum", "DEVICES", "SERVERS", "UPLINKS",
     "DeviceProfile", "ServerProfile", "UplinkProfile", "Prediction", "ScalingFit", "amdahl_speedup",
-    "best_nodes_closed_form", "fit_scaling", "woo_lee_energy", "woo_lee_perf_per_watt", "woo_lee_power",
+    "best_nodes_closed_form", "fit_scaling", "fit_table", "woo_lee_energy", "woo_lee_perf_per_watt", "woo_lee_power",
 ]

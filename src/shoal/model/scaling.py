@@ -430,3 +430,26 @@ def _starts(free, n_perf, y_perf, n_ppw, y_ppw):
                 if point not in seen:
                     seen.add(point)
                     yield list(point)
+
+
+def fit_table(df, *, perf_col: str, by=(), nodes_col: str = "nodes", ppw_col: str | None = None,
+              **options) -> dict:
+    """:func:`fit_scaling` for every group of a results table (one fit per benchmark, or per benchmark and size).
+
+    ``by`` names the grouping columns; the result maps each group key (a
+    tuple of the ``by`` values, ``()`` without grouping) to its fit.
+    ``options`` go to :func:`fit_scaling` unchanged.
+    """
+    by = [by] if isinstance(by, str) else list(by)
+    needed = by + [nodes_col, perf_col] + ([ppw_col] if ppw_col else [])
+    missing = [col for col in needed if col not in df.columns]
+    if missing:
+        raise ShoalError(f"results table has no column(s) {', '.join(missing)} "
+                         f"(columns: {', '.join(map(str, df.columns))})")
+    groups = df.groupby(by, sort=True) if by else [((), df)]
+    fits = {}
+    for key, part in groups:
+        key = key if isinstance(key, tuple) else (key,)
+        fits[key] = fit_scaling(part[nodes_col].to_numpy(), part[perf_col].to_numpy(),
+                                part[ppw_col].to_numpy() if ppw_col else None, **options)
+    return fits
