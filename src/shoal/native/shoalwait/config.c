@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 struct sw_config sw_cfg = {
     .mode = SW_BUSY, .mode_text = "busy", .classes = SW_P2P | SW_SEND | SW_COLL,
@@ -51,8 +52,24 @@ static void die(const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(line, sizeof line, fmt, ap);
     va_end(ap);
+    sw_fatal(2, "%s", line);
+}
+
+void sw_fatal(int code, const char *fmt, ...)
+{
+    char line[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
     sw_say("%s", line);
-    exit(2);
+    /* Only the first rank speaks; the others leave a moment later so the
+     * launcher does not kill it before its line is out. */
+    if (sw_env_rank() != 0) {
+        struct timespec pause = {0, 500000000};
+        nanosleep(&pause, NULL);
+    }
+    exit(code);
 }
 
 /* A whole-string decimal number, else -1 (all our numbers are >= 0). */

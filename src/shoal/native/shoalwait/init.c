@@ -54,10 +54,9 @@ static void guard_abi(void)
     char running[256];
     runtime_identity(running, sizeof running);
     if (strcmp(running, sw_built_for) != 0) {
-        sw_say("this libshoalwait.so was built for %s but the program runs %s; "
-               "build it for that MPI (shoal run --mpi ...) instead of reusing this file",
-               sw_built_for, running);
-        exit(3);
+        sw_fatal(3, "this libshoalwait.so was built for %s but the program runs %s; "
+                    "build it for that MPI (shoal run --mpi ...) instead of reusing this file",
+                 sw_built_for, running);
     }
 }
 

@@ -50,6 +50,8 @@ void sw_configure(void);
 /* One line on stderr from the first rank only (others stay quiet). */
 void sw_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int sw_env_rank(void);
+/* sw_say, then exit(code): for configurations the library must refuse. */
+void sw_fatal(int code, const char *fmt, ...) __attribute__((noreturn, format(printf, 2, 3)));
 
 static inline int sw_active(int fn)
 {
