@@ -16,7 +16,6 @@ from shoal import cluster
 from shoal.cluster import inventory, matrix, shaping, state
 from shoal.cluster.emulated import EmulatedCluster
 from shoal.errors import ShoalError
-from shoal.mpi import build
 
 
 def netns_names() -> set[str]:

@@ -8,8 +8,6 @@ way ssh does for hosts named 'down*'.
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -70,7 +68,7 @@ def test_preflight_notices_a_different_mpi(tmp_path, fake_bin, mpich, openmpi):
     # but the remote shell reports MPICH's version string.
     wrapper = fake_bin / "ssh"
     wrapper.write_text(FAKE_SSH.replace('exec /bin/sh -c "$*"',
-                                        f'echo "mpi=HYDRA build details: other"; echo shoal=0.1.0'))
+                                        'echo "mpi=HYDRA build details: other"; echo shoal=0.1.0'))
     problems = remote.preflight(ssh_inventory(tmp_path, ["node1"]), openmpi)
     assert len(problems) == 1 and "MPI differs" in problems[0]
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 
 from shoal.errors import ShoalError
@@ -15,6 +14,7 @@ ORDER = 40
 def register(subparsers) -> None:
     parser = subparsers.add_parser("cluster", help="emulated clusters: up, status, down, matrix")
     sub = parser.add_subparsers(dest="cluster_command", metavar="ACTION")
+    parser.set_defaults(func=lambda args: parser.print_help() or 0)
 
     up = sub.add_parser("up", help="bring an emulated cluster up (stays up until 'down')")
     _where(up)

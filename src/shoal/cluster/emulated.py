@@ -22,7 +22,6 @@ import shlex
 import subprocess
 import sys
 import time
-import warnings
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -33,10 +32,6 @@ from shoal.errors import ShoalError
 
 SUBNET = ipaddress.ip_network("10.77.0.0/16")
 HEAD = "shoal-head"
-
-
-class EmulationWarning(UserWarning):
-    """Something the emulation cannot reproduce on this machine (said once, on stderr)."""
 
 
 def _address(index: int) -> str:
@@ -329,8 +324,6 @@ def _disable_ipv6() -> None:
 
 def attach(cluster_id: str) -> EmulatedCluster:
     """An EmulatedCluster object for a cluster already up (``shoal cluster up``)."""
-    from shoal.cluster.inventory import from_emulate  # noqa: F401  (inventory is in the record)
-
     record = state.read(cluster_id)
     if record is None:
         raise ShoalError(f"no emulated cluster {cluster_id!r} is up ('shoal cluster status' lists them)")

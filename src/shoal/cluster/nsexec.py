@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from typing import NoReturn
 
 from shoal.cluster import sysns
 
@@ -31,7 +32,7 @@ _SSH_VALUE = set("bcDEeFIiJLlmOopQRSWw")
 _SSH_FLAG = set("46AaCfGgKkMNnqsTtVvXxYy")
 
 
-def _fail(message: str) -> "NoReturn":  # noqa: F821
+def _fail(message: str) -> NoReturn:
     print(f"shoal nsexec: {message}", file=sys.stderr)
     sys.exit(255)  # what ssh returns when it cannot reach or start on the host
 

@@ -15,7 +15,6 @@ import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
-from pathlib import Path
 
 from shoal import __version__, verbose
 from shoal.cluster.inventory import Inventory
