@@ -1,0 +1,142 @@
+"""`shoal waitlab`: 003's waiting experiments under every wait mode, plotted.
+
+Runs experiment A (CPU load of a receiver between bursts), D (reaction time
+as gaps grow from 1 ns to ~130 ms) and the S-DSM patterns Full, Burst and
+Lock under each libshoalwait mode and each MPI's own options, and writes one
+run directory (results.csv, load.csv, reaction.csv, PNG/SVG figures).
+``--quick`` shortens everything (D: x1.25 steps from 1 us to 20 ms) so the
+whole lab takes about a minute per MPI.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from shoal.errors import Interrupted, ShoalError
+from shoal.hostfacts import collect
+from shoal.mpi import discover
+from shoal.runs.store import Run
+from shoal.wait import lab, plots
+from shoal.wait.modes import parse_mode
+
+ORDER = 35
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "waitlab", help="compare wait modes on 003's experiments (CPU load, reaction time)",
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--quick", action="store_true", help="short runs (about a minute per MPI)")
+    p.add_argument("--mpi", default="mpich,openmpi",
+                   help="comma list of MPIs (mpich, openmpi, system or paths); default both")
+    p.add_argument("--modes", default=",".join(lab.DEFAULT_MODES).replace("linear:1,1000,1", "linear"),
+                   help="semicolon or comma list of wait modes (default: %(default)s)")
+    p.add_argument("--experiments", default=",".join(lab.EXPERIMENTS),
+                   help="comma list of A, D, full, burst, lock (default all)")
+    p.add_argument("--no-native", action="store_true",
+                   help="leave out the MPIs' own options (yield_when_idle, HEAVY_YIELD, ...)")
+    p.add_argument("--power", default=None, metavar="SPEC",
+                   help="measure energy of each run with shoal.power (e.g. auto, rapl)")
+    p.add_argument("--out", default=None, help="run directory (default runs/waitlab-...)")
+    p.add_argument("--resume", default=None, metavar="RUN", help="continue an interrupted run")
+    p.add_argument("--json", action="store_true", help="print the results rows as JSON")
+    p.set_defaults(func=run)
+
+
+def _modes(text: str) -> tuple[str, ...]:
+    # "linear:1,1000,1" contains commas: split on ';' when given, else on ','
+    # but keep numeric parameter runs attached to their mode.
+    if ";" in text:
+        items = [m for m in text.split(";") if m]
+    else:
+        items = []
+        for part in text.split(","):
+            if items and part and (part[0].isdigit() or part[0] == "."):
+                items[-1] += "," + part
+            elif part:
+                items.append(part)
+    return tuple(parse_mode(m).text for m in items)
+
+
+def run(args) -> int:
+    modes = _modes(args.modes)
+    experiments = tuple(e for e in args.experiments.split(",") if e)
+    for e in experiments:
+        lab.scenario(e, args.quick)
+    mpis = [discover.resolve(s) for s in args.mpi.split(",") if s]
+    if not mpis:
+        raise ShoalError("no MPI given; use --mpi mpich,openmpi")
+    session = None
+    if args.power:
+        from shoal import power
+
+        session = power.open_session(args.power).start()
+    if args.resume:
+        record = Run.open(args.resume)
+    else:
+        record = Run.create("waitlab", ["shoal", "waitlab", *_argv(args)], args.out,
+                            mpis=[m.describe() for m in mpis], modes=list(modes),
+                            experiments=list(experiments), quick=args.quick,
+                            host=collect(), power=args.power)
+    from rich.progress import Progress
+
+    total = lab.planned(mpis, experiments, modes, not args.no_native)
+    try:
+        with Progress(transient=True) as progress:
+            task = progress.add_task("waitlab", total=total)
+            rows = lab.run_lab(record, mpis, experiments, modes, args.quick, not args.no_native,
+                               session, on_done=lambda row: progress.advance(task))
+    except KeyboardInterrupt:
+        record.finish("interrupted")
+        raise Interrupted(f"interrupted; finished runs are in {record.path} "
+                          f"(continue with --resume {record.path})") from None
+    finally:
+        if session is not None:
+            record.append("power", session.new_samples())
+            session.stop()
+    figures = plots.plot_all(record)
+    failed = [r for r in record.rows("results") if r["status"] != "ok"]
+    record.finish("complete" if not failed else "partial",
+                  figures=[f.name for f in figures], failed=len(failed))
+    if args.json:
+        print(json.dumps({"run": str(record.path), "results": record.rows("results")}))
+    else:
+        _table(record)
+        print(f"run: {record.path}")
+    return 0 if not failed else 1
+
+
+def _argv(args) -> list[str]:
+    out = []
+    for key in ("quick", "no_native", "json"):
+        if getattr(args, key):
+            out.append("--" + key.replace("_", "-"))
+    for key in ("mpi", "modes", "experiments", "power", "out"):
+        if getattr(args, key):
+            out += ["--" + key, str(getattr(args, key))]
+    return out
+
+
+def _table(record: Run) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"waitlab ({record.path.name})")
+    for col in ("experiment", "MPI", "contender", "CPU %", "run s", "msg/s",
+                "D burst p50 µs", "D ≥1ms p50 µs", "D ≥1ms p99 µs", "energy J", "status"):
+        table.add_column(col, justify="right")
+
+    def num(v: str, scale: float = 1.0, fmt: str = "{:.1f}") -> str:
+        return fmt.format(float(v) * scale) if v not in ("", None) else ""
+
+    for r in record.rows("results"):
+        table.add_row(r["experiment"], r["mpi"], r["contender"], num(r["cpu_load"], 100),
+                      num(r["wall_s"], 1, "{:.3f}"), num(r["throughput_msg_per_s"], 1, "{:.0f}"),
+                      num(r["reaction_burst_p50_s"], 1e6), num(r["reaction_sparse_p50_s"], 1e6),
+                      num(r["reaction_sparse_p99_s"], 1e6), num(r["energy_J"], 1, "{:.2f}"),
+                      r["status"][:40])
+    console = Console()
+    if not console.is_terminal:
+        console.width = 180
+    console.print(table)

@@ -1,0 +1,205 @@
+"""waitlab: 003's waiting experiments, every wait mode side by side.
+
+Experiments (programs in ``shoal/native/waittests``, two or three ranks):
+
+A      the sender sends bursts of 10 messages and pauses; the receiver loops
+       on MPI_Probe + MPI_Recv (003 Figure 1a) and samples its own CPU load
+       from the kernel's accounting (CLOCK_PROCESS_CPUTIME_ID)
+D      one message per gap, gaps growing x1.05 from 1 ns to ~130 ms (003
+       Experiment D); the reaction time of each message is the receive's
+       return minus the send time (one monotonic clock, one host)
+full, burst, lock
+       003's S-DSM patterns: rank 0 serves writes and a lock to two clients
+       (Probe + Recv on MPI_ANY_SOURCE); Full is message-heavy, Burst writes
+       in bursts with pauses, Lock holds a lock the other client waits for
+
+Contenders per MPI: every wait mode of libshoalwait (busy is the MPI's own
+spinning, linear is 003's setting: 1 ns steps up to 1 us), and the MPI's own
+knobs without the library: Open MPI's ``mpi_yield_when_idle``, MPICH's
+``MPIR_CVAR_ENABLE_HEAVY_YIELD`` and ``MPIR_CVAR_CH4_PROGRESS_THROTTLE``.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from shoal import verbose
+from shoal.errors import ShoalError
+from shoal.mpi import build
+from shoal.mpi.discover import MPIInstall
+from shoal.mpi.launch import Job
+from shoal.runs.store import Run
+from shoal.wait.library import apply
+from shoal.wait.modes import parse_mode
+
+EXPERIMENTS = ("A", "D", "full", "burst", "lock")
+DEFAULT_MODES = ("busy", "yield", "sleep:100", "linear:1,1000,1", "backoff", "auto")
+
+# The MPI's own ways to wait less, run without libshoalwait.
+NATIVE_OPTIONS = {
+    "openmpi": {"ompi:yield_when_idle": {"OMPI_MCA_mpi_yield_when_idle": "1"}},
+    "mpich": {"mpich:heavy_yield": {"MPIR_CVAR_ENABLE_HEAVY_YIELD": "1"},
+              "mpich:progress_throttle": {"MPIR_CVAR_CH4_PROGRESS_THROTTLE": "1"}},
+}
+
+RESULT_COLUMNS = [
+    "experiment", "mpi", "contender", "mode", "status", "wall_s", "cpu_s", "cpu_load",
+    "messages", "throughput_msg_per_s", "reaction_p50_s", "reaction_p99_s",
+    "reaction_burst_p50_s", "reaction_sparse_p50_s", "reaction_sparse_p99_s",
+    "energy_J", "energy_kind",
+]
+
+
+@dataclass(frozen=True)
+class Contender:
+    """One way of waiting: a libshoalwait mode, or the MPI's own option."""
+
+    label: str
+    mode: str | None                      # None: no library, MPI's own behaviour
+    env: dict[str, str] = field(default_factory=dict)
+
+
+def contenders(mpi: MPIInstall, modes: tuple[str, ...] = DEFAULT_MODES,
+               native: bool = True) -> list[Contender]:
+    found = [Contender(parse_mode(m).text, m) for m in modes]
+    if native:
+        found += [Contender(label, None, env)
+                  for label, env in NATIVE_OPTIONS.get(mpi.kind, {}).items()]
+    return found
+
+
+def scenario(experiment: str, quick: bool) -> tuple[int, list[str]]:
+    """(ranks, program arguments) of one experiment."""
+    if experiment == "A":
+        return 2, ["burst", "--cycles", "3" if quick else "6", "--burst", "10",
+                   "--pause", "0.3" if quick else "1.0", "--sample", "0.05"]
+    if experiment == "D":
+        if quick:   # coarser: x1.25 from 1 us to 20 ms
+            return 2, ["gaps", "--start", "1e-6", "--factor", "1.25", "--max", "0.02"]
+        return 2, ["gaps", "--start", "1e-9", "--factor", "1.05", "--max", "0.13"]
+    if experiment == "full":
+        return 3, ["full", "--writes", "300" if quick else "2000"]
+    if experiment == "burst":
+        return 3, ["burstdsm", "--cycles", "2" if quick else "5", "--writes",
+                   "200" if quick else "1000", "--pause", "0.1" if quick else "0.5"]
+    if experiment == "lock":
+        return 3, ["lock", "--cycles", "2" if quick else "5", "--hold", "0.1" if quick else "0.5"]
+    raise ShoalError(f"unknown waitlab experiment '{experiment}'; use {', '.join(EXPERIMENTS)}")
+
+
+def run_program(mpi: MPIInstall, contender: Contender, ranks: int, args: list[str],
+                timeout_s: float = 300) -> tuple[dict[str, Any], float, float]:
+    """Run one scenario; return (its JSON result, start, end monotonic times)."""
+    exe = build.build("waittests", mpi)
+    job = Job(mpi, ranks, [str(exe), *args], rank_env=dict(contender.env))
+    if contender.mode is not None:
+        job = apply(job, contender.mode)
+    argv, env = job.command()
+    verbose.show(argv, {**env, **job.rank_env})
+    t0 = time.monotonic()
+    try:
+        proc = subprocess.run(argv, env=job.popen_env(), capture_output=True, text=True,
+                              timeout=timeout_s)
+    except subprocess.TimeoutExpired as exc:
+        raise ShoalError(f"{args[0]} under {contender.label} did not finish in {timeout_s:.0f} s") from exc
+    t1 = time.monotonic()
+    lines = [json.loads(ln) for ln in proc.stdout.splitlines() if ln.startswith("{")]
+    if proc.returncode != 0 or not lines:
+        first = next((ln for ln in proc.stderr.splitlines() if ln.strip()), "no output")
+        raise ShoalError(f"{args[0]} under {contender.label} failed "
+                         f"(exit {proc.returncode}): {first.strip()}")
+    return lines[0], t0, t1
+
+
+def _quantile(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    import numpy as np
+
+    return float(np.quantile(np.asarray(values), q))
+
+
+def summarize(experiment: str, data: dict[str, Any]) -> dict[str, Any]:
+    """The results row of one run (CPU of the waiting rank, reaction times)."""
+    row: dict[str, Any] = {"wall_s": data["wall_s"]}
+    if experiment in ("A", "D"):
+        row["cpu_s"] = data["cpu_s"]
+        row["messages"] = data.get("received", data.get("count"))
+    else:
+        row["cpu_s"] = data["server_cpu_s"]
+        row["messages"] = data["messages"]
+        row["throughput_msg_per_s"] = data["messages"] / data["wall_s"]
+    row["cpu_load"] = row["cpu_s"] / data["wall_s"] if data["wall_s"] > 0 else None
+    if experiment == "D":
+        gaps, reaction = data["gap_s"], data["reaction_s"]
+        row["reaction_p50_s"] = _quantile(reaction, 0.5)
+        row["reaction_p99_s"] = _quantile(reaction, 0.99)
+        row["reaction_burst_p50_s"] = _quantile([r for g, r in zip(gaps, reaction) if g < 10e-6], 0.5)
+        sparse = [r for g, r in zip(gaps, reaction) if g >= 1e-3]
+        row["reaction_sparse_p50_s"] = _quantile(sparse, 0.5)
+        row["reaction_sparse_p99_s"] = _quantile(sparse, 0.99)
+    return row
+
+
+def _energy(session, t0: float, t1: float) -> tuple[float | None, str | None]:
+    if session is None:
+        return None, None
+    rows = [r for r in session.energy_between(t0, t1)
+            if r["part_of"] is None and r["energy_J"] is not None]
+    if not rows:
+        return None, None
+    return sum(r["energy_J"] for r in rows), "+".join(sorted({r["kind"] for r in rows}))
+
+
+def run_lab(run: Run, mpis: list[MPIInstall], experiments: tuple[str, ...],
+            modes: tuple[str, ...] = DEFAULT_MODES, quick: bool = False, native: bool = True,
+            power_session=None, on_done: Callable[[dict[str, Any]], None] | None = None) -> list[dict]:
+    """Run every experiment under every contender; append rows as they finish.
+
+    Tables: ``results`` (one row per experiment, MPI and contender),
+    ``load`` (experiment A's CPU load series), ``reaction`` (experiment D's
+    per-message reaction times). A failed run is a row with its status and
+    the lab goes on.
+    """
+    for e in experiments:
+        scenario(e, quick)           # reject unknown names before running anything
+    done = {(r["experiment"], r["mpi"], r["contender"]) for r in run.rows("results")}
+    rows = []
+    for mpi in mpis:
+        for contender in contenders(mpi, modes, native):
+            for experiment in experiments:
+                key = (experiment, mpi.name, contender.label)
+                if key in done:
+                    continue
+                ranks, args = scenario(experiment, quick)
+                row: dict[str, Any] = {"experiment": experiment, "mpi": mpi.name,
+                                       "contender": contender.label,
+                                       "mode": contender.mode or "", "status": "ok"}
+                try:
+                    data, t0, t1 = run_program(mpi, contender, ranks, args)
+                except ShoalError as exc:
+                    row["status"] = f"failed: {exc}"
+                else:
+                    row.update(summarize(experiment, data))
+                    row["energy_J"], row["energy_kind"] = _energy(power_session, t0, t1)
+                    tag = {"experiment": experiment, "mpi": mpi.name, "contender": contender.label}
+                    if experiment == "A":
+                        run.append("load", [{**tag, "t_s": t, "load": ld}
+                                            for t, ld in zip(data["t_s"], data["load"])])
+                    if experiment == "D":
+                        run.append("reaction", [{**tag, "i": i, "gap_s": g, "reaction_s": r}
+                                                for i, (g, r) in enumerate(zip(data["gap_s"],
+                                                                               data["reaction_s"]))])
+                run.append("results", [row], columns=RESULT_COLUMNS)
+                rows.append(row)
+                if on_done:
+                    on_done(row)
+    return rows
+
+
+def planned(mpis: list[MPIInstall], experiments, modes, native: bool) -> int:
+    return sum(len(contenders(m, modes, native)) for m in mpis) * len(experiments)

@@ -1,0 +1,77 @@
+"""waitlab figures, drawn from a run's tables (PNG and SVG side by side)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from shoal.runs.store import Run
+
+
+def _save(fig, run: Run, name: str) -> list[Path]:
+    paths = []
+    for ext in ("png", "svg"):
+        path = run.path / f"{name}.{ext}"
+        fig.savefig(path, dpi=120, bbox_inches="tight")
+        paths.append(path)
+    return paths
+
+
+def plot_all(run: Run) -> list[Path]:
+    """Draw every figure the run has data for; return the files written."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    written: list[Path] = []
+    load = run.read("load")
+    if not load.empty:
+        mpis = sorted(load["mpi"].unique())
+        fig, axes = plt.subplots(len(mpis), 1, figsize=(9, 3.2 * len(mpis)), squeeze=False)
+        for ax, mpi in zip(axes[:, 0], mpis):
+            for label, part in load[load["mpi"] == mpi].groupby("contender", sort=False):
+                ax.plot(part["t_s"], 100 * part["load"], label=label, lw=1.2)
+            ax.set_title(f"A: receiver CPU load, bursts of 10 messages then a pause ({mpi})")
+            ax.set_xlabel("time (s)")
+            ax.set_ylabel("CPU load (%)")
+            ax.set_ylim(bottom=0)
+            ax.legend(fontsize=7, ncol=3)
+        written += _save(fig, run, "waitlab_A_load")
+        plt.close(fig)
+
+    reaction = run.read("reaction")
+    if not reaction.empty:
+        mpis = sorted(reaction["mpi"].unique())
+        fig, axes = plt.subplots(len(mpis), 1, figsize=(9, 3.6 * len(mpis)), squeeze=False)
+        for ax, mpi in zip(axes[:, 0], mpis):
+            for label, part in reaction[reaction["mpi"] == mpi].groupby("contender", sort=False):
+                ax.plot(part["gap_s"], part["reaction_s"], label=label, lw=1, marker=".", ms=2)
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            ax.set_title(f"D: reaction time as the gap between messages grows ({mpi})")
+            ax.set_xlabel("gap between messages (s)")
+            ax.set_ylabel("reaction time (s)")
+            ax.legend(fontsize=7, ncol=3)
+        written += _save(fig, run, "waitlab_D_reaction")
+        plt.close(fig)
+
+    results = run.read("results")
+    if not results.empty:
+        pats = [e for e in ("full", "burst", "lock") if e in set(results["experiment"])]
+        ok = results[results["status"] == "ok"]
+        if pats and not ok.empty:
+            fig, axes = plt.subplots(2, len(pats), figsize=(5 * len(pats), 7), squeeze=False)
+            for col, exp in enumerate(pats):
+                part = ok[ok["experiment"] == exp]
+                labels = [f"{r.contender}\n{r.mpi.split()[0]}" for r in part.itertuples()]
+                axes[0, col].bar(range(len(part)), 100 * part["cpu_load"])
+                axes[0, col].set_title(f"{exp}: server CPU load (%)")
+                axes[1, col].bar(range(len(part)), part["wall_s"])
+                axes[1, col].set_title(f"{exp}: run time (s)")
+                for row in (0, 1):
+                    axes[row, col].set_xticks(range(len(part)))
+                    axes[row, col].set_xticklabels(labels, rotation=90, fontsize=6)
+            fig.tight_layout()
+            written += _save(fig, run, "waitlab_patterns")
+            plt.close(fig)
+    return written

@@ -1,0 +1,106 @@
+"""`shoal run` and `shoal waitlab` end to end, through shoal.cli.main."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from shoal.cli import main
+from tests.wait.helpers import waittest
+
+
+def _json_tail(out: str) -> dict:
+    return json.loads([ln for ln in out.splitlines() if ln.startswith('{"mode"')][-1])
+
+
+def test_run_launches_with_mode_and_summarises(any_mpi, capfd, tmp_path):
+    code = main(["run", "--wait", "sleep:200", "--mpi", any_mpi.kind, "-n", "2",
+                 "--telemetry", str(tmp_path), "--json", "--", str(waittest(any_mpi)),
+                 "idle", "--seconds", "0.3"])
+    out = capfd.readouterr().out
+    assert code == 0
+    summary = _json_tail(out)
+    assert summary["mode"] == "sleep:200" and summary["exit_code"] == 0
+    assert summary["ranks_reported"] == 2
+    rank1 = [r for r in summary["summary"] if r["rank"] == 1 and r["class"] == "p2p"][0]
+    assert rank1["sleeps"] > 100 and rank1["sleep_s"] > 0.2
+    assert sorted(p.name for p in tmp_path.glob("rank-*.json")) == ["rank-0.json", "rank-1.json"]
+
+
+def test_run_table_goes_to_stderr(mpich, capfd):
+    code = main(["run", "--wait", "backoff", "-n", "2", "--", str(waittest(mpich)), "result",
+                 "--rounds", "3"])
+    captured = capfd.readouterr()
+    assert code == 0
+    assert '"result"' in captured.out
+    assert "shoal run --wait backoff (MPICH" in captured.err and "p2p" in captured.err
+
+
+@pytest.mark.parametrize("kind", ["mpich", "openmpi"])
+def test_run_injects_env_into_users_mpiexec(request, kind, capfd, tmp_path):
+    mpi = request.getfixturevalue(kind)
+    code = main(["run", "--wait", "linear:1000,50000,1000", "--telemetry", str(tmp_path),
+                 "--json", "--", str(mpi.mpiexec), "-n", "2", str(waittest(mpi)), "idle",
+                 "--seconds", "0.2"])
+    out = capfd.readouterr().out
+    assert code == 0, out
+    summary = _json_tail(out)
+    assert summary["mpi"] == mpi.name and summary["ranks_reported"] == 2
+    assert all(r["mode"] == "linear:1000,50000,1000" for r in summary["summary"])
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["run", "--wait", "nap", "-n", "2", "--", "true"], "unknown wait mode 'nap'"),
+    (["run", "--wait", "sleep:-1", "-n", "2", "--", "true"], "sleep needs a time"),
+    (["run", "--wait", "busy", "--", "true"], "-n N"),
+    (["run", "--wait", "busy", "-n", "2"], "no program given"),
+    (["run", "--wait", "busy", "-n", "2", "--", "/nonexistent/prog"], "not found"),
+    (["run", "--wait", "busy", "-n", "2", "--classes", "disk", "--", "true"], "unknown class"),
+])
+def test_run_bad_input_is_one_line(argv, needle, capfd):
+    code = main(argv)
+    err = capfd.readouterr().err
+    assert code == 2
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("shoal: ") and needle in lines[0]
+
+
+def test_run_returns_program_exit_code(mpich, capfd):
+    # A failing program: the ABI guard of a library built for Open MPI is not
+    # involved here; shoal-waittest rejects an unknown subcommand with 2.
+    code = main(["run", "--wait", "backoff", "-n", "2", "--", str(waittest(mpich)), "nosuch"])
+    err = capfd.readouterr().err
+    assert code != 0
+    assert "no telemetry" in err
+
+
+def test_waitlab_quick_subset_writes_tables_and_figures(tmp_path, capfd):
+    out = tmp_path / "lab"
+    code = main(["waitlab", "--quick", "--mpi", "mpich", "--modes", "busy,backoff,linear:1,1000,1",
+                 "--experiments", "A,D,lock", "--out", str(out), "--json"])
+    printed = json.loads(capfd.readouterr().out.strip().splitlines()[-1])
+    assert code == 0
+    results = pd.read_csv(out / "results.csv")
+    # 3 modes + MPICH's two own options, 3 experiments each.
+    assert len(results) == 15 and set(results["status"]) == {"ok"}
+    assert set(results["contender"]) == {"busy", "backoff", "linear:1,1000,1",
+                                         "mpich:heavy_yield", "mpich:progress_throttle"}
+    d = results[results["experiment"] == "D"]
+    assert d["reaction_p50_s"].notna().all() and (d["reaction_p50_s"] > 0).all()
+    load = pd.read_csv(out / "load.csv")
+    assert set(load["contender"]) == set(results["contender"]) and (load["load"] >= 0).all()
+    reaction = pd.read_csv(out / "reaction.csv")
+    assert reaction.groupby("contender").size().min() > 40
+    for name in ("waitlab_A_load", "waitlab_D_reaction", "waitlab_patterns"):
+        assert (out / f"{name}.png").stat().st_size > 10000
+        assert (out / f"{name}.svg").exists()
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["status"] == "complete" and manifest["quick"] is True
+    assert len(printed["results"]) == 15
+
+
+def test_waitlab_rejects_unknown_experiment(capfd):
+    assert main(["waitlab", "--experiments", "A,Z"]) == 2
+    assert "unknown waitlab experiment 'Z'" in capfd.readouterr().err
