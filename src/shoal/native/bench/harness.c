@@ -133,15 +133,25 @@ static long clamp_inner(double k)
 }
 
 /* Grow the inner count on rank 0 until one repetition takes about
- * --rep-time, then broadcast it, so every rank loops the same number of times. */
-static long calibrate(const sb_test *t, sb_ctx *c, const sb_options *o, double t_start, long *errors)
+ * --rep-time, then broadcast it, so every rank loops the same number of
+ * times. Each trial count is timed CALIBRATION_TRIALS times and the fastest
+ * kept: one repetition that lost the CPU to another process must not
+ * shrink the count (a preempted first trial at 1 iteration would otherwise
+ * leave the barrier's exit skew inside every sample). */
+#define CALIBRATION_TRIALS 3
+
+static long calibrate(const sb_test *t, sb_ctx *c, const sb_options *o, double t_point, long *errors)
 {
     long k = 1;
     for (;;) {
-        double dt = rep_time_at_root(t, c, run_rep(t, c, o, k, errors));
+        double dt = INFINITY;
+        for (int trial = 0; trial < CALIBRATION_TRIALS; trial++) {
+            double d = rep_time_at_root(t, c, run_rep(t, c, o, k, errors));
+            dt = d < dt ? d : dt;
+        }
         long msg[2] = {k, 0}; /* next inner count, done */
         if (c->rank == 0) {
-            int over_budget = shoal_now_s() - t_start > o->budget;
+            int over_budget = shoal_now_s() - t_point > o->budget;
             if (dt >= 0.5 * o->rep_time || k >= SB_MAX_INNER || over_budget) {
                 msg[0] = clamp_inner(dt > 0 ? (double)k * o->rep_time / dt : (double)SB_MAX_INNER);
                 msg[1] = 1;
@@ -194,8 +204,9 @@ static void emit_point(const sb_test *t, const sb_ctx *c, const sb_options *o, l
 
     printf("{\"type\":\"point\",\"test\":");
     sb_json_string(t->name);
-    printf(",\"size_B\":%zu,\"ranks\":%d,\"inner\":%ld,\"bytes_per_op\":%.0f,\"metric\":\"%s\"", c->size,
-           c->nprocs, inner, t->bytes(c), sb_metric_name(t->metric));
+    printf(",\"size_B\":%zu,\"ranks\":%d,\"inner\":%ld,\"ops_per_rep\":%ld,\"bytes_per_op\":%.0f", c->size,
+           c->nprocs, inner, inner * t->ops_per_iter, t->bytes(c));
+    printf(",\"metric\":\"%s\"", sb_metric_name(t->metric));
     printf(",\"reps\":%zu,\"converged\":%s,\"stop\":\"%s\",\"ci_rel\":", s->n, converged ? "true" : "false",
            stop_names[stop]);
     sb_json_double(ci >= 0 ? ci : NAN, 9);
@@ -243,7 +254,7 @@ void sb_run_point(const sb_options *o, const sb_point *p, MPI_Comm comm)
         return;
     }
 
-    double t_start = shoal_now_s();
+    double t_point = shoal_now_s(); /* the budget counts from here */
     /* Every rank must agree before any communication: a rank that cannot
      * allocate its buffers makes the whole point a skip, never a hang. */
     int failed = t->setup(&c) != 0, any_failed = 0;
@@ -257,9 +268,12 @@ void sb_run_point(const sb_options *o, const sb_point *p, MPI_Comm comm)
     }
 
     long errors = 0;
-    long inner = o->inner ? o->inner : calibrate(t, &c, o, t_start, &errors);
+    long inner = o->inner ? o->inner : calibrate(t, &c, o, t_point, &errors);
     for (long w = 0; w < o->warmup; w++)
         run_rep(t, &c, o, inner, &errors);
+    /* The reported window holds the measured repetitions only, so energy
+     * over [t_start, t_end] divides by reps * ops_per_rep operations. */
+    double t_start = shoal_now_s();
 
     double ops = (double)inner * t->ops_per_iter;
     double own_sum = 0.0; /* this rank's own time per op, summed over measured reps */
@@ -286,7 +300,7 @@ void sb_run_point(const sb_options *o, const sb_point *p, MPI_Comm comm)
             }
             if (decision == GO_ON && (long)s.n >= o->max_reps)
                 decision = STOP_MAX_REPS;
-            if (decision == GO_ON && shoal_now_s() - t_start > o->budget)
+            if (decision == GO_ON && shoal_now_s() - t_point > o->budget)
                 decision = STOP_BUDGET;
         }
         MPI_Bcast(&decision, 1, MPI_LONG, 0, comm);
