@@ -45,8 +45,9 @@ def load(program: Path) -> tuple[TestInfo, ...]:
         entries = json.loads(out.stdout)
     except json.JSONDecodeError as exc:
         raise ShoalError(f"benchmark program {program} --list printed invalid JSON ({exc})") from exc
+    # Every test measures communication: with one rank it would time a memcpy.
     return tuple(
-        TestInfo(e["name"], e["suite"], int(e.get("min_ranks", 1)), e["metric"],
+        TestInfo(e["name"], e["suite"], max(2, int(e.get("min_ranks", 1))), e["metric"],
                  str(e.get("bytes_per_op", "")), e.get("description", ""))
         for e in entries
     )

@@ -30,8 +30,8 @@ SAMPLE_COLUMNS = ["point_id", "rep", "time_s"]
 FAILURE_COLUMNS = ["point_id", "config", "nodes", "ranks", "test", "size_B", "reason", "detail"]
 
 
-def point_id(config: str, ranks: int, test: str, size_B: int) -> str:
-    return f"{config}/{ranks}/{test}/{size_B}"
+def point_id(config: str, nodes: int, ranks: int, test: str, size_B: int) -> str:
+    return f"{config}/{nodes}/{ranks}/{test}/{size_B}"
 
 
 def result_row(record: dict[str, Any], config: str, nodes: int, wait_mode: str = "") -> dict[str, Any]:
@@ -40,7 +40,7 @@ def result_row(record: dict[str, Any], config: str, nodes: int, wait_mode: str =
     stats = summarize(samples)
     bytes_per_op = record.get("bytes_per_op") or 0
     median = stats.median
-    pid = point_id(config, record["ranks"], record["test"], record["size_B"])
+    pid = point_id(config, nodes, record["ranks"], record["test"], record["size_B"])
     return {
         "point_id": pid,
         "config": config,

@@ -1,23 +1,27 @@
 """`shoal bench` as a library call: resolve the request, run it, return the run.
 
 The request is stored in the manifest, so ``--resume RUN`` repeats exactly
-the same sweep and measures only what is missing.
+the same sweep and measures only what is missing. Where ranks run comes
+from shoal.cluster: this machine (one configuration per ``--ranks``), or a
+cluster (emulated, ssh, Slurm) swept over ``--nodes``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
+from shoal import cluster as clusters
 from shoal import hostfacts
 from shoal.bench import catalog
 from shoal.bench.sizes import parse_sizes
 from shoal.bench.sweep import Config, Events, Options, Point, Sweep
 from shoal.errors import ShoalError
 from shoal.mpi import build, discover
-from shoal.mpi.launch import Job
 from shoal.runs.store import Run
 
 
@@ -30,11 +34,20 @@ class BenchRequest:
     ranks: list[int] = field(default_factory=lambda: [2])
     mpi: str | None = None
     options: Options = field(default_factory=Options)
+    # Where: an emulated cluster ("4xminnowboard"), an inventory file, or neither (this machine).
+    emulate: str | None = None
+    link: str | None = None
+    cluster: str | None = None
+    nodes: str | None = None
+    ranks_per_node: int = 1
+    # Energy: a power source spec (see shoal.power), and seconds of idle baseline before the sweep.
+    power: str | None = None
+    idle_s: float = 0.0
+    # libshoalwait mode the ranks run under (None: not loaded).
+    wait: str | None = None
 
     def to_manifest(self) -> dict[str, Any]:
-        data = dataclasses.asdict(self)
-        data["options"] = dataclasses.asdict(self.options)
-        return data
+        return dataclasses.asdict(self)
 
     @classmethod
     def from_manifest(cls, data: dict[str, Any]) -> "BenchRequest":
@@ -42,49 +55,96 @@ class BenchRequest:
         data["options"] = Options(**data.get("options", {}))
         return cls(**data)
 
+    @property
+    def on_cluster(self) -> bool:
+        return bool(self.emulate or self.cluster)
+
+    @property
+    def config_label(self) -> str:
+        if self.emulate:
+            return self.emulate
+        if self.cluster:
+            return Path(self.cluster).stem
+        return "local"
+
 
 @dataclass
 class Plan:
-    """A resolved request: the MPI, the program, and the points per configuration."""
+    """A resolved request: the MPI, the program, the tests and sizes, and the
+    (nodes, ranks) of every configuration."""
 
+    request: BenchRequest
     mpi: discover.MPIInstall
     program: Path
-    configs: list[tuple[Config, list[Point]]]
+    tests: list[catalog.TestInfo]
+    sizes: list[int]
+    counts: list[tuple[int, int]]
+
+    def points(self, ranks: int) -> tuple[list[Point], list[tuple[Point, str]]]:
+        """Points to measure at this rank count, and those that cannot run there (with why)."""
+        run, skip = [], []
+        for test in self.tests:
+            for size in ([0] if test.name == "imb.Barrier" else self.sizes):
+                point = Point(test.name, size)
+                if test.min_ranks > ranks:
+                    skip.append((point, f"needs {test.min_ranks} ranks, this configuration has {ranks}"))
+                else:
+                    run.append(point)
+        return run, skip
 
     @property
     def total_points(self) -> int:
-        return sum(len(points) for _, points in self.configs)
+        return sum(len(self.points(ranks)[0]) + len(self.points(ranks)[1])
+                   for _, ranks in self.counts)
+
+
+def _counts(request: BenchRequest) -> list[tuple[int, int]]:
+    """(nodes, ranks) per configuration; a cluster's size is read from its description."""
+    if not request.on_cluster:
+        return [(1, r) for r in request.ranks]
+    from shoal.cluster import inventory
+
+    if request.emulate:
+        size = len(inventory.from_emulate(request.emulate, request.link).nodes)
+    else:
+        size = len(inventory.load(request.cluster).nodes)
+    nodes = clusters.parse_nodes(request.nodes or str(size), size)
+    return [(n, n * request.ranks_per_node) for n in nodes]
 
 
 def plan(request: BenchRequest) -> Plan:
+    """Check the request and build what it needs, before anything is started."""
+    if request.on_cluster and request.ranks != [2]:
+        raise ShoalError("--ranks is for this machine; on a cluster use --nodes and --ranks-per-node")
+    if request.emulate and request.cluster:
+        raise ShoalError("give either --emulate or --cluster FILE, not both")
+    if request.ranks_per_node < 1:
+        raise ShoalError(f"--ranks-per-node must be at least 1, got {request.ranks_per_node}")
+    if not request.ranks or min(request.ranks) < 1:
+        raise ShoalError("no rank counts given; use e.g. --ranks 2 or --ranks 2,4")
+    if request.nodes and not request.on_cluster:
+        raise ShoalError("--nodes needs a cluster: add --emulate 4xminnowboard or --cluster FILE")
+    counts = _counts(request)
+    if request.power:
+        from shoal.power import spec
+
+        spec.parse(request.power)
+    if request.wait:
+        from shoal.wait import modes
+
+        modes.parse(request.wait)
     mpi = discover.resolve(request.mpi)
     program = build.build("bench", mpi)
     tests = catalog.select(catalog.load(program), request.tests)
     sizes = parse_sizes(request.sizes)
-    if not request.ranks:
-        raise ShoalError("no rank counts given; use e.g. --ranks 2 or --ranks 2,4")
-    configs = []
-    for ranks in request.ranks:
-        too_many = [t.name for t in tests if t.min_ranks > ranks]
-        if too_many:
-            raise ShoalError(f"{', '.join(too_many)} need(s) at least "
-                             f"{max(t.min_ranks for t in tests)} ranks but --ranks gives {ranks}; "
-                             "raise --ranks or choose other tests")
-        points = [Point(t.name, size) for t in tests for size in _sizes_for(t, sizes)]
-        configs.append((_local_config(mpi, ranks), points))
-    return Plan(mpi, program, configs)
-
-
-def _sizes_for(test: catalog.TestInfo, sizes: list[int]) -> list[int]:
-    # A barrier moves no data: measure it once, at size 0.
-    return [0] if test.name == "imb.Barrier" else sizes
-
-
-def _local_config(mpi: discover.MPIInstall, ranks: int) -> Config:
-    def make_job(argv: list[str]) -> Job:
-        return Job(mpi=mpi, ranks=ranks, argv=argv)
-
-    return Config(label="local", nodes=1, ranks=ranks, make_job=make_job)
+    if not request.on_cluster:
+        for _, ranks in counts:
+            too_many = [t.name for t in tests if t.min_ranks > ranks]
+            if too_many:
+                raise ShoalError(f"{', '.join(too_many)} need(s) at least "
+                                 f"{max(t.min_ranks for t in tests)} ranks but --ranks gives "
+                                 f"{ranks}; raise --ranks or choose other tests")
+    return Plan(request, mpi, program, tests, sizes, counts)
 
 
 def start(request: BenchRequest, command: list[str], out: Path | None) -> tuple[Run, Plan]:
@@ -100,33 +160,72 @@ def resume(path: Path) -> tuple[Run, BenchRequest, Plan]:
     manifest = run.manifest
     if manifest.get("kind") != "bench" or "request" not in manifest:
         raise ShoalError(f"{path} is not a 'shoal bench' run; --resume takes a directory made by shoal bench")
+    if manifest.get("status") == "complete":
+        raise ShoalError(f"{path} is already complete; nothing to resume")
     request = BenchRequest.from_manifest(manifest["request"])
     the_plan = plan(request)
-    if the_plan.mpi.identity != discover.MPIInstall(**_mpi_fields(manifest["mpi"])).identity:
-        raise ShoalError(f"{path} was measured with {manifest['mpi']['name']} at "
-                         f"{manifest['mpi']['bindir']}, which is not available now; "
+    recorded = manifest["mpi"]
+    if (the_plan.mpi.kind, the_plan.mpi.version, str(the_plan.mpi.bindir)) != (
+            recorded["kind"], recorded["version"], recorded["bindir"]):
+        raise ShoalError(f"{path} was measured with {recorded['name']} at {recorded['bindir']}, "
+                         f"but {the_plan.mpi.name} at {the_plan.mpi.bindir} would be used now; "
                          "resume with the same MPI")
     run.update_manifest(status="running", resumed=manifest.get("resumed", 0) + 1)
     return run, request, the_plan
 
 
-def execute(run: Run, the_plan: Plan, options: Options, events: Events | None = None) -> Run:
-    sweep = Sweep(run, the_plan.program, options, events or Events())
-    for config, points in the_plan.configs:
-        sweep.run_config(config, points)
+def execute(run: Run, the_plan: Plan, events: Events | None = None) -> Run:
+    """Measure every configuration of the plan; each finished point is on disk at once."""
+    request = the_plan.request
+    with clusters.open(emulate=request.emulate, link=request.link,
+                       inventory=request.cluster) as where:
+        run.update_manifest(cluster=where.describe())
+        with _energy(request, where, run) as meter:
+            sweep = Sweep(run, the_plan.program, request.options, events or Events(), meter)
+            for nodes, ranks in the_plan.counts:
+                config = _config(the_plan, where, nodes, ranks)
+                todo, impossible = the_plan.points(ranks)
+                sweep.skip(config, impossible)
+                sweep.run_config(config, todo)
     failures = len(run.rows("failures"))
     run.finish("complete" if not failures else "complete-with-failures")
     return run
 
 
-def _mpi_fields(described: dict[str, str]) -> dict[str, Any]:
-    return {"kind": described["kind"], "version": described["version"],
-            "abi": described["abi"], "bindir": Path(described["bindir"])}
+def _config(the_plan: Plan, where: "clusters.Cluster", nodes: int, ranks: int) -> Config:
+    request = the_plan.request
+    rank_env: dict[str, str] = {}
+    wait_label = ""
+    if request.wait:
+        from shoal import wait
+
+        rank_env, wait_label = wait.rank_env(request.wait, the_plan.mpi)
+
+    def make_job(argv: list[str]):
+        if not request.on_cluster:
+            from shoal.mpi.launch import Job
+
+            return Job(mpi=the_plan.mpi, ranks=ranks, argv=argv, rank_env=dict(rank_env))
+        return where.job(the_plan.mpi, nodes, argv, ranks_per_node=request.ranks_per_node,
+                         rank_env=dict(rank_env))
+
+    return Config(label=request.config_label, nodes=nodes, ranks=ranks, make_job=make_job,
+                  wait_mode=wait_label)
+
+
+@contextlib.contextmanager
+def _energy(request: BenchRequest, where: "clusters.Cluster", run: Run) -> Iterator[Any]:
+    """A power meter for the sweep, or None when power is not asked for."""
+    if not request.power:
+        yield None
+        return
+    from shoal.bench import energy
+
+    with energy.open_meter(request.power, where, run, idle_s=request.idle_s) as meter:
+        yield meter
 
 
 def _transport_env() -> dict[str, str]:
     """MPI transport settings in the environment: they change what is measured."""
-    import os
-
     prefixes = ("MPIR_CVAR_", "MPICH_", "UCX_", "FI_", "OMPI_MCA_", "PRTE_MCA_", "SHOAL_WAIT")
     return {k: v for k, v in sorted(os.environ.items()) if k.startswith(prefixes)}

@@ -123,7 +123,7 @@ class Sweep:
         """Measure every point of ``points`` not already finished in this run."""
         done = self.finished_ids()
         todo = [p for p in points
-                if records.point_id(config.label, config.ranks, p.test, p.size_B) not in done]
+                if self._pid(config, p) not in done]
         launches_without_progress = 0
         while todo:
             finished, failure = self._launch(config, todo)
@@ -145,6 +145,17 @@ class Sweep:
                     f"the benchmark program failed {launches_without_progress} times in a row "
                     f"without finishing a point ({failure[0]}: {failure[1]}); see "
                     f"{self.run.table_path('failures')}; finished points are kept")
+
+    def skip(self, config: Config, points: list[tuple[Point, str]]) -> None:
+        """Record points that cannot run in this configuration, with the reason."""
+        done = self.finished_ids()
+        for point, reason in points:
+            if self._pid(config, point) not in done:
+                self._record_skip(config, point, reason)
+
+    @staticmethod
+    def _pid(config: Config, point: Point) -> str:
+        return records.point_id(config.label, config.nodes, config.ranks, point.test, point.size_B)
 
     # -- one launch -------------------------------------------------------------
     def _launch(self, config: Config, todo: list[Point]) -> tuple[int, tuple[str, str] | None]:
@@ -235,13 +246,14 @@ class Sweep:
         self.events.point_done(config, row)
 
     def _record_skip(self, config: Config, point: Point, reason: str) -> None:
-        pid = records.point_id(config.label, config.ranks, point.test, point.size_B)
-        self.run.append("skipped", [{"point_id": pid, "test": point.test, "size_B": point.size_B,
-                                     "ranks": config.ranks, "reason": reason}])
+        pid = self._pid(config, point)
+        self.run.append("skipped", [{"point_id": pid, "config": config.label, "nodes": config.nodes,
+                                     "ranks": config.ranks, "test": point.test,
+                                     "size_B": point.size_B, "reason": reason}])
         self.events.point_skipped(config, point, reason)
 
     def _record_failure(self, config: Config, point: Point, reason: str, detail: str) -> None:
-        pid = records.point_id(config.label, config.ranks, point.test, point.size_B)
+        pid = self._pid(config, point)
         self.run.append("failures", [{
             "point_id": pid, "config": config.label, "nodes": config.nodes, "ranks": config.ranks,
             "test": point.test, "size_B": point.size_B, "reason": reason, "detail": detail,

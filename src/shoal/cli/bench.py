@@ -42,6 +42,24 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="seconds after which a point counts as hung (default 4*budget+20)")
     p.add_argument("--quick", action="store_true",
                    help=f"fast sweep: sizes {QUICK_SIZES}, CI 5%%, budget 0.2 s")
+    where = p.add_argument_group("where ranks run (default: this machine)")
+    where.add_argument("--emulate", default=None, metavar="SPEC",
+                       help="emulated cluster of devices, e.g. 4xminnowboard or 4xminnowboard+1xnuc")
+    where.add_argument("--link", default=None,
+                       help="link of every emulated device: ethernet-100m, gigabit, wifi-n, docsis-27m")
+    where.add_argument("--cluster", default=None, metavar="FILE", help="inventory file (TOML)")
+    where.add_argument("--nodes", default=None,
+                       help="node counts to sweep on the cluster: 1..4, 1,2,4,6 (default: all nodes)")
+    where.add_argument("--ranks-per-node", type=int, default=1, help="ranks on each node (default 1)")
+    energy = p.add_argument_group("energy and waiting")
+    energy.add_argument("--power", default=None, metavar="SOURCE",
+                        help="record joules per point: auto, rapl, hwmon, battery, http:URL#path, "
+                             "log:FILE, model[:IDLE_W,BUSY_W] (emulated devices: their profile model)")
+    energy.add_argument("--idle", type=float, default=0.0, metavar="SECONDS",
+                        help="measure the idle baseline this long before the sweep and report "
+                             "energy above it")
+    energy.add_argument("--wait", default=None, metavar="MODE",
+                        help="run ranks under libshoalwait: busy, yield, sleep:US, linear, backoff, auto")
     p.add_argument("--out", type=Path, default=None, help="run directory (default runs/bench-<time>)")
     p.add_argument("--resume", type=Path, default=None, metavar="RUN",
                    help="continue an interrupted run, measuring only missing points")
@@ -95,14 +113,26 @@ def run(args: argparse.Namespace) -> int:
             ranks=_ranks(args.ranks),
             mpi=args.mpi,
             options=_options(args),
+            emulate=args.emulate,
+            link=args.link,
+            cluster=args.cluster,
+            nodes=args.nodes,
+            ranks_per_node=args.ranks_per_node,
+            power=args.power,
+            idle_s=args.idle,
+            wait=args.wait,
         )
+        if args.idle and not args.power:
+            raise ShoalError("--idle measures a power baseline: add --power SOURCE")
+        if args.idle < 0:
+            raise ShoalError(f"--idle must not be negative, got {args.idle}")
         run_dir, plan = runner.start(request, ["shoal", *sys.argv[1:]], args.out)
     done_before = len(run_dir.rows("results")) + len(run_dir.rows("skipped"))
     if not args.json:
         print(f"shoal bench: {plan.total_points} points with {plan.mpi.name} -> {run_dir.path}",
               file=sys.stderr)
     with _progress(plan.total_points, done_before, quiet=args.json) as events:
-        runner.execute(run_dir, plan, request.options, events)
+        runner.execute(run_dir, plan, events)
     rows = run_dir.rows("results")
     failures = run_dir.rows("failures")
     if args.json:
@@ -162,17 +192,18 @@ def _summary(rows: list[dict[str, str]], failures: list[dict[str, str]]) -> None
     from rich.table import Table
 
     table = Table(title="shoal bench summary")
-    for col in ("test", "ranks", "sizes", "time @ smallest", "peak bandwidth", "not converged"):
+    for col in ("test", "nodes", "ranks", "sizes", "time @ smallest", "peak bandwidth",
+                "not converged"):
         table.add_column(col, justify="left" if col == "test" else "right")
-    groups: dict[tuple[str, str, str], list[dict[str, str]]] = {}
+    groups: dict[tuple[str, str, str, str], list[dict[str, str]]] = {}
     for row in rows:
-        groups.setdefault((row["config"], row["test"], row["ranks"]), []).append(row)
-    for (config, test, ranks), group in groups.items():
+        groups.setdefault((row["config"], row["test"], row["nodes"], row["ranks"]), []).append(row)
+    for (config, test, nodes, ranks), group in groups.items():
         group.sort(key=lambda r: int(r["size_B"]))
         bandwidths = [float(r["bandwidth_median_Bps"]) for r in group if r["bandwidth_median_Bps"]]
         unconverged = sum(r["converged"] != "true" for r in group)
         table.add_row(
-            test, ranks,
+            test, nodes, ranks,
             f"{render.byte_size(int(group[0]['size_B']))}..{render.byte_size(int(group[-1]['size_B']))}",
             render.seconds(float(group[0]["time_median_s"])),
             render.bandwidth(max(bandwidths)) if bandwidths else "-",
