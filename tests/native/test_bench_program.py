@@ -3,17 +3,17 @@
 Runs are kept tiny (1 B and 4 KiB, forced inner counts, few repetitions)
 because four ranks on two busy-polling cores take milliseconds per
 operation. Relations between results (round trip = 2 x half round trip,
-big messages move more bytes per second) are checked on medians, never
-against absolute times.
+big messages move more bytes per second) are checked on order statistics
+of the samples, never against absolute times.
 """
 
 from __future__ import annotations
 
 import json
-import statistics
 import subprocess
 import time
 
+import numpy as np
 import pytest
 
 from shoal.bench.stats import summarize
@@ -240,12 +240,15 @@ def test_bad_arguments_under_mpiexec_print_once(any_mpi, program):
 
 
 def test_roundtrip_is_two_half_round_trips(mpich):
-    """MPBench's round trip and IMB's half round trip share a kernel: their medians differ by 2x.
+    """MPBench's round trip and IMB's half round trip share a kernel: their times differ by 2x.
 
-    Other processes on a shared machine come and go within fractions of a
-    second, so the two tests alternate in twenty short points of equal
-    length and the medians of the pooled samples are compared: both pools
-    then see the same mix of quiet and busy moments.
+    On a shared two-core machine other processes come and go within
+    fractions of a second, and the samples become a mixture of quiet and
+    contended moments. So the two tests alternate in twenty short points of
+    equal length, their samples are pooled, and the pools are compared at
+    their 10th percentile, which stays in the quiet part of the mixture for
+    both (the pooled medians flip between the two parts when the machine is
+    busy about half of the time).
     """
     program = build.build("bench", mpich)
     spec = ",".join(["mpbench.roundtrip:8,imb.PingPong:8"] * 20)
@@ -254,8 +257,8 @@ def test_roundtrip_is_two_half_round_trips(mpich):
     assert code == 0, err
     got = points(records)
     assert [r["test"] for r in got] == ["mpbench.roundtrip", "imb.PingPong"] * 20
-    roundtrip = statistics.median(x for r in got[0::2] for x in r["samples_s"])
-    half = statistics.median(x for r in got[1::2] for x in r["samples_s"])
+    roundtrip = np.percentile([x for r in got[0::2] for x in r["samples_s"]], 10)
+    half = np.percentile([x for r in got[1::2] for x in r["samples_s"]], 10)
     assert roundtrip / half == pytest.approx(2.0, rel=0.15), (roundtrip, half)
 
 
