@@ -136,7 +136,11 @@ def measure(command: list[str], args) -> int:
     status, code = "complete", None
     t0 = t1 = time.monotonic()
     try:
+        known = len(session.notes)
         session.start()
+        if not args.json:
+            for note in session.notes[known:]:
+                print(f"shoal: note: {note}", file=sys.stderr)
         if args.idle > 0:
             session.measure_idle(args.idle)
         verbose.show(command)

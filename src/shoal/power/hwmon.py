@@ -138,6 +138,11 @@ class HwmonSource(Source):
                 out.append(NAN)
         return out
 
+    def fast_fds(self) -> list[int] | None:
+        if any(reader.second is not None for reader in self._readers):
+            return None  # V x I channels need two reads each
+        return [reader.first.fd for reader in self._readers]
+
     def close(self) -> None:
         for reader in self._readers:
             reader.close()

@@ -162,6 +162,9 @@ class RaplSource(Source):
                 out.append(NAN)
         return out
 
+    def fast_fds(self) -> list[int]:
+        return [handle.fd for handle in self._files]
+
     def close(self) -> None:
         for handle in self._files:
             handle.close()

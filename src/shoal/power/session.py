@@ -84,7 +84,9 @@ class Session:
 
     # -- life cycle -----------------------------------------------------------
     def start(self) -> "Session":
+        known = len(self.sampler.notes)
         self.sampler.start()
+        self.notes.extend(self.sampler.notes[known:])  # e.g. the C poller could not be built
         return self
 
     def stop(self) -> None:

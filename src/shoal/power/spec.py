@@ -45,6 +45,7 @@ def parse(spec: str) -> list[Item]:
         raise SpecError(f"empty power source; use {SYNTAX}")
     items = []
     for part in _split(spec.strip()):
+        part = part.strip()
         kind, sep, arg = part.partition(":")
         kind = kind.lower()
         if kind in ("http", "https") and arg.startswith("//"):

@@ -87,6 +87,10 @@ class IntFile:
         except OSError as exc:
             raise SensorError(exc.errno, f"{self.path}: {exc.strerror}") from exc
 
+    @property
+    def fd(self) -> int:
+        return self._fd
+
     def value(self) -> int:
         try:
             raw = os.pread(self._fd, 32, 0)
