@@ -123,8 +123,21 @@ def check_power() -> list[Finding]:
     return findings
 
 
+def check_leftovers() -> list[Finding]:
+    """Remove what emulated clusters of crashed shoal processes left behind."""
+    if os.geteuid() != 0:
+        return []
+    from shoal.cluster import state
+
+    gone = state.reap()
+    if gone:
+        return [Finding("emulated clusters", True, f"removed leftovers of crashed run(s): {', '.join(gone)}")]
+    return [Finding("emulated clusters", True, "no leftovers of crashed runs")]
+
+
 def run_all(selected_mpi: str | None) -> list[Finding]:
     findings: list[Finding] = []
+    findings += check_leftovers()
     findings += check_mpis(selected_mpi)
     findings += check_compiler(selected_mpi)
     findings += check_namespaces()

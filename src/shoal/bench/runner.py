@@ -68,17 +68,35 @@ class BenchRequest:
         return "local"
 
 
+@dataclass(frozen=True)
+class Placement:
+    """One configuration: a label, how many nodes and ranks, and which nodes.
+
+    ``node_names`` None means the first ``nodes`` nodes of the cluster (or
+    this machine when there is no cluster).
+    """
+
+    label: str
+    nodes: int
+    ranks_per_node: int
+    node_names: tuple[str, ...] | None = None
+
+    @property
+    def ranks(self) -> int:
+        return self.nodes * self.ranks_per_node
+
+
 @dataclass
 class Plan:
-    """A resolved request: the MPI, the program, the tests and sizes, and the
-    (nodes, ranks) of every configuration."""
+    """A resolved request: the MPI, the program, the tests and sizes, and
+    every configuration they run in."""
 
     request: BenchRequest
     mpi: discover.MPIInstall
     program: Path
     tests: list[catalog.TestInfo]
     sizes: list[int]
-    counts: list[tuple[int, int]]
+    placements: list[Placement]
 
     def points(self, ranks: int) -> tuple[list[Point], list[tuple[Point, str]]]:
         """Points to measure at this rank count, and those that cannot run there (with why)."""
@@ -94,25 +112,29 @@ class Plan:
 
     @property
     def total_points(self) -> int:
-        return sum(len(self.points(ranks)[0]) + len(self.points(ranks)[1])
-                   for _, ranks in self.counts)
+        return sum(len(self.points(p.ranks)[0]) + len(self.points(p.ranks)[1])
+                   for p in self.placements)
 
 
-def _counts(request: BenchRequest) -> list[tuple[int, int]]:
-    """(nodes, ranks) per configuration; a cluster's size is read from its description."""
-    if not request.on_cluster:
-        return [(1, r) for r in request.ranks]
+def cluster_size(request: BenchRequest) -> int:
+    """Nodes in the request's cluster, read from its description (nothing is started)."""
     from shoal.cluster import inventory
 
     if request.emulate:
-        size = len(inventory.from_emulate(request.emulate, request.link).nodes)
-    else:
-        size = len(inventory.load(request.cluster).nodes)
-    nodes = clusters.parse_nodes(request.nodes or str(size), size)
-    return [(n, n * request.ranks_per_node) for n in nodes]
+        return len(inventory.from_emulate(request.emulate, request.link).nodes)
+    return len(inventory.load(request.cluster).nodes)
 
 
-def plan(request: BenchRequest) -> Plan:
+def _placements(request: BenchRequest) -> list[Placement]:
+    label = request.config_label
+    if not request.on_cluster:
+        return [Placement(label, 1, r) for r in request.ranks]
+    size = cluster_size(request)
+    return [Placement(label, n, request.ranks_per_node)
+            for n in clusters.parse_nodes(request.nodes or str(size), size)]
+
+
+def plan(request: BenchRequest, placements: list[Placement] | None = None) -> Plan:
     """Check the request and build what it needs, before anything is started."""
     if request.on_cluster and request.ranks != [2]:
         raise ShoalError("--ranks is for this machine; on a cluster use --nodes and --ranks-per-node")
@@ -124,27 +146,27 @@ def plan(request: BenchRequest) -> Plan:
         raise ShoalError("no rank counts given; use e.g. --ranks 2 or --ranks 2,4")
     if request.nodes and not request.on_cluster:
         raise ShoalError("--nodes needs a cluster: add --emulate 4xminnowboard or --cluster FILE")
-    counts = _counts(request)
+    placements = placements or _placements(request)
     if request.power:
         from shoal.power import spec
 
         spec.parse(request.power)
     if request.wait:
-        from shoal.wait import modes
+        from shoal.wait import parse_mode
 
-        modes.parse(request.wait)
+        parse_mode(request.wait)
     mpi = discover.resolve(request.mpi)
     program = build.build("bench", mpi)
     tests = catalog.select(catalog.load(program), request.tests)
     sizes = parse_sizes(request.sizes)
     if not request.on_cluster:
-        for _, ranks in counts:
-            too_many = [t.name for t in tests if t.min_ranks > ranks]
+        for placement in placements:
+            too_many = [t.name for t in tests if t.min_ranks > placement.ranks]
             if too_many:
                 raise ShoalError(f"{', '.join(too_many)} need(s) at least "
                                  f"{max(t.min_ranks for t in tests)} ranks but --ranks gives "
-                                 f"{ranks}; raise --ranks or choose other tests")
-    return Plan(request, mpi, program, tests, sizes, counts)
+                                 f"{placement.ranks}; raise --ranks or choose other tests")
+    return Plan(request, mpi, program, tests, sizes, placements)
 
 
 def start(request: BenchRequest, command: list[str], out: Path | None) -> tuple[Run, Plan]:
@@ -182,9 +204,9 @@ def execute(run: Run, the_plan: Plan, events: Events | None = None) -> Run:
         run.update_manifest(cluster=where.describe())
         with _energy(request, where, run) as meter:
             sweep = Sweep(run, the_plan.program, request.options, events or Events(), meter)
-            for nodes, ranks in the_plan.counts:
-                config = _config(the_plan, where, nodes, ranks)
-                todo, impossible = the_plan.points(ranks)
+            for placement in the_plan.placements:
+                config = _config(the_plan, where, placement)
+                todo, impossible = the_plan.points(placement.ranks)
                 sweep.skip(config, impossible)
                 sweep.run_config(config, todo)
     failures = len(run.rows("failures"))
@@ -192,25 +214,31 @@ def execute(run: Run, the_plan: Plan, events: Events | None = None) -> Run:
     return run
 
 
-def _config(the_plan: Plan, where: "clusters.Cluster", nodes: int, ranks: int) -> Config:
+def _config(the_plan: Plan, where: "clusters.Cluster", placement: Placement) -> Config:
     request = the_plan.request
     rank_env: dict[str, str] = {}
     wait_label = ""
     if request.wait:
-        from shoal import wait
+        from shoal.wait import parse_mode, wait_env
 
-        rank_env, wait_label = wait.rank_env(request.wait, the_plan.mpi)
+        rank_env = wait_env(request.wait, the_plan.mpi)
+        wait_label = parse_mode(request.wait).text
+
+    names = list(placement.node_names) if placement.node_names else None
 
     def make_job(argv: list[str]):
         if not request.on_cluster:
             from shoal.mpi.launch import Job
 
-            return Job(mpi=the_plan.mpi, ranks=ranks, argv=argv, rank_env=dict(rank_env))
-        return where.job(the_plan.mpi, nodes, argv, ranks_per_node=request.ranks_per_node,
-                         rank_env=dict(rank_env))
+            return Job(mpi=the_plan.mpi, ranks=placement.ranks, argv=argv, rank_env=dict(rank_env))
+        return where.job(the_plan.mpi, placement.nodes, argv,
+                         ranks_per_node=placement.ranks_per_node, rank_env=dict(rank_env),
+                         names=names)
 
-    return Config(label=request.config_label, nodes=nodes, ranks=ranks, make_job=make_job,
-                  wait_mode=wait_label)
+    node_names = names or ([n.name for n in where.inventory.nodes[:placement.nodes]]
+                           if where.inventory else [])
+    return Config(label=placement.label, nodes=placement.nodes, ranks=placement.ranks,
+                  make_job=make_job, wait_mode=wait_label, node_names=node_names)
 
 
 @contextlib.contextmanager

@@ -91,10 +91,13 @@ class Config:
     ranks: int
     make_job: Callable[[list[str]], Job]
     wait_mode: str = ""
+    # Devices the ranks run on (empty: this machine); energy is summed over them.
+    node_names: list[str] = field(default_factory=list)
 
 
 class EnergyMeter(Protocol):
-    def energy_between(self, t0_mono: float, t1_mono: float) -> dict[str, Any] | None: ...
+    def energy_between(self, t0_mono: float, t1_mono: float,
+                       nodes: list[str]) -> dict[str, Any] | None: ...
 
 
 @dataclass
@@ -239,7 +242,7 @@ class Sweep:
         row = records.result_row(record, config.label, config.nodes, config.wait_mode)
         if self.energy is not None and row["t_start_mono_s"] != "":
             records.add_energy(row, self.energy.energy_between(
-                float(row["t_start_mono_s"]), float(row["t_end_mono_s"])))
+                float(row["t_start_mono_s"]), float(row["t_end_mono_s"]), config.node_names))
         self.run.append("samples", records.sample_rows(row["point_id"], record["samples_s"]),
                         columns=records.SAMPLE_COLUMNS)
         self.run.append("results", [row], columns=records.RESULT_COLUMNS)

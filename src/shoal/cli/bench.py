@@ -194,7 +194,7 @@ def _summary(rows: list[dict[str, str]], failures: list[dict[str, str]]) -> None
     table = Table(title="shoal bench summary")
     for col in ("test", "nodes", "ranks", "sizes", "time @ smallest", "peak bandwidth",
                 "not converged"):
-        table.add_column(col, justify="left" if col == "test" else "right")
+        table.add_column(col, justify="left" if col == "test" else "right", no_wrap=col == "test")
     groups: dict[tuple[str, str, str, str], list[dict[str, str]]] = {}
     for row in rows:
         groups.setdefault((row["config"], row["test"], row["nodes"], row["ranks"]), []).append(row)

@@ -75,8 +75,9 @@ class Cluster:
             self._owns = False
 
     def job(self, mpi: MPIInstall, nodes: int, argv: list[str], ranks_per_node: int = 1,
-            rank_env: dict[str, str] | None = None) -> Job:
-        """A launch.Job placed on the first ``nodes`` nodes, ``ranks_per_node`` ranks on each."""
+            rank_env: dict[str, str] | None = None, names: list[str] | None = None) -> Job:
+        """A launch.Job on the first ``nodes`` nodes (or the nodes ``names``),
+        ``ranks_per_node`` ranks on each."""
         if nodes < 1 or nodes > self.size:
             raise ShoalError(f"asked for {nodes} nodes but the cluster has {self.size}; "
                              f"use --nodes within 1..{self.size}")
@@ -85,7 +86,7 @@ class Cluster:
         env = dict(rank_env or {})
         if self.inventory is None:
             return Job(mpi, nodes * ranks_per_node, list(argv), env)
-        chosen = self.inventory.nodes[:nodes]
+        chosen = self.select(names)[:nodes] if names else self.inventory.nodes[:nodes]
         if self.kind == "emulated":
             if self.emulated is None:
                 raise ShoalError("emulated cluster is not up")
@@ -98,6 +99,15 @@ class Cluster:
         hosts = [HostSlots(n.address, ranks_per_node) for n in chosen]
         return Job(mpi, nodes * ranks_per_node, list(argv), env, hosts=hosts,
                    launcher_exec=remote.launcher_for(self.kind))
+
+    def select(self, names: list[str]) -> list:
+        """The inventory's nodes with these names, in the order given."""
+        by_name = {n.name: n for n in (self.inventory.nodes if self.inventory else [])}
+        missing = [n for n in names if n not in by_name]
+        if missing:
+            raise ShoalError(f"no node named {', '.join(missing)} in the cluster "
+                             f"(nodes: {', '.join(by_name) or 'none'})")
+        return [by_name[n] for n in names]
 
     def describe(self) -> dict[str, Any]:
         """What the run manifest records: nodes, profiles, links, emulation and calibration."""

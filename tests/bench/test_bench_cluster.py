@@ -1,0 +1,46 @@
+"""`shoal bench` over node counts of an emulated cluster (real namespaces, real MPI)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pandas as pd
+
+from bench_cli import shoal
+
+LINK_RATE_Bps = 100e6 / 8  # ethernet-100m
+
+
+def _shoal_namespaces() -> set[str]:
+    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    return {line.split()[0] for line in out.splitlines() if line.startswith("shoal-")}
+
+
+def test_node_count_sweep_on_emulated_minnowboards(tmp_path):
+    before = _shoal_namespaces()
+    out = tmp_path / "run"
+    proc = shoal("bench", "--emulate", "3xminnowboard", "--nodes", "1..3",
+                 "--tests", "mpbench.bandwidth,mpbench.allreduce", "--sizes", "1K,1M",
+                 "--budget", "1.5", "--ci", "0.1", "--min-reps", "3", "--rep-time", "0.4", "--check",
+                 "--out", str(out), timeout=900)
+    assert proc.returncode == 0, proc.stderr
+    results = pd.read_csv(out / "results.csv")
+    assert sorted(set(zip(results["nodes"], results["ranks"]))) == [(2, 2), (3, 3)]
+    assert (results["check"] == "ok").all()
+    # One rank on one device cannot communicate: recorded as skipped, with the reason.
+    skipped = pd.read_csv(out / "skipped.csv")
+    assert set(skipped["nodes"]) == {1} and len(skipped) == 4
+    assert skipped["reason"].str.contains("needs 2 ranks").all()
+    # Messages cross the shaped 100 Mbit/s links: the bandwidth cannot exceed them
+    # (repetitions of ~0.4 s amortise the token bucket's 128 KiB burst).
+    big = results[(results["test"] == "mpbench.bandwidth") & (results["size_B"] == 1 << 20)]
+    assert (big["bandwidth_median_Bps"] < 1.05 * LINK_RATE_Bps).all()
+    assert (big["bandwidth_median_Bps"] > 0.5 * LINK_RATE_Bps).all()
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["cluster"]["mode"] == "emulated"
+    assert [n["profile"] for n in manifest["cluster"]["nodes"]] == ["minnowboard"] * 3
+    hosts = manifest["jobs"]["3xminnowboard"]["hosts"]
+    assert hosts[0].startswith("minnowboard")
+    # The cluster is gone when the command ends.
+    assert _shoal_namespaces() == before
