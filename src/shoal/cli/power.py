@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import sys
 import time
+from dataclasses import asdict
 
 from shoal.errors import ShoalError
 
@@ -121,6 +122,8 @@ def measure(command: list[str], args) -> int:
     from shoal.power import COLUMNS, open_session
     from shoal.runs.store import Run
 
+    if args.idle < 0:
+        raise ShoalError(f"--idle must be a number of seconds >= 0, got {args.idle:g}")
     if shutil.which(command[0]) is None:
         raise CommandNotRunnable(f"cannot run {command[0]!r}: not found or not executable; "
                                  "check the command name and PATH")
@@ -129,7 +132,7 @@ def measure(command: list[str], args) -> int:
                      else ["shoal", "power", "--", *command], args.out,
                      measured_command=command, power_source=args.source, rate_hz=args.rate,
                      host=hostfacts.collect(), wall_minus_mono_s=session.wall_minus_mono,
-                     power_channels=[ch.__dict__ for ch in session.channels], power_notes=session.notes)
+                     power_channels=[asdict(ch) for ch in session.channels], power_notes=session.notes)
     if not args.json:
         for note in session.notes:
             print(f"shoal: note: {note}", file=sys.stderr)

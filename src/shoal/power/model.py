@@ -119,6 +119,9 @@ class ModelSource(Source):
             self._usage_path = None
             self.cores = float(cores or os.cpu_count() or 1)
             self._util = self._proc_util
+            # /proc/stat counts in clock ticks (USER_HZ, 100 per second): finer
+            # intervals would see only 0% or 100%.
+            self.min_period_s = 1.0 / os.sysconf("SC_CLK_TCK")
             what = f"{proc_root() / 'stat'}"
         self.describe = f"P = {self.idle_W:g} W + u x ({self.busy_W:g} - {self.idle_W:g}) W, u from {what}"
         self.channels.append(Channel(source=self.label, name="cpu", domain=domain, kind=MODELLED,

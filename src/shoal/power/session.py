@@ -17,6 +17,7 @@ mapped onto this one by an offset (measured over the same pipe when a
 
 from __future__ import annotations
 
+import bisect
 import json
 import math
 import socket
@@ -28,7 +29,7 @@ import numpy as np
 
 from shoal.errors import ShoalError
 from shoal.power import clock, integrate, spec
-from shoal.power.base import ENERGY, POWER, Channel, Source
+from shoal.power.base import POWER, Channel, Source
 from shoal.power.sampler import DEFAULT_RATE_HZ, Recorder, Sampler
 
 #: Columns of the ``power`` table of a run (see docs/power.md).
@@ -169,8 +170,16 @@ class Session:
             self.wait_for(t1_mono)
         out = []
         for rec in self.recorders:
-            t, columns = rec.snapshot()
-            for ch, v in zip(rec.source.channels, columns):
+            n = len(rec)
+            # Only the readings around the window: a long 1 kHz run holds millions.
+            lo = max(0, bisect.bisect_left(rec.times, t0_mono, 0, n) - 1)
+            hi = min(n, bisect.bisect_right(rec.times, t1_mono, 0, n) + 1)
+            for ch, column in zip(rec.source.channels, rec.values):
+                k = lo
+                while k > 0 and math.isnan(column[k]):
+                    k -= 1  # a counter's interval starts at the last valid reading
+                t = np.array(rec.times[k:hi], dtype=float)
+                v = np.array(column[k:hi], dtype=float)
                 w = integrate.window(self._intervals(ch, t, v, rec.period_s), t0_mono, t1_mono)
                 idle = self.idle_W.get(ch.key)
                 above = None
