@@ -1,0 +1,145 @@
+#!/usr/bin/env python3
+"""Does shoal-bench measure what OSU Micro-Benchmarks measure?
+
+Alternates, `--rounds` times, OSU's programs and shoal-bench on this machine
+and MPI (2 ranks), and prints per-size ratios and their median:
+
+- latency: shoal's imb.PingPong (half round trip, s) against osu_latency
+  (half round trip, us), 1 B .. 1 MiB. Same pattern, same definition:
+  target ratio within 3% of 1.
+- bandwidth: shoal's mpbench.bandwidth against osu_bw, 1 KiB .. 4 MiB.
+  These are NOT the same pattern: osu_bw keeps a window of 64 MPI_Isend in
+  flight, waits for all, and then takes a 1-byte ack; MPBench issues
+  blocking MPI_Send one after another and takes a 4-byte ack at the end.
+  Where MPI completes a send only when the receiver has matched it
+  (rendezvous, large messages) the blocking loop cannot overlap one
+  message's handshake with the next, so the ratio below 1 there is the
+  difference between the two definitions, not an error of either. It is
+  reported as measured; no target applies.
+
+OSU is not part of shoal: build osu_latency and osu_bw yourself with the
+same MPI's mpicc and pass their directory:
+
+    .venv/bin/python benchmarks/fidelity_osu.py --osu-dir /tmp/osu-bin [--mpi mpich]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+from shoal.errors import ShoalError
+from shoal.mpi import build, discover
+from shoal.mpi.launch import Job
+
+LATENCY_SIZES = [1 << k for k in range(0, 21)]      # 1 B .. 1 MiB
+BANDWIDTH_SIZES = [1 << k for k in range(10, 23)]   # 1 KiB .. 4 MiB
+
+
+def run(mpi: discover.MPIInstall, argv: list[str]) -> str:
+    job = Job(mpi=mpi, ranks=2, argv=argv)
+    cmd, _ = job.command()
+    proc = subprocess.run(cmd, env=job.popen_env(), capture_output=True, text=True, timeout=900)
+    if proc.returncode != 0:
+        raise ShoalError(f"{Path(argv[0]).name} failed: {proc.stderr.strip()[:300]}")
+    return proc.stdout
+
+
+def parse_osu(text: str) -> dict[int, float]:
+    """OSU's table: lines of '<size> <value> [...]' below '#' headers."""
+    table: dict[int, float] = {}
+    for line in text.splitlines():
+        fields = line.split()
+        if len(fields) >= 2 and fields[0].isdigit():
+            try:
+                table[int(fields[0])] = float(fields[1])
+            except ValueError:
+                continue
+    return table
+
+
+def shoal_medians(mpi, program: Path, test: str, sizes: list[int], budget: float) -> dict[int, dict]:
+    spec = ",".join(f"{test}:{s}" for s in sizes)
+    out = run(mpi, [str(program), "--points", spec, "--budget", str(budget)])
+    return {r["size_B"]: r for r in map(json.loads, out.splitlines()) if r["type"] == "point"}
+
+
+def human(size: int) -> str:
+    for unit, shift in (("MiB", 20), ("KiB", 10)):
+        if size >= 1 << shift and size % (1 << shift) == 0:
+            return f"{size >> shift} {unit}"
+    return f"{size} B"
+
+
+def report(title: str, unit: str, sizes: list[int], osu: dict[int, list[float]],
+           shoal: dict[int, list[float]], target: float | None) -> None:
+    print(f"\n{title}")
+    print(f"{'size':>8} {'OSU ' + unit:>14} {'shoal ' + unit:>14} {'shoal/OSU':>10}")
+    ratios = []
+    for size in sizes:
+        if not osu.get(size) or not shoal.get(size):
+            continue
+        o, s = statistics.median(osu[size]), statistics.median(shoal[size])
+        ratios.append(s / o)
+        print(f"{human(size):>8} {o:14.4f} {s:14.4f} {s / o:10.4f}")
+    if not ratios:
+        print("no sizes in common")
+        return
+    med = statistics.median(ratios)
+    verdict = ""
+    if target is not None:
+        verdict = f" (target within {target:.0%} of 1: {'PASS' if abs(med - 1) <= target else 'MISS'})"
+    print(f"median of per-size ratios: {med:.4f}{verdict}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--osu-dir", required=True, type=Path,
+                        help="directory holding osu_latency and osu_bw built with the same MPI")
+    parser.add_argument("--mpi", default=None, help="mpich, openmpi or a path (default: mpich)")
+    parser.add_argument("--rounds", type=int, default=5, help="alternations of OSU and shoal (default 5)")
+    parser.add_argument("--budget", type=float, default=0.5, help="shoal seconds per point (default 0.5)")
+    args = parser.parse_args()
+
+    programs = {name: args.osu_dir / name for name in ("osu_latency", "osu_bw")}
+    missing = [str(p) for p in programs.values() if not os.access(p, os.X_OK)]
+    if missing:
+        raise ShoalError(f"--osu-dir {args.osu_dir}: no executable {', '.join(missing)}; "
+                         "build OSU's osu_latency and osu_bw with the same MPI's mpicc")
+    mpi = discover.resolve(args.mpi)
+    program = build.build("bench", mpi)
+
+    osu_lat: dict[int, list[float]] = {}
+    osu_bw: dict[int, list[float]] = {}
+    sh_lat: dict[int, list[float]] = {}
+    sh_bw: dict[int, list[float]] = {}
+    for rnd in range(args.rounds):
+        for size, us in parse_osu(run(mpi, [str(programs["osu_latency"])])).items():
+            osu_lat.setdefault(size, []).append(us)
+        for size, r in shoal_medians(mpi, program, "imb.PingPong", LATENCY_SIZES, args.budget).items():
+            sh_lat.setdefault(size, []).append(r["median_s"] * 1e6)
+        for size, mbs in parse_osu(run(mpi, [str(programs["osu_bw"])])).items():
+            osu_bw.setdefault(size, []).append(mbs)
+        for size, r in shoal_medians(mpi, program, "mpbench.bandwidth", BANDWIDTH_SIZES, args.budget).items():
+            sh_bw.setdefault(size, []).append(r["bytes_per_op"] / r["median_s"] / 1e6)
+        print(f"round {rnd + 1}/{args.rounds} done", flush=True)
+
+    print(f"\n{mpi.name}, 2 ranks on one host, {args.rounds} alternating rounds, medians over rounds")
+    report("latency: imb.PingPong vs osu_latency (half round trip)", "us", LATENCY_SIZES,
+           osu_lat, sh_lat, target=0.03)
+    report("bandwidth: mpbench.bandwidth vs osu_bw (different patterns, see the header)", "MB/s",
+           BANDWIDTH_SIZES, osu_bw, sh_bw, target=None)
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except ShoalError as exc:
+        print(f"fidelity_osu: {exc}", file=sys.stderr)
+        sys.exit(2)
