@@ -101,3 +101,16 @@ def test_bad_input_is_one_line(env, args, message, code):
     assert out.returncode == code
     assert out.stderr.startswith(message) and out.stderr.count("\n") == 1, out.stderr
     assert "Traceback" not in out.stderr
+
+
+def test_registry_for_doctor(kernel, monkeypatch):
+    from shoal.power import registry, sysfs
+    from test_rapl import _deny
+
+    kernel.proc_stat(user=1, idle=1)
+    kernel.rapl_zone("intel-rapl:0", "package-0", 10)
+    monkeypatch.setattr(sysfs, "opener", _deny(["energy_uj"]))
+    entries = {e["name"]: e for e in registry.describe_sources()}
+    assert not entries["rapl"]["available"] and "chmod" in entries["rapl"]["fix"]
+    assert not entries["battery"]["available"] and entries["model"]["available"]
+    assert entries["auto"]["detail"].startswith("auto uses the MODEL")

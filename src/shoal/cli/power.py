@@ -65,7 +65,7 @@ def run(args) -> int:
 
 # -- shoal power sources -----------------------------------------------------------
 def sources(as_json: bool) -> int:
-    from shoal.power import spec
+    from shoal.power import registry, spec
     from shoal.power.model import ModelSource
 
     found, missing = spec.detect()
@@ -92,11 +92,7 @@ def sources(as_json: bool) -> int:
     entries.append({"kind": "log", "status": "on request", "channel": "", "domain": "wall",
                     "label": "measured", "quantity": "power",
                     "detail": "not detectable: give --source log:FILE.csv"})
-    if found:
-        choice = f"auto uses {found[0].label} (measured)"
-    else:
-        choice = ("auto uses the MODEL (modelled, not measured): no RAPL, hwmon or battery sensor "
-                  "here; give --source model:IDLE_W,BUSY_W for your device or name a meter")
+    choice = registry.auto_choice(found)
     if as_json:
         print(json.dumps({"sources": entries, "auto": choice}))
         return 0
