@@ -145,3 +145,34 @@ def test_plot_writes_png_and_svg_per_test(tmp_path):
         assert test in svg.read_text()
     bad = shoal("plot", str(out), "--format", "gif")
     assert bad.returncode == 2 and "unknown figure format" in bad.stderr
+
+
+def test_power_model_gives_energy_per_point(tmp_path):
+    out = tmp_path / "run"
+    proc = shoal("bench", "--tests", "imb.PingPong,mpbench.bandwidth", "--sizes", "8,64K",
+                 "--power", "model:2,10", "--idle", "0.5", "--out", str(out), *QUICK)
+    assert proc.returncode == 0, proc.stderr
+    results = pd.read_csv(out / "results.csv")
+    assert (results["power_kind"] == "modelled").all()
+    assert results["power_mean_W"].between(2.0, 10.0).all()
+    duration = results["t_end_mono_s"] - results["t_start_mono_s"]
+    assert ((results["energy_J"] - results["power_mean_W"] * duration).abs()
+            <= 0.02 * results["energy_J"]).all()
+    ops = results["reps"] * results["inner"]
+    assert results["energy_per_op_J"].values == pytest.approx((results["energy_J"] / ops).values)
+    bw = results[results["metric"] == "bandwidth"]
+    assert bw["bandwidth_per_W"].values == pytest.approx(
+        (bw["bandwidth_median_Bps"] / bw["power_mean_W"]).values)
+    assert results["idle_power_W"].between(2.0, 10.0).all()
+    assert (results["energy_net_J"] <= results["energy_J"]).all()
+    assert len(pd.read_csv(out / "power.csv")) > 0
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["power"]["spec"] == "model:2,10"
+
+
+def test_power_spec_errors_before_anything_runs(tmp_path):
+    proc = shoal("bench", "--power", "rapl:x", "--out", str(tmp_path / "r"))
+    assert proc.returncode == 2 and "takes no argument" in proc.stderr
+    assert not (tmp_path / "r").exists()
+    proc = shoal("bench", "--idle", "1", "--out", str(tmp_path / "r"))
+    assert proc.returncode == 2 and "--idle measures a power baseline" in proc.stderr

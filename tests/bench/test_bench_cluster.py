@@ -23,6 +23,7 @@ def test_node_count_sweep_on_emulated_minnowboards(tmp_path):
     proc = shoal("bench", "--emulate", "3xminnowboard", "--nodes", "1..3",
                  "--tests", "mpbench.bandwidth,mpbench.allreduce", "--sizes", "1K,1M",
                  "--budget", "1.5", "--ci", "0.1", "--min-reps", "3", "--rep-time", "0.4", "--check",
+                 "--power", "model",
                  "--out", str(out), timeout=900)
     assert proc.returncode == 0, proc.stderr
     results = pd.read_csv(out / "results.csv")
@@ -37,6 +38,17 @@ def test_node_count_sweep_on_emulated_minnowboards(tmp_path):
     big = results[(results["test"] == "mpbench.bandwidth") & (results["size_B"] == 1 << 20)]
     assert (big["bandwidth_median_Bps"] < 1.05 * LINK_RATE_Bps).all()
     assert (big["bandwidth_median_Bps"] > 0.5 * LINK_RATE_Bps).all()
+    # Each device's power is its profile model driven by its cgroup's CPU time:
+    # between all-idle and all-busy watts of the devices used, and labelled modelled.
+    idle_W, busy_W = 2.5663, 4.9871  # MinnowBoard MAX, seed 000 Table 5.6
+    assert (results["power_kind"] == "modelled").all()
+    assert (results["power_mean_W"] >= results["nodes"] * idle_W * 0.999).all()
+    assert (results["power_mean_W"] <= results["nodes"] * busy_W * 1.001).all()
+    duration = results["t_end_mono_s"] - results["t_start_mono_s"]
+    assert ((results["energy_J"] - results["power_mean_W"] * duration).abs()
+            <= 0.02 * results["energy_J"]).all()
+    power = pd.read_csv(out / "power.csv")
+    assert set(power["node"]) == {"minnowboard1", "minnowboard2", "minnowboard3"}
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["cluster"]["mode"] == "emulated"
     assert [n["profile"] for n in manifest["cluster"]["nodes"]] == ["minnowboard"] * 3

@@ -30,9 +30,13 @@ class CgroupLayout:
     version: int  # 1 or 2; 0 when no usable cpu controller
     cpu_base: Path | None
     cpuset_base: Path | None
+    # v1 with cpuacct mounted apart from cpu: where a device's CPU time is counted
+    # (the power model reads it); None when the cpu group itself counts it.
+    acct_base: Path | None = None
 
     def describe(self) -> dict:
-        return {"version": self.version, "cpu": str(self.cpu_base), "cpuset": str(self.cpuset_base)}
+        return {"version": self.version, "cpu": str(self.cpu_base), "cpuset": str(self.cpuset_base),
+                "cpuacct": str(self.acct_base) if self.acct_base else None}
 
 
 def detect() -> CgroupLayout:
@@ -45,7 +49,11 @@ def detect() -> CgroupLayout:
         return CgroupLayout(0, None, None)
     if (root / "cpu" / "cpu.cfs_quota_us").exists() and os.access(root / "cpu", os.W_OK):
         cpuset = root / "cpuset" if (root / "cpuset" / "cpuset.cpus").exists() else None
-        return CgroupLayout(1, root / "cpu" / "shoal", cpuset / "shoal" if cpuset else None)
+        acct = root / "cpuacct"
+        separate = ((acct / "cpuacct.usage").exists() and not (root / "cpu" / "cpuacct.usage").exists()
+                    and os.access(acct, os.W_OK))
+        return CgroupLayout(1, root / "cpu" / "shoal", cpuset / "shoal" if cpuset else None,
+                            acct / "shoal" if separate else None)
     return CgroupLayout(0, None, None)
 
 
@@ -119,7 +127,23 @@ def create(layout: CgroupLayout, cluster_id: str, node: str, cpus_budget: float,
                     _write(level / "cpuset.mems", (level.parent / "cpuset.mems").read_text().strip())
             _write(sets[-1] / "cpuset.cpus", ",".join(map(str, cpuset)))
             paths += [str(sets[2]), str(sets[1])]
+        if layout.acct_base:
+            acct = layout.acct_base / cluster_id / node
+            acct.mkdir(parents=True, exist_ok=True)
+            paths += [str(acct), str(acct.parent)]
         return paths
+
+
+def usage_group(paths: list[str]) -> str | None:
+    """The one of a device's cgroups that counts its CPU time (for the power model)."""
+    for path in paths:
+        group = Path(path)
+        if (group / "cpuacct.usage").is_file():
+            return path
+        stat = group / "cpu.stat"
+        if stat.is_file() and "usage_usec" in stat.read_text():
+            return path
+    return None
     return paths
 
 

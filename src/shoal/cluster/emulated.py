@@ -262,7 +262,7 @@ class EmulatedCluster:
                 for other in self.inventory.nodes:
                     if other.profile.name == name:
                         cpu_groups = [g for g in record["nodes"][other.name]["cgroups"]
-                                      if "/cpuset/" not in g]
+                                      if Path(g).is_relative_to(layout.cpu_base)]
                         for group in cpu_groups:
                             cpulimit.set_budget(layout, group, corrected)
                         record["nodes"][other.name]["cpu_budget"] = corrected
@@ -298,6 +298,18 @@ class EmulatedCluster:
         """argv prefix that runs a program (mpiexec) in the head namespace."""
         return [sys.executable, "-m", "shoal.cluster.nsexec", "--cluster", self.id,
                 "--run", "head", "--"]
+
+    def usage_cgroup(self, node: str) -> tuple[str, float] | None:
+        """The cgroup counting a device's CPU time, and the host CPUs it may use.
+
+        A device's utilisation (for its power model) is its CPU time over
+        that budget: a device using its whole budget is fully busy.
+        """
+        record = state.read(self.id) or self.record or {}
+        entry = record.get("nodes", {}).get(node, {})
+        group = cpulimit.usage_group(entry.get("cgroups", []))
+        budget = entry.get("cpu_budget")
+        return (group, float(budget)) if group and budget else None
 
     def run_on(self, node: str, argv: list[str], **kwargs) -> subprocess.CompletedProcess:
         """Run a program inside a device (for tests and calibration)."""

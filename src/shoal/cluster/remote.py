@@ -29,7 +29,8 @@ def launcher_for(mode: str) -> str | None:
     return None
 
 
-def _ssh() -> str:
+def ssh_program() -> str:
+    """ssh, or the replacement named by SHOAL_SSH."""
     return os.environ.get("SHOAL_SSH") or shutil.which("ssh") or "ssh"
 
 
@@ -39,7 +40,7 @@ def check_host(address: str, mpi: MPIInstall, binary: str | None, timeout: float
               f"echo shoal=$({shlex.quote(sys.executable)} -c 'import shoal; print(shoal.__version__)' 2>/dev/null)"]
     if binary:
         probes.append(f"test -x {shlex.quote(binary)} && echo binary=yes || echo binary=no")
-    argv = [_ssh(), "-o", "BatchMode=yes", "-o", "ConnectTimeout=5", address, "; ".join(probes)]
+    argv = [ssh_program(), "-o", "BatchMode=yes", "-o", "ConnectTimeout=5", address, "; ".join(probes)]
     verbose.show(argv)
     try:
         proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
