@@ -112,14 +112,21 @@ def check_cgroups() -> list[Finding]:
 
 
 def check_power() -> list[Finding]:
-    try:
-        from shoal.power import registry  # type: ignore[attr-defined]
-    except ImportError:
-        return []
+    """Measured power sources found here, and why the others are missing."""
+    from shoal.power import spec
+
+    found, missing = spec.detect()
     findings = []
-    for entry in registry.describe_sources():
-        findings.append(Finding(f"power: {entry['name']}", bool(entry["available"]),
-                                entry.get("detail", ""), entry.get("fix", "")))
+    for source in found:
+        findings.append(Finding(f"power: {source.label}", True,
+                                ", ".join(f"{ch.name} ({ch.domain})" for ch in source.channels)))
+        source.close()
+    for kind, reason in missing.items():
+        findings.append(Finding(f"power: {kind}", False, "not found", reason))
+    if not found:
+        findings.append(Finding("power: fallback", True,
+                                "no sensor: energy will be modelled from CPU use and a device "
+                                "profile, and labelled modelled"))
     return findings
 
 
