@@ -55,7 +55,7 @@ def test_update_interval_bounds_the_sampling_rate(kernel):
                                "power1_input": 18000000, "update_interval": 35})
     sampler = Sampler([HwmonSource()], rate_hz=1000)
     assert sampler.recorders[0].period_s == pytest.approx(0.035)
-    assert any("updates every 35 ms" in n for n in sampler.notes)
+    assert any("change only every 35 ms" in n for n in sampler.notes)
     sampler.stop()
 
 

@@ -158,10 +158,10 @@ def measure(command: list[str], args) -> int:
             except KeyboardInterrupt:
                 status = "interrupted"  # the command got the same SIGINT; let it finish
         t1 = time.monotonic()
-    except BaseException:
+    except BaseException as exc:
         session.stop()
-        run.append("power", session.new_samples(), columns=COLUMNS)
-        run.finish("failed")
+        run.append("power", session.new_samples(), columns=COLUMNS)  # keep what was measured
+        run.finish("interrupted" if isinstance(exc, KeyboardInterrupt) else "failed")
         raise
     session.stop()
     run.append("power", session.new_samples(), columns=COLUMNS)

@@ -108,7 +108,7 @@ class Sampler:
                 period = max(period, source.default_period_s)
             elif source.min_period_s > period:
                 self.notes.append(
-                    f"{source.label}: the sensor updates every {source.min_period_s * 1e3:g} ms; "
+                    f"{source.label}: readings change only every {source.min_period_s * 1e3:g} ms; "
                     f"sampling at {1 / source.min_period_s:g} Hz instead of {rate_hz:g} Hz")
                 period = source.min_period_s
             self.recorders.append(Recorder(source, period))
