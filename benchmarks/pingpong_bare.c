@@ -32,27 +32,29 @@ int main(int argc, char **argv)
     }
     int size = atoi(argv[1]);
     long inner = atol(argv[2]), reps = atol(argv[3]);
-    char *buf = malloc((size_t)size + 1);
-    memset(buf, 1, (size_t)size + 1); /* real pages, not the shared zero page */
+    char *sbuf = malloc((size_t)size + 1), *rbuf = malloc((size_t)size + 1);
+    memset(sbuf, 1, (size_t)size + 1); /* real pages, not the shared zero page */
+    memset(rbuf, 2, (size_t)size + 1);
     for (long r = -2; r < reps; r++) { /* two untimed warm-up repetitions */
         MPI_Barrier(MPI_COMM_WORLD);
         double t0 = now();
         if (rank == 0) {
             for (long i = 0; i < inner; i++) {
-                MPI_Send(buf, size, MPI_BYTE, 1, 1, MPI_COMM_WORLD);
-                MPI_Recv(buf, size, MPI_BYTE, 1, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                MPI_Send(sbuf, size, MPI_BYTE, 1, 1, MPI_COMM_WORLD);
+                MPI_Recv(rbuf, size, MPI_BYTE, 1, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
             }
         } else if (rank == 1) {
             for (long i = 0; i < inner; i++) {
-                MPI_Recv(buf, size, MPI_BYTE, 0, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-                MPI_Send(buf, size, MPI_BYTE, 0, 2, MPI_COMM_WORLD);
+                MPI_Recv(rbuf, size, MPI_BYTE, 0, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                MPI_Send(sbuf, size, MPI_BYTE, 0, 2, MPI_COMM_WORLD);
             }
         }
         double t1 = now();
         if (rank == 0 && r >= 0)
             printf("%.9g\n", (t1 - t0) / (2.0 * (double)inner));
     }
-    free(buf);
+    free(sbuf);
+    free(rbuf);
     MPI_Finalize();
     return 0;
 }
