@@ -50,8 +50,8 @@ def test_node_count_sweep_on_emulated_minnowboards(tmp_path):
     power = pd.read_csv(out / "power.csv")
     assert set(power["node"]) == {"minnowboard1", "minnowboard2", "minnowboard3"}
     manifest = json.loads((out / "manifest.json").read_text())
-    assert manifest["cluster"]["mode"] == "emulated"
-    assert [n["profile"] for n in manifest["cluster"]["nodes"]] == ["minnowboard"] * 3
+    assert manifest["clusters"]["3xminnowboard"]["mode"] == "emulated"
+    assert [n["profile"] for n in manifest["clusters"]["3xminnowboard"]["nodes"]] == ["minnowboard"] * 3
     hosts = manifest["jobs"]["3xminnowboard"]["hosts"]
     assert hosts[0].startswith("minnowboard")
     # The cluster is gone when the command ends.

@@ -196,12 +196,20 @@ def resume(path: Path) -> tuple[Run, BenchRequest, Plan]:
     return run, request, the_plan
 
 
-def execute(run: Run, the_plan: Plan, events: Events | None = None) -> Run:
+def measure(run: Run, the_plan: Plan, events: Events | None = None) -> None:
     """Measure every configuration of the plan; each finished point is on disk at once."""
     request = the_plan.request
     with clusters.open(emulate=request.emulate, link=request.link,
                        inventory=request.cluster) as where:
-        run.update_manifest(cluster=where.describe())
+        if where.kind == "ssh":
+            from shoal.cluster import remote
+
+            problems = remote.preflight(where.inventory, the_plan.mpi, str(the_plan.program))
+            if problems:
+                raise ShoalError("hosts not ready: " + " | ".join(problems))
+        described = run.manifest.get("clusters", {})
+        described[request.config_label] = where.describe()
+        run.update_manifest(clusters=described)
         with _energy(request, where, run) as meter:
             sweep = Sweep(run, the_plan.program, request.options, events or Events(), meter)
             for placement in the_plan.placements:
@@ -209,6 +217,11 @@ def execute(run: Run, the_plan: Plan, events: Events | None = None) -> Run:
                 todo, impossible = the_plan.points(placement.ranks)
                 sweep.skip(config, impossible)
                 sweep.run_config(config, todo)
+
+
+def execute(run: Run, the_plan: Plan, events: Events | None = None) -> Run:
+    """Measure the plan and mark the run complete (or complete with failures)."""
+    measure(run, the_plan, events)
     failures = len(run.rows("failures"))
     run.finish("complete" if not failures else "complete-with-failures")
     return run
