@@ -26,6 +26,8 @@ ALL_TESTS = {
     "imb.PingPong", "imb.Sendrecv", "imb.Exchange", "imb.Allreduce", "imb.Reduce", "imb.Reduce_scatter",
     "imb.Allgather", "imb.Gather", "imb.Scatter", "imb.Bcast", "imb.Alltoall", "imb.Barrier",
 }
+# Tests of ranks 0 and 1 timed by the sender; all others by the slowest rank.
+SENDER_TIMED = {"mpbench.bandwidth", "mpbench.latency", "mpbench.roundtrip", "mpbench.bibw", "imb.PingPong"}
 IMB_FLOAT_REDUCTIONS = {"imb.Allreduce", "imb.Reduce", "imb.Reduce_scatter"}
 # Enough to exercise every code path, little enough for 4 ranks on 2 cores.
 QUICK = ["--inner", "2", "--warmup", "1", "--min-reps", "2", "--max-reps", "3"]
@@ -71,6 +73,7 @@ def test_list_describes_all_twenty_tests_without_mpi(program):
         assert t["metric"] in ("bandwidth", "time", "rate")
         assert isinstance(t["min_ranks"], int) and t["min_ranks"] >= 1
         assert t["bytes_per_op"] and t["description"]
+        assert t["timed_by"] == ("rank0" if t["name"] in SENDER_TIMED else "max")
     by_name = {t["name"]: t for t in tests}
     assert by_name["mpbench.bandwidth"]["metric"] == "bandwidth"
     assert by_name["mpbench.latency"]["metric"] == "time"

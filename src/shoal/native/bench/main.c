@@ -42,6 +42,7 @@ static void print_list(void)
         sb_json_string(t->suite);
         printf(",\"min_ranks\":%d,\"metric\":\"%s\",\"bytes_per_op\":", t->min_ranks, sb_metric_name(t->metric));
         sb_json_string(t->bytes_per_op);
+        printf(",\"timed_by\":\"%s\"", t->timing == SB_TIME_MAX ? "max" : "rank0");
         fputs(",\"description\":", stdout);
         sb_json_string(t->description);
         printf("}%s\n", i + 1 < sb_ntests ? "," : "");
