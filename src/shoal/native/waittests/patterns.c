@@ -172,16 +172,32 @@ static void gaps(int argc, char **argv)
 }
 
 /* ---- ping-pong and idle ----------------------------------------------- */
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Timed in --chunks pieces: on a shared machine the quietest chunk says
+ * more about the wait path than the mean of all of them. */
 static void pingpong(int argc, char **argv)
 {
     int iters = (int)wt_arg(argc, argv, "--iters", 10000), warm = (int)wt_arg(argc, argv, "--warmup", 1000);
-    int bytes = (int)wt_arg(argc, argv, "--size", 8);
+    int bytes = (int)wt_arg(argc, argv, "--size", 8), chunks = (int)wt_arg(argc, argv, "--chunks", 20);
+    if (chunks < 1 || chunks > iters)
+        chunks = 1;
+    int per = iters / chunks;
     char *buf = calloc(1, bytes > 0 ? bytes : 1);
-    double t0 = 0;
+    double *chunk = malloc(sizeof(double) * chunks), t0 = 0, tc = 0;
     MPI_Barrier(MPI_COMM_WORLD);
-    for (int i = -warm; i < iters; i++) {
+    for (int i = -warm; i < per * chunks; i++) {
         if (i == 0)
-            t0 = wt_now();
+            t0 = tc = wt_now();
+        if (i > 0 && i % per == 0) {
+            double now = wt_now();
+            chunk[i / per - 1] = (now - tc) / per / 2;
+            tc = now;
+        }
         if (rank == 0) {
             MPI_Send(buf, bytes, MPI_BYTE, 1, TAG_DATA, MPI_COMM_WORLD);
             MPI_Recv(buf, bytes, MPI_BYTE, 1, TAG_DATA, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
@@ -190,10 +206,14 @@ static void pingpong(int argc, char **argv)
             MPI_Send(buf, bytes, MPI_BYTE, 0, TAG_DATA, MPI_COMM_WORLD);
         }
     }
-    double t = wt_now() - t0;
+    double end = wt_now();
+    chunk[chunks - 1] = (end - tc) / per / 2;
+    qsort(chunk, chunks, sizeof(double), cmp_double);
     if (rank == 0)
         printf("{\"scenario\": \"pingpong\", \"rank\": 0, \"iters\": %d, \"size_B\": %d, "
-               "\"latency_s\": %.9g}\n", iters, bytes, t / iters / 2);
+               "\"latency_s\": %.9g, \"chunk_min_s\": %.9g, \"chunk_median_s\": %.9g}\n",
+               per * chunks, bytes, (end - t0) / (per * chunks) / 2, chunk[0], chunk[chunks / 2]);
+    free(chunk);
     free(buf);
 }
 
