@@ -4,15 +4,16 @@ Target: sampling at 1 kHz costs at most 1% of one core; at 10 Hz it is
 negligible. The cost is the process CPU time (getrusage: user + system)
 spent while the main thread sleeps, divided by wall time.
 
-Reference, measured in the same run: a thread that only sleeps on the same
-schedule (the same time.sleep wake-ups, no reads). Its cost is the floor
-any periodic sampler pays on this kernel, in any language; the difference
-is what reading and recording the sensor adds. On virtual machines and
+Reference, measured in the same run, interleaved: the same engine waking on
+the same schedule without reading anything - for the C poller the poller
+itself with no files, for Python a thread that only sleeps. Its cost is the
+floor any periodic sampler pays on this kernel; the difference is what
+reading and recording the sensor adds. On virtual machines and
 small boards the wake-up itself (timer interrupt, leaving the idle state)
 is most of the cost, which is why all sysfs sources of one rate share a
 single sampling thread.
 
-    .venv/bin/python benchmarks/power_overhead.py [--seconds 3] [--repeat 3] [--zones 4]
+    .venv/bin/python benchmarks/power_overhead.py [--seconds 3] [--repeat 5] [--zones 4]
 
 At 1 kHz it measures both engines: the C poller the sampler uses at
 periods of 10 ms and below, and the pure-Python loop (its fallback when no
@@ -29,6 +30,7 @@ import argparse
 import os
 import resource
 import statistics
+import subprocess
 import tempfile
 import threading
 import time
@@ -75,6 +77,20 @@ def sleep_floor(rate_hz: float):
     return run
 
 
+def c_floor(rate_hz: float):
+    """The C poller with no files: the same process waking on the same schedule."""
+    from shoal.power import fastpoll
+
+    def run(seconds: float) -> None:
+        batch = max(1, round(0.2 * rate_hz))
+        proc = subprocess.Popen([str(fastpoll.binary()), str(int(1e9 / rate_hz)), str(batch)],
+                                stdout=subprocess.DEVNULL)
+        time.sleep(seconds)
+        proc.terminate()
+        proc.wait()
+    return run
+
+
 def sampler_run(spec: str, rate_hz: float, counts: list[int], engines: list[str], python_only: bool):
     from shoal.power import open_session
 
@@ -109,7 +125,7 @@ def fake_rapl(root: Path, zones: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=3.0)
-    parser.add_argument("--repeat", type=int, default=3, help="interleaved repetitions (medians)")
+    parser.add_argument("--repeat", type=int, default=5, help="interleaved repetitions (medians)")
     parser.add_argument("--zones", type=int, default=4, help="RAPL zones in the fake tree (1-4)")
     parser.add_argument("--real", action="store_true", help="sample this machine's sensors (auto)")
     args = parser.parse_args()
@@ -132,7 +148,8 @@ def main() -> None:
                 for python_only in variants:
                     counts: list[int] = []
                     engines: list[str] = []
-                    floor_cpu, floor_wall = measure(sleep_floor(rate), args.seconds)
+                    floor = c_floor(rate) if rate >= 100 and not python_only else sleep_floor(rate)
+                    floor_cpu, floor_wall = measure(floor, args.seconds)
                     cpu, wall = measure(sampler_run(spec, rate, counts, engines, python_only), args.seconds)
                     results.setdefault(engines[0], []).append((cpu / wall, floor_cpu / floor_wall, counts[0]))
             for engine, runs in results.items():
