@@ -155,7 +155,7 @@ def test_sweep_api_places_ranks_on_the_first_k_nodes(mpich):
         job = c.job(mpich, nodes=2, ranks_per_node=1, argv=["hostname"])
         argv, env = job.command()
         assert "-hosts" in argv and argv[argv.index("-hosts") + 1] == "rpi31:1,rpi32:1"
-        assert job.rank_env["MPIR_CVAR_NOLOCAL"] == "1"
+        assert job.rank_env["UCX_TLS"] == "tcp,self"
         proc = subprocess.run(argv, env=job.popen_env(), capture_output=True, text=True, timeout=120)
         assert proc.returncode == 0, proc.stderr
         assert sorted(proc.stdout.split()) == ["rpi31", "rpi32"]

@@ -10,7 +10,8 @@ from pathlib import Path
 from shoal import render
 from shoal.bench import runner
 from shoal.bench.sizes import DEFAULT_SIZES, QUICK_SIZES, parse_size
-from shoal.bench.sweep import Events, Options
+from shoal.bench.sweep import Options
+from shoal.cli._progress import Progress
 from shoal.errors import ShoalError
 
 ORDER = 10
@@ -131,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.json:
         print(f"shoal bench: {plan.total_points} points with {plan.mpi.name} -> {run_dir.path}",
               file=sys.stderr)
-    with _progress(plan.total_points, done_before, quiet=args.json) as events:
+    with Progress(plan.total_points, done_before, quiet=args.json) as events:
         runner.execute(run_dir, plan, events)
     rows = run_dir.rows("results")
     failures = run_dir.rows("failures")
@@ -142,48 +143,6 @@ def run(args: argparse.Namespace) -> int:
         _summary(rows, failures)
         print(f"results: {run_dir.path}")
     return 0 if not failures else 1
-
-
-class _progress:
-    """A rich progress bar fed by the sweep's events (silent with --json)."""
-
-    def __init__(self, total: int, done: int, quiet: bool) -> None:
-        self.total, self.done, self.quiet = total, done, quiet
-
-    def __enter__(self) -> Events:
-        if self.quiet or not sys.stderr.isatty():
-            return self._plain_events()
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-        self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                            TimeElapsedColumn(), transient=True)
-        self.bar.start()
-        task = self.bar.add_task("starting", total=self.total, completed=self.done)
-
-        def started(config, point):
-            self.bar.update(task, description=f"{point.test} {render.byte_size(point.size_B)} "
-                                              f"x{config.ranks}")
-
-        def advance(*_):
-            self.bar.advance(task)
-
-        def failed(config, point, reason):
-            self.bar.console.print(f"[red]failed[/] {point.test} {point.size_B} B: {reason}")
-            self.bar.advance(task)
-
-        return Events(point_started=started, point_done=advance, point_failed=failed,
-                      point_skipped=advance)
-
-    def _plain_events(self) -> Events:
-        def failed(config, point, reason):
-            if not self.quiet:
-                print(f"failed {point.test} {point.size_B} B: {reason}", file=sys.stderr)
-
-        return Events(point_failed=failed)
-
-    def __exit__(self, *exc) -> None:
-        if hasattr(self, "bar"):
-            self.bar.stop()
 
 
 def _summary(rows: list[dict[str, str]], failures: list[dict[str, str]]) -> None:

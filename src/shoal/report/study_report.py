@@ -1,0 +1,269 @@
+"""The study report: one self-contained HTML page, a markdown summary and a
+JSON of the key figures, for one run or several side by side."""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import matplotlib.pyplot as plt
+
+from shoal import render
+from shoal.report import study_figures as figs
+from shoal.report.html import Section, figure_svg, page, table_html
+from shoal.runs.store import Run
+from shoal.study.analysis import analyse, public
+
+
+def _fmt_perf(value: float, unit: str) -> str:
+    if value is None or not math.isfinite(value):
+        return "-"
+    return render.bandwidth(value) if unit == "B/s" else f"{render.rate(value)}"
+
+
+def _fmt_ppw(value: float, unit: str) -> str:
+    if value is None or not math.isfinite(value):
+        return "-"
+    return f"{value:.4g} {unit}/W"
+
+
+def _svg(fig) -> str:
+    svg = figure_svg(fig)
+    plt.close(fig)
+    return svg
+
+
+def _optimum_text(opt: dict[str, Any] | None) -> str:
+    if not opt:
+        return "no fit"
+    if opt["status"] != "ok":
+        return f"cannot tell: {opt['reason']}"
+    text = f"recommended {opt['n_recommended']} node(s)"
+    if opt.get("n_recommended_range"):
+        lo, hi = opt["n_recommended_range"]
+        text += f" (range {lo}..{hi})"
+    text += f"; best perf/W at {opt['n_best_efficiency']}"
+    if opt.get("extrapolated"):
+        text += " (beyond the measured node counts: predicted)"
+    return text
+
+
+def _verdict_html(name: str, f: dict[str, Any]) -> str:
+    verdict = f["offload"]["verdict"]
+    modelled = "<span class='modelled'>power</span>" if f["modelled_power"] else "power measured"
+    overall = _optimum_text(f["overall_optimum"])
+    choice = {"local": "process the data locally on the devices",
+              "offload": "ship the data to the datacenter",
+              "neither": "neither option keeps up with the data stream"}[verdict["choice"]]
+    return (f"<div class='verdict'><b>{html.escape(name)}</b>: optimal cluster size — "
+            f"{html.escape(overall)}.<br>Offload decision at {f['offload']['nodes_used']} device(s) "
+            f"({html.escape(f['offload']['nodes_from'])}): <b>{choice}</b> — "
+            f"{html.escape(verdict['reason'])}<br><small>{f['measured_points']} measured points, "
+            f"{f['unconverged_points']} did not reach their CI target; {modelled}.</small></div>")
+
+
+def _points_table(t: dict[str, Any]) -> str:
+    unit = t["perf_unit"]
+    rows, flags = [], []
+    entries = list(t.get("cluster", [])) + ([dict(t["reference"], nodes="reference")]
+                                           if t.get("reference") else [])
+    ref = t.get("reference")
+    for p in entries:
+        vs = (p["perf_per_W"] / ref["perf_per_W"] if ref and math.isfinite(p["perf_per_W"])
+              and math.isfinite(ref["perf_per_W"]) else math.nan)
+        rows.append({"nodes": p["nodes"], "ranks": p["ranks"], "performance": _fmt_perf(p["perf"], unit),
+                     "converged": "yes" if p["converged"] else "no",
+                     "power": render.watts(p["power_W"]) if math.isfinite(p["power_W"]) else "-",
+                     "perf/W": _fmt_ppw(p["perf_per_W"], unit),
+                     "vs reference": "-" if not math.isfinite(vs) else f"{vs:.2f}x",
+                     "results row": p["point_id"]})
+        flags.append(p.get("power_kind") != "measured")
+    return table_html(rows, ["nodes", "ranks", "performance", "converged", "power", "perf/W",
+                             "vs reference", "results row"], modelled={"power", "perf/W", "vs reference"},
+                      modelled_rows=flags)
+
+
+def _fit_rows(f: dict[str, Any]) -> list[dict[str, Any]]:
+    rows = []
+    for t in f["tests"]:
+        fit = t.get("fit") or {}
+        params, se = fit.get("params", {}), fit.get("stderr", {})
+
+        def pm(name: str) -> str:
+            if params.get(name) is None:
+                return "-"
+            err = se.get(name)
+            return f"{params[name]:.3g} ± {err:.2g}" if err else f"{params[name]:.3g} (fixed)"
+
+        rows.append({"test": t["test"], "size": render.byte_size(t["size_B"]) if t.get("size_B") else "-",
+                     "fit": fit.get("status", t.get("status", "-")), "f": pm("f"), "k": pm("k"),
+                     "R² perf": f"{fit['r2_perf']:.3f}" if fit.get("r2_perf") is not None else "-",
+                     "optimum": _optimum_text(t.get("optimum"))})
+    return rows
+
+
+def _offload_inputs(verdict: dict[str, Any]) -> str:
+    inputs = verdict["inputs"]
+    rows = []
+    sources = inputs.get("sources", {})
+    for key in ("rate_Bps", "nodes", "parallel_fraction", "chunk_B", "devices_on_anyway"):
+        rows.append({"input": key, "value": inputs.get(key), "source": sources.get(key, "")})
+    for part in ("device", "server", "uplink"):
+        for key, value in (inputs.get(part) or {}).items():
+            if key in ("sources", "name"):
+                continue
+            rows.append({"input": f"{part}.{key}", "value": value,
+                         "source": (inputs[part].get("sources") or {}).get(key, sources.get(part, ""))})
+    return table_html(rows, ["input", "value", "source"])
+
+
+def _options_table(verdict: dict[str, Any]) -> str:
+    rows = []
+    for option in ("local", "offload"):
+        o = verdict[option]
+        rows.append({"option": option, "keeps up": "yes" if o["feasible"] else f"no ({o['limit']})",
+                     "max rate": render.bandwidth(o["max_rate_Bps"]),
+                     "power": render.watts(o["power_W"]),
+                     "energy per byte": render.joules(o["energy_J_per_B"]) if o["energy_J_per_B"] else "-",
+                     "latency per chunk": render.seconds(o["chunk_latency_s"])})
+    return table_html(rows, ["option", "keeps up", "max rate", "power", "energy per byte",
+                             "latency per chunk"], modelled={"power", "energy per byte"})
+
+
+def build(runs: list[Run]) -> tuple[str, str, dict[str, Any]]:
+    """(HTML, markdown, key figures) for one or several study runs."""
+    findings = {run.path.name: analyse(run) for run in runs}
+    frames = {run.path.name: run.read("results") for run in runs}
+    labels = {name: f["cluster_label"] for name, f in findings.items()}
+    names = list(findings)
+    title = "shoal study: " + " vs ".join(f"{labels[n]} ({n})" for n in names)
+    intro = "".join(_verdict_html(n, findings[n]) for n in names)
+    intro += ("<p>Performance is each test's own metric (bandwidth in B/s, or operations per second "
+              "for latency and roundtrip tests). Numbers shown <span class='modelled'>like this</span> "
+              "rest on modelled power: a device profile's idle/busy watts driven by measured CPU use, "
+              "not a meter. Every row names the results row it comes from.</p>")
+    sections: list[Section] = []
+
+    summary = Section("Optimal cluster size per test")
+    for n in names:
+        summary.tables.append(f"<h3>{html.escape(n)}</h3>" + table_html(
+            _fit_rows(findings[n]), ["test", "size", "fit", "f", "k", "R² perf", "optimum"]))
+    summary.paragraphs.append(
+        "Amdahl's speed-up Perf = 1/((1-f)+f/n) and Woo-Lee's Perf/W = 1/(1+(n-1)k(1-f)) are fitted to "
+        "the measured performance and performance per watt over node counts (k fixed to the devices' "
+        "idle/busy power ratio). A flat or declining curve, or too few node counts, is reported as such "
+        "and no optimum is inferred. The recommended count is the largest n whose perf/W stays within "
+        "10% of the best.")
+    sections.append(summary)
+
+    power = Section("Average power per node count")
+    power.figures.append((_svg(figs.power_by_nodes(findings)),
+                          "Mean power over all points of each configuration; bars span min..max over tests."))
+    for n in names:
+        rows = [{"configuration": p["config"], "nodes": p["nodes"], "mean power": render.watts(p["power_mean_W"]),
+                 "min": render.watts(p["power_min_W"]), "max": render.watts(p["power_max_W"]),
+                 "kind": p["power_kind"], "points": p["points"]} for p in findings[n]["power"]]
+        power.tables.append(table_html(rows, ["configuration", "nodes", "mean power", "min", "max", "kind",
+                                              "points"], modelled={"mean power", "min", "max"},
+                                       modelled_rows=[p["power_kind"] != "measured"
+                                                      for p in findings[n]["power"]]))
+    sections.append(power)
+
+    tests = sorted({t["test"] for f in findings.values() for t in f["tests"]})
+    for test in tests:
+        per_run = {n: next(t for t in findings[n]["tests"] if t["test"] == test)
+                   for n in names if any(t["test"] == test for t in findings[n]["tests"])}
+        section = Section(test)
+        section.figures.append((_svg(figs.perf_vs_size(frames, test, labels)),
+                                "Median of each point; one line per node count, the reference dashed."))
+        section.figures.append((_svg(figs.ppw_vs_nodes(per_run, test)),
+                                "Measured performance over power at the representative size; the fitted "
+                                "Woo-Lee curve and its prediction beyond the measured node counts."))
+        for n, t in per_run.items():
+            if "cluster" in t:
+                section.tables.append(f"<h3>{html.escape(n)}</h3>" + _points_table(t))
+        sections.append(section)
+
+    for n in names:
+        verdict = findings[n]["offload"]["verdict"]
+        off = Section(f"Process locally or offload ({n})")
+        off.paragraphs.append(html.escape(verdict["reason"]))
+        if verdict.get("crossover_rate_Bps"):
+            off.paragraphs.append(f"Energy crossover at {render.bandwidth(verdict['crossover_rate_Bps'])}: "
+                                  f"below it, {verdict['cheaper_below_crossover']} is cheaper.")
+        off.tables.append(_options_table(verdict))
+        off.tables.append(_offload_inputs(verdict))
+        off.figures.append((_svg(figs.offload_map(findings[n]["offload"]["map"])),
+                            "The decision over data rates and device counts, other inputs as in the table."))
+        sections.append(off)
+
+    prov = Section("Where these numbers come from")
+    for run in runs:
+        m = run.manifest
+        prov.paragraphs.append(
+            f"<b>{html.escape(run.path.name)}</b>: {html.escape(' '.join(m.get('command', [])))}; "
+            f"{html.escape(m.get('mpi', {}).get('name', '?'))}; host {html.escape(str(m.get('host', {}).get('cpu_model')))}; "
+            f"started {html.escape(str(m.get('started_utc')))}, status {html.escape(str(m.get('status')))}; "
+            f"results in <code>{html.escape(str(run.table_path('results')))}</code>.")
+        for note in (m.get("power") or {}).get("notes", []):
+            prov.paragraphs.append(f"power: {html.escape(note)}")
+    sections.append(prov)
+
+    key = {n: public(f) for n, f in findings.items()}
+    return page(title, intro, sections), _markdown(findings), key
+
+
+def _markdown(findings: dict[str, dict[str, Any]]) -> str:
+    lines = ["# shoal study summary", ""]
+    for name, f in findings.items():
+        verdict = f["offload"]["verdict"]
+        lines += [f"## {name} ({f['cluster_label']}, reference: {f['reference']})", "",
+                  f"- Optimal cluster size: {_optimum_text(f['overall_optimum'])}",
+                  f"- Offload decision at {f['offload']['nodes_used']} device(s): **{verdict['choice']}** — "
+                  f"{verdict['reason']}",
+                  f"- {f['measured_points']} measured points ({f['unconverged_points']} not converged); "
+                  f"power {'modelled from device profiles' if f['modelled_power'] else 'measured'}", "",
+                  "| test | size | fit | optimum |", "|---|---|---|---|"]
+        for row in _fit_rows(f):
+            lines.append(f"| {row['test']} | {row['size']} | {row['fit']} | {row['optimum']} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def write(runs: list[Run], out_dir: Path) -> dict[str, Path]:
+    html_text, markdown, key = build(runs)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = {"html": out_dir / "report.html", "markdown": out_dir / "summary.md",
+             "json": out_dir / "findings.json"}
+    paths["html"].write_text(html_text)
+    paths["markdown"].write_text(markdown)
+    paths["json"].write_text(json.dumps(_finite(key), indent=1, default=_json_default, allow_nan=False))
+    return paths
+
+
+def _finite(value: Any) -> Any:
+    """JSON has no NaN or infinity: those become null."""
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def _json_default(value: Any) -> Any:
+    import numpy as np
+
+    if isinstance(value, (np.integer,)):
+        return int(value)
+    if isinstance(value, (np.floating,)):
+        return None if not math.isfinite(value) else float(value)
+    if isinstance(value, np.ndarray):
+        return [_json_default(v) for v in value.tolist()]
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return str(value)

@@ -1,0 +1,202 @@
+"""From a study's results table to its findings: perf/W per node count,
+fitted scaling models, the optimum node count and the offload verdict.
+
+Every number in the findings names the results rows it came from
+(``point_id``), and every power figure carries ``power_kind``
+(measured/modelled), so a report can trace and label each one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from shoal import model
+from shoal.errors import ShoalError
+from shoal.runs.store import Run
+from shoal.study.run import REFERENCE
+
+# A test's performance: its own metric, "higher is better".
+PERF_COLUMN = {"bandwidth": "bandwidth_median_Bps", "time": "rate_median_Hz", "rate": "rate_median_Hz"}
+PERF_UNIT = {"bandwidth": "B/s", "time": "operations/s", "rate": "transactions/s"}
+
+
+def _representative_size(frame: pd.DataFrame, metric: str) -> int | None:
+    """Size shown over node counts: largest for bandwidth tests, smallest for latency/rate
+    tests, among sizes measured in every configuration of the test."""
+    groups = frame.groupby(["config", "nodes"])["size_B"].apply(set)
+    common = set.intersection(*groups) if len(groups) else set()
+    if not common:
+        return None
+    return max(common) if metric == "bandwidth" else min(common)
+
+
+def _point(row: pd.Series, metric: str) -> dict[str, Any]:
+    perf = float(row[PERF_COLUMN[metric]])
+    power = float(row["power_mean_W"]) if pd.notna(row.get("power_mean_W")) else math.nan
+    bytes_per_op = float(row["bytes_per_op_B"]) if metric == "bandwidth" else 1.0
+    # CI of the performance from the CI of the median time (perf is monotone in time).
+    return {
+        "nodes": int(row["nodes"]), "ranks": int(row["ranks"]), "point_id": row["point_id"],
+        "perf": perf,
+        "perf_ci": [bytes_per_op / float(row["time_ci_high_s"]), bytes_per_op / float(row["time_ci_low_s"])],
+        "converged": str(row["converged"]).lower() == "true",
+        "power_W": power,
+        "power_kind": row.get("power_kind") if pd.notna(row.get("power_kind")) else None,
+        "energy_partial": str(row.get("energy_partial")).lower() == "true",
+        "perf_per_W": perf / power if power and power > 0 else math.nan,
+    }
+
+
+def _idle_fraction(manifest: dict[str, Any], label: str) -> float | None:
+    """Woo-Lee k of the cluster's devices: idle over busy watts of their profile."""
+    cluster = manifest.get("clusters", {})
+    for described in cluster.values():
+        profiles = described.get("profiles", {})
+        names = {n["profile"] for n in described.get("nodes", [])
+                 if not n["name"].startswith(manifest.get("reference", "\0"))}
+        for name in names:
+            p = profiles.get(name)
+            if p and p.get("busy_W"):
+                return float(p["idle_W"]) / float(p["busy_W"])
+    return None
+
+
+def analyse_test(frame: pd.DataFrame, test: str, cluster_label: str, k: float | None) -> dict[str, Any]:
+    rows = frame[frame["test"] == test]
+    metric = rows["metric"].iloc[0]
+    size = _representative_size(rows, metric)
+    out: dict[str, Any] = {"test": test, "metric": metric, "perf_unit": PERF_UNIT[metric], "size_B": size}
+    if size is None:
+        out["status"] = "no size measured in every configuration"
+        return out
+    at = rows[rows["size_B"] == size]
+    cluster = [_point(r, metric) for _, r in at[at["config"] == cluster_label].sort_values("nodes").iterrows()]
+    reference = [_point(r, metric) for _, r in at[at["config"] == REFERENCE].iterrows()]
+    out["cluster"] = cluster
+    out["reference"] = reference[0] if reference else None
+    nodes = [p["nodes"] for p in cluster]
+    perf = [p["perf"] for p in cluster]
+    ppw = [p["perf_per_W"] for p in cluster]
+    has_power = any(math.isfinite(x) for x in ppw)
+    fit = model.fit_scaling(nodes, perf, ppw if has_power else None, idle_fraction=k)
+    out["fit"] = fit.to_dict() if hasattr(fit, "to_dict") else _fit_dict(fit)
+    optimum = model.optimal_nodes(fit)
+    out["optimum"] = optimum.to_dict()
+    out["_fit"] = fit
+    if out["reference"] and has_power and math.isfinite(out["reference"]["perf_per_W"]):
+        ref = out["reference"]["perf_per_W"]
+        out["beats_reference_at"] = [p["nodes"] for p in cluster if p["perf_per_W"] > ref]
+        out["ppw_vs_reference"] = {str(p["nodes"]): p["perf_per_W"] / ref for p in cluster}
+    return out
+
+
+def _fit_dict(fit: model.ScalingFit) -> dict[str, Any]:
+    return {"status": fit.status, "reason": fit.reason, "params": fit.params, "stderr": fit.stderr,
+            "n_points": fit.n_points, "r2_perf": fit.r2_perf, "r2_ppw": fit.r2_ppw}
+
+
+def power_by_nodes(frame: pd.DataFrame, cluster_label: str) -> list[dict[str, Any]]:
+    """Average power of each configuration over all its points (thesis Fig. 5.32)."""
+    out = []
+    if "power_mean_W" not in frame or frame["power_mean_W"].isna().all():
+        return out
+    for (config, nodes), group in frame.groupby(["config", "nodes"]):
+        powered = group.dropna(subset=["power_mean_W"])
+        if powered.empty:
+            continue
+        kinds = sorted(set(powered["power_kind"].dropna()))
+        out.append({"config": config, "nodes": int(nodes), "power_mean_W": float(powered["power_mean_W"].mean()),
+                    "power_min_W": float(powered["power_mean_W"].min()),
+                    "power_max_W": float(powered["power_mean_W"].max()),
+                    "power_kind": kinds[0] if len(kinds) == 1 else "mixed",
+                    "points": int(len(powered)), "is_reference": config == REFERENCE})
+    return sorted(out, key=lambda r: (r["is_reference"], r["nodes"]))
+
+
+def offload_scenario(manifest: dict[str, Any], nodes: int, overrides: dict[str, Any]) -> model.OffloadScenario:
+    """The offload inputs: model defaults, the study's device and reference watts, user overrides."""
+    base = model.OffloadScenario()
+    device, server = base.device, base.server
+    sources = dict(base.sources)
+    profiles: dict[str, dict] = {}
+    for described in manifest.get("clusters", {}).values():
+        profiles.update(described.get("profiles", {}))
+    reference = manifest.get("reference")
+    cluster_profiles = [p for name, p in profiles.items() if name != reference]
+    if cluster_profiles:
+        p = cluster_profiles[0]
+        device = dataclasses.replace(device, name=p["name"], idle_W=float(p["idle_W"]), busy_W=float(p["busy_W"]))
+        sources["device"] = f"profile {p['name']}: idle/busy watts from {p.get('sources', {}).get('idle', 'profile')}"
+    if reference in profiles:
+        p = profiles[reference]
+        server = dataclasses.replace(server, name=p["name"], idle_W=float(p["idle_W"]), busy_W=float(p["busy_W"]))
+        sources["server"] = f"profile {p['name']} (the study's reference system)"
+        dev = cluster_profiles[0] if cluster_profiles else None
+        if dev and p.get("speed") and dev.get("speed"):
+            # The devices process a byte as much slower than the server as their cores are.
+            ratio = float(p["speed"]) / float(dev["speed"])
+            device = dataclasses.replace(device, s_per_B=server.s_per_B * ratio)
+            sources["device_s_per_B"] = (f"server cost per byte x speed ratio {ratio:.3g} of the profiles "
+                                         f"({p['name']} {p['speed']} vs {dev['name']} {dev['speed']})")
+    scenario = dataclasses.replace(base, device=device, server=server, nodes=int(nodes), sources=sources)
+    for key, value in overrides.items():
+        if key == "uplink":
+            if value not in model.UPLINKS:
+                raise ShoalError(f"--uplink {value}: known uplinks are {', '.join(model.UPLINKS)}")
+            scenario = dataclasses.replace(scenario, uplink=model.UPLINKS[value])
+        elif key in ("rate_Bps", "parallel_fraction"):
+            scenario = dataclasses.replace(scenario, **{key: float(value)})
+            scenario.sources[key] = "given on the command line"
+        else:
+            raise ShoalError(f"unknown offload input '{key}'")
+    scenario.validate()
+    return scenario
+
+
+def analyse(run: Run) -> dict[str, Any]:
+    """The findings of one study run (JSON-ready except the private ``_fit`` objects)."""
+    manifest = run.manifest
+    frame = run.read("results")
+    if frame.empty:
+        raise ShoalError(f"{run.path} has no measured points yet; run or resume the study first")
+    label = manifest.get("cluster_label") or frame["config"].iloc[0]
+    k = _idle_fraction(manifest, label)
+    tests = [analyse_test(frame, t, label, k) for t in sorted(frame["test"].unique())]
+    fits = {t["test"]: t["_fit"] for t in tests if "_fit" in t}
+    overall = model.overall_optimum(fits) if fits else None
+    measured_nodes = sorted(frame[frame["config"] == label]["nodes"].unique())
+    recommended = overall.n_recommended if overall and overall.status == "ok" else None
+    n_offload = int(recommended or (max(measured_nodes) if measured_nodes else 1))
+    overrides = manifest.get("study", {}).get("offload", {})
+    scenario = offload_scenario(manifest, n_offload, overrides)
+    verdict = model.decide(scenario)
+    rates = np.geomspace(1e3, 1e8, 26)
+    nodes_grid = list(range(1, max(8, 2 * n_offload) + 1))
+    return {
+        "run": str(run.path),
+        "cluster_label": label,
+        "reference": manifest.get("reference"),
+        "idle_fraction_k": k,
+        "tests": tests,
+        "power": power_by_nodes(frame, label),
+        "overall_optimum": overall.to_dict() if overall else None,
+        "offload": {"nodes_used": n_offload,
+                    "nodes_from": "recommended optimum" if recommended else "largest measured node count",
+                    "verdict": verdict.to_dict(),
+                    "map": model.decision_map(scenario, rates, nodes_grid)},
+        "measured_points": int(len(frame)),
+        "modelled_power": bool((frame.get("power_kind") == "modelled").any())
+        if "power_kind" in frame else False,
+        "unconverged_points": int((frame["converged"].astype(str).str.lower() != "true").sum()),
+    }
+
+
+def public(findings: dict[str, Any]) -> dict[str, Any]:
+    """Findings without private objects, for JSON."""
+    return {**findings, "tests": [{k: v for k, v in t.items() if not k.startswith("_")}
+                                  for t in findings["tests"]]}

@@ -1,0 +1,121 @@
+"""Run a study: the benchmark suite at every node count and on the reference
+system, with power from the best source of each node, in one run directory.
+
+Configurations (the ``config`` column of the results):
+
+- the cluster's label (e.g. ``4xminnowboard``) at node counts 1..N: one
+  rank per device, except at one device, which runs two ranks on its two
+  cores as a single board would;
+- ``reference``: the traditional system, two ranks on one machine — an
+  emulated device of the reference profile beside the cluster, or this
+  machine with its own power readings.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from shoal import hostfacts
+from shoal import cluster as clusters
+from shoal.bench import runner
+from shoal.bench.runner import BenchRequest, Placement, Plan
+from shoal.bench.sweep import Events, Options
+from shoal.errors import ShoalError
+from shoal.runs.store import Run
+from shoal.study.request import StudyRequest
+
+REFERENCE = "reference"
+# Share of the time budget given to measuring; the rest goes to MPI start-up,
+# cluster set-up, calibration and the report.
+MEASURE_SHARE = 0.55
+
+
+@dataclass
+class StudyPlan:
+    request: StudyRequest
+    cluster_label: str
+    plans: list[Plan]  # cluster (+ emulated reference), then a local reference if any
+
+    @property
+    def total_points(self) -> int:
+        return sum(p.total_points for p in self.plans)
+
+
+def _emulate_spec(request: StudyRequest) -> str | None:
+    if not request.emulate:
+        return None
+    if request.reference in ("host", "none"):
+        return request.emulate
+    from shoal.cluster import profiles
+
+    known = profiles.load()
+    if request.reference not in known:
+        raise ShoalError(f"--reference {request.reference}: no such device profile "
+                         f"(known: {', '.join(sorted(known))}, or host, or none)")
+    return f"{request.emulate}+1x{request.reference}"
+
+
+def plan(request: StudyRequest) -> StudyPlan:
+    request.validate()
+    from shoal.cluster import inventory
+
+    spec = _emulate_spec(request)
+    devices = (inventory.from_emulate(spec, request.link).nodes if spec
+               else inventory.load(request.cluster).nodes)
+    emulated_reference = bool(spec) and request.reference not in ("host", "none")
+    cluster_nodes = devices[:-1] if emulated_reference else devices
+    names = [n.name for n in cluster_nodes]
+    label = request.emulate or Path(request.cluster).stem
+    counts = clusters.parse_nodes(request.nodes or f"1..{len(names)}", len(names))
+    placements = [Placement(label, n, 2 if n == 1 else 1, tuple(names[:n])) for n in counts]
+    if emulated_reference:
+        placements.append(Placement(REFERENCE, 1, 2, (devices[-1].name,)))
+
+    base = BenchRequest(tests=request.suite, sizes=request.size_list, mpi=request.mpi,
+                        emulate=spec, cluster=request.cluster, link=request.link,
+                        power="model" if spec else request.power)
+    cluster_plan = runner.plan(base, placements)
+    plans = [cluster_plan]
+    if request.reference == "host":
+        local = BenchRequest(tests=request.suite, sizes=request.size_list, mpi=request.mpi,
+                             power=request.power)
+        plans.append(runner.plan(local, [Placement(REFERENCE, 1, 2)]))
+    study = StudyPlan(request, label, plans)
+    options = _options(request, study.total_points)
+    for p in plans:
+        p.request.options = options
+    return study
+
+
+def _options(request: StudyRequest, points: int) -> Options:
+    """Per-point budget from the study's time budget; a looser CI target than bench."""
+    per_point = MEASURE_SHARE * request.time_budget_s / max(points, 1)
+    per_point = min(2.0, max(0.05, per_point))
+    return Options(ci=0.05, budget_s=per_point, min_reps=6, warmup=1)
+
+
+def start(request: StudyRequest, command: list[str], out: Path | None) -> tuple[Run, StudyPlan]:
+    study = plan(request)
+    run = Run.create("study", command, out, study=request.to_manifest(),
+                     cluster_label=study.cluster_label, reference=request.reference,
+                     options=study.plans[0].request.options.describe(),
+                     mpi=study.plans[0].mpi.describe(), host=hostfacts.collect())
+    return run, study
+
+
+def resume(path: Path) -> tuple[Run, StudyPlan]:
+    run = Run.open(path)
+    manifest = run.manifest
+    if manifest.get("kind") != "study":
+        raise ShoalError(f"{path} is not a 'shoal study' run; --resume takes a directory made by shoal study")
+    study = plan(StudyRequest.from_manifest(manifest["study"]))
+    run.update_manifest(status="running", resumed=manifest.get("resumed", 0) + 1)
+    return run, study
+
+
+def measure(run: Run, study: StudyPlan, events: Events | None = None) -> None:
+    for p in study.plans:
+        runner.measure(run, p, events)
+    failures = len(run.rows("failures"))
+    run.finish("complete" if not failures else "complete-with-failures")
