@@ -104,3 +104,19 @@ def test_waitlab_quick_subset_writes_tables_and_figures(tmp_path, capfd):
 def test_waitlab_rejects_unknown_experiment(capfd):
     assert main(["waitlab", "--experiments", "A,Z"]) == 2
     assert "unknown waitlab experiment 'Z'" in capfd.readouterr().err
+
+
+def test_waitlab_energy_through_power_session(tmp_path, capfd):
+    out = tmp_path / "lab"
+    code = main(["waitlab", "--quick", "--mpi", "openmpi", "--modes", "busy,backoff",
+                 "--no-native", "--experiments", "lock", "--power", "model:2,6", "--out",
+                 str(out)])
+    assert code == 0, capfd.readouterr().err
+    results = pd.read_csv(out / "results.csv")
+    assert list(results["contender"]) == ["busy", "backoff"]
+    # Modelled watts between 2 and 6 W over each run's wall time.
+    for row in results.itertuples():
+        assert row.energy_kind == "modelled"
+        assert 2 * row.wall_s * 0.5 < row.energy_J < 6 * (row.wall_s + 1.0)
+    power = pd.read_csv(out / "power.csv")
+    assert len(power) > 0 and (power["power_W"].dropna() >= 2 - 1e-9).all()

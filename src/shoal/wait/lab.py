@@ -149,7 +149,7 @@ def _energy(session, t0: float, t1: float) -> tuple[float | None, str | None]:
     if session is None:
         return None, None
     rows = [r for r in session.energy_between(t0, t1)
-            if r["part_of"] is None and r["energy_J"] is not None]
+            if not r["part_of"] and r["energy_J"] is not None]
     if not rows:
         return None, None
     return sum(r["energy_J"] for r in rows), "+".join(sorted({r["kind"] for r in rows}))

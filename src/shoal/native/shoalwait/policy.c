@@ -6,8 +6,9 @@
  *   sleep    a fixed clock_nanosleep
  *   linear   dmin, dmin+dstep, ... up to dmax, restarting at dmin on every
  *            call (the receiver of 003's Figure 3)
- *   backoff  spin for spin_ns (yielding after the first eighth), then sleep. Each call site (return address)
- *            remembers its last waits: when they were long, the rank sleeps
+ *   backoff  spin for spin_ns (yielding after the first eighth), then sleep.
+ *            Each call site (return address) remembers its last waits and
+ *            arrival intervals: when they were long, the rank sleeps
  *            in one piece until shortly before the expected completion and
  *            polls with the shortest sleep from there; past that (or with no
  *            history) sleeps double, each at most 1/8 of the time already
@@ -39,6 +40,9 @@ struct site {
     const void *key;
     int64_t recent[HISTORY];   /* durations of the last waits, ns */
     int n;                     /* how many of recent[] are filled */
+    int64_t interval[HISTORY]; /* between the last arrivals' lower bounds, ns */
+    int ni;
+    int64_t last_lb;           /* lower bound of the last arrival (abs ns), 0: unknown */
     int64_t cap_ns;            /* auto: this site's current cap */
 };
 
@@ -59,30 +63,54 @@ static struct site *site_for(const void *key)
     if (s->key != key) {
         s->key = key;
         s->n = 0;
+        s->ni = 0;
+        s->last_lb = 0;
         s->cap_ns = sw_cfg.cap_ns;
     }
     return s;
 }
 
-/* The shortest of the recent waits: a safe guess of the next one. */
-static int64_t expected_ns(const struct site *s)
+static int64_t shortest(const int64_t *v, int n)
 {
-    if (s->n == 0)
-        return 0;
-    int64_t m = s->recent[0];
-    for (int i = 1; i < s->n; i++)
-        if (s->recent[i] < m)
-            m = s->recent[i];
+    int64_t m = v[0];
+    for (int i = 1; i < n; i++)
+        if (v[i] < m)
+            m = v[i];
     return m;
 }
 
-static void remember(struct site *s, int64_t wait_ns, int64_t notice_ns, int64_t sleeps)
+static void push(int64_t *v, int *n, int64_t x)
 {
     for (int i = HISTORY - 1; i > 0; i--)
-        s->recent[i] = s->recent[i - 1];
-    s->recent[0] = wait_ns;
-    if (s->n < HISTORY)
-        s->n++;
+        v[i] = v[i - 1];
+    v[0] = x;
+    if (*n < HISTORY)
+        (*n)++;
+}
+
+/* When the next completion is expected (absolute ns), 0 if unknown.
+ * Two guesses, the earlier wins (waking early costs CPU, late costs time):
+ *   start + the shortest recent wait (request/response: waits repeat);
+ *   last arrival + the shortest recent interval (periodic streams). The
+ *   arrival is anchored at its lower bound, the last failed test before it,
+ *   so one late wake-up does not push the next guesses late. */
+static int64_t expected_at(const struct site *s, int64_t start)
+{
+    int64_t by_wait = s->n ? start + shortest(s->recent, s->n) : 0;
+    int64_t by_period = s->ni && s->last_lb ? s->last_lb + shortest(s->interval, s->ni) : 0;
+    if (by_wait && by_period)
+        return by_wait < by_period ? by_wait : by_period;
+    return by_wait ? by_wait : by_period;
+}
+
+/* lb: the last failed test before completion (abs ns), 0 if not clocked. */
+static void remember(struct site *s, int64_t wait_ns, int64_t notice_ns, int64_t sleeps,
+                     int64_t lb)
+{
+    push(s->recent, &s->n, wait_ns);
+    if (lb && s->last_lb && lb > s->last_lb)
+        push(s->interval, &s->ni, lb - s->last_lb);
+    s->last_lb = lb;
     /* auto: only waits that slept say anything about the cap. */
     if (sw_cfg.mode == SW_AUTO && sleeps > 0 && notice_ns >= 0) {
         double allowed = sw_cfg.target * (double)wait_ns;
@@ -97,7 +125,7 @@ static void remember(struct site *s, int64_t wait_ns, int64_t notice_ns, int64_t
 
 struct plan {
     struct site *site;
-    int64_t expect;   /* expected wait from history, 0 if unknown */
+    int64_t expect;   /* expected wait from history (from the clock start), 0 if unknown */
     int64_t spin;     /* spin budget for this call */
     int64_t next;     /* next exponential sleep */
     int64_t linear;   /* next linear sleep */
@@ -106,12 +134,21 @@ struct plan {
 static void plan_start(struct plan *p, const void *key)
 {
     p->site = site_for(key);
-    p->expect = expected_ns(p->site);
+    p->expect = 0;   /* set by plan_clock() once the clock is read */
     /* Spin only where waits are short or unknown: a long expected wait is
      * better slept through than spun away. */
-    p->spin = (p->expect == 0 || p->expect <= 4 * sw_cfg.spin_ns) ? sw_cfg.spin_ns : 0;
+    int64_t w = p->site->n ? shortest(p->site->recent, p->site->n) : 0;
+    p->spin = (w == 0 || w <= 4 * sw_cfg.spin_ns) ? sw_cfg.spin_ns : 0;
+    if (sw_cfg.mode != SW_BACKOFF && sw_cfg.mode != SW_AUTO)
+        p->spin = 0;   /* the fixed policies pause from the first failed test */
     p->next = 1000;
     p->linear = sw_cfg.dmin_ns;
+}
+
+static void plan_clock(struct plan *p, int64_t start)
+{
+    int64_t at = expected_at(p->site, start);
+    p->expect = at > start ? at - start : (at ? 1 : 0);
 }
 
 /* How long to pause after a failed test, `elapsed` ns into the wait.
@@ -179,7 +216,7 @@ int sw_wait(int fn, const void *site, sw_test_fn test, void *ctx)
     plan_start(&plan, site);
     int64_t start = timed ? sw_now_ns() : -1, last_fail = -1, now = start;
     int pure = plan.spin > 0 ? PURE_TESTS : 1;
-    int done = 0, rc;
+    int done = 0, rc, clocked = 0;
     for (;;) {
         rc = test(ctx, &done);
         call.tests++;
@@ -190,6 +227,10 @@ int sw_wait(int fn, const void *site, sw_test_fn test, void *ctx)
         now = sw_now_ns();
         if (start < 0)
             start = now;   /* the pure spin before this is not counted */
+        if (!clocked) {
+            plan_clock(&plan, start);
+            clocked = 1;
+        }
         last_fail = now;
         int64_t d = pause_ns(&plan, now - start);
         if (d < 0) {
@@ -215,7 +256,8 @@ int sw_wait(int fn, const void *site, sw_test_fn test, void *ctx)
             call.notice_ns = now - (last_fail >= 0 ? last_fail : start);
     }   /* else: done within the pure spin; a short wait, recorded as 0 */
     if (rc == MPI_SUCCESS)
-        remember(plan.site, call.wait_ns, call.notice_ns, call.sleeps);
+        remember(plan.site, call.wait_ns, call.notice_ns, call.sleeps,
+                 last_fail >= 0 ? last_fail : 0);
     if (timed)
         sw_record(fn, &call);
     return rc;
