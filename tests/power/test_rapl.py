@@ -162,13 +162,14 @@ def test_session_measures_a_known_power_through_wraps(kernel, live_counter):
         session.start()
         time.sleep(0.1)
         t0 = time.monotonic()
-        time.sleep(1.0)
+        time.sleep(2.0)
         t1 = time.monotonic()
         (result,) = session.energy_between(t0, t1)
         session.stop()
     assert result["kind"] == "measured" and result["node"] == "dev0"
     assert result["coverage"] == pytest.approx(1.0) and not result["partial"]
-    assert result["energy_J"] == pytest.approx(20.0 * (t1 - t0), rel=0.01)
+    # the fake counter's writer thread may lag by tens of ms on a loaded machine
+    assert result["energy_J"] == pytest.approx(20.0 * (t1 - t0), rel=0.03)
     rows = session.samples()
     assert any(r["note"] == integrate.NOTE_WRAP for r in rows)
     assert all(r["energy_J"] == "" or r["energy_J"] >= 0 for r in rows)
