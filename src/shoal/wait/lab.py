@@ -50,7 +50,7 @@ RESULT_COLUMNS = [
     "experiment", "mpi", "contender", "mode", "status", "wall_s", "cpu_s", "cpu_load",
     "messages", "throughput_msg_per_s", "reaction_p50_s", "reaction_p99_s",
     "reaction_burst_p50_s", "reaction_sparse_p50_s", "reaction_sparse_p99_s",
-    "energy_J", "energy_kind",
+    "launch_s", "energy_J", "energy_kind",
 ]
 
 
@@ -185,6 +185,8 @@ def run_lab(run: Run, mpis: list[MPIInstall], experiments: tuple[str, ...],
                     row["status"] = f"failed: {exc}"
                 else:
                     row.update(summarize(experiment, data))
+                    # Energy covers the whole launch (mpiexec start to exit).
+                    row["launch_s"] = t1 - t0
                     row["energy_J"], row["energy_kind"] = _energy(power_session, t0, t1)
                     tag = {"experiment": experiment, "mpi": mpi.name, "contender": contender.label}
                     if experiment == "A":
