@@ -31,6 +31,7 @@ for reading by hand.
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import math
 import os
@@ -262,7 +263,9 @@ class _Writer:
 
     def header(self) -> None:
         if self.fmt == "csv":
-            self.out.write("t_mono_s,node,source,channel,domain,kind,quantity,value,unit\n")
+            self.csv = csv.writer(self.out, lineterminator="\n")
+            self.csv.writerow(["t_mono_s", "node", "source", "channel", "domain", "kind", "quantity",
+                               "value", "unit"])
 
     def drain(self) -> None:
         with self.lock:
@@ -278,8 +281,8 @@ class _Writer:
                     for ch, v in zip(rec.source.channels, values):
                         value = "" if math.isnan(v) else repr(v * ch.scale)
                         unit = "J" if ch.quantity == ENERGY else "W"
-                        self.out.write(f"{float(t[k])!r},{self.node},{ch.source},\"{ch.name}\","
-                                       f"{ch.domain},{ch.kind},{ch.quantity},{value},{unit}\n")
+                        self.csv.writerow([repr(float(t[k])), self.node, ch.source, ch.name, ch.domain,
+                                           ch.kind, ch.quantity, value, unit])
             self.out.flush()
 
 
