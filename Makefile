@@ -10,7 +10,7 @@ $(STAMP): pyproject.toml scripts/setup.sh
 	bash scripts/setup.sh
 
 study: setup
-	$(VENV)/bin/shoal bench --quick
+	$(VENV)/bin/shoal study
 
 test: setup
 	$(VENV)/bin/python -m pytest

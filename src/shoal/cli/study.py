@@ -6,7 +6,6 @@ import argparse
 import sys
 from pathlib import Path
 
-from shoal.bench.sizes import parse_size
 from shoal.cli._progress import Progress
 from shoal.errors import ShoalError
 from shoal.study import run as study_run
@@ -47,10 +46,23 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+def _rate(text: str) -> float:
+    """A data rate in B/s: 250000, 250k, 1.5M, 2G (decimal prefixes, optional 'B/s')."""
+    value = text.strip().removesuffix("/s").removesuffix("B")
+    scale = {"k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9}.get(value[-1:], 1.0)
+    try:
+        rate = float(value[:-1] if scale != 1.0 else value) * scale
+    except ValueError:
+        raise ShoalError(f"--data-rate {text}: give bytes per second, e.g. 250k or 1.5M") from None
+    if rate < 0:
+        raise ShoalError(f"--data-rate {text}: must not be negative")
+    return rate
+
+
 def _request(args: argparse.Namespace) -> StudyRequest:
     offload = {}
     if args.data_rate is not None:
-        offload["rate_Bps"] = parse_size(args.data_rate.rstrip("/s").rstrip("B") or "0")
+        offload["rate_Bps"] = _rate(args.data_rate)
     if args.uplink is not None:
         offload["uplink"] = args.uplink
     if args.parallel_fraction is not None:

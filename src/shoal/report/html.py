@@ -22,7 +22,9 @@ th { background: #eef; } td:first-child, th:first-child { text-align: left; }
 .modelled::after { content: " (modelled)"; font-size: .8em; }
 .verdict { font-size: 1.2em; padding: .8em; background: #f3f7ee; border-left: 4px solid #5a2; }
 .warning { padding: .6em; background: #fff4e5; border-left: 4px solid #e90; }
+td:last-child { text-align: left; }
 figure { margin: 1em 0; } figcaption { font-size: .85em; color: #555; }
+figure svg { max-width: 100%; height: auto; }
 .figs { display: grid; grid-template-columns: repeat(auto-fill, minmax(480px, 1fr)); gap: 1em; }
 """
 

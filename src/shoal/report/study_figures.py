@@ -113,6 +113,7 @@ def ppw_vs_nodes(tests: dict[str, dict[str, Any]], test: str) -> plt.Figure:
         ref = t.get("reference")
         if ref and math.isfinite(ref["perf_per_W"]):
             ax.axhline(ref["perf_per_W"], label=f"{prefix}reference", **REFERENCE_STYLE)
+    ax.set_yscale("log")  # the reference may be orders of magnitude away
     ax.set_xlabel("nodes")
     ax.set_ylabel(f"performance per watt ({unit}/W)")
     size = next((t.get("size_B") for t in tests.values() if t.get("size_B") is not None), None)

@@ -39,8 +39,10 @@ def _svg(fig) -> str:
 def _optimum_text(opt: dict[str, Any] | None) -> str:
     if not opt:
         return "no fit"
+    measured = (f"; best measured perf/W at {opt['n_best_measured']} node(s)"
+                if opt.get("n_best_measured") else "")
     if opt["status"] != "ok":
-        return f"cannot tell: {opt['reason']}"
+        return f"cannot tell: {opt['reason']}{measured}"
     text = f"recommended {opt['n_recommended']} node(s)"
     if opt.get("n_recommended_range"):
         lo, hi = opt["n_recommended_range"]
@@ -48,7 +50,7 @@ def _optimum_text(opt: dict[str, Any] | None) -> str:
     text += f"; best perf/W at {opt['n_best_efficiency']}"
     if opt.get("extrapolated"):
         text += " (beyond the measured node counts: predicted)"
-    return text
+    return text + measured
 
 
 def _verdict_html(name: str, f: dict[str, Any]) -> str:

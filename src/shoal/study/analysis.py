@@ -20,6 +20,10 @@ from shoal.errors import ShoalError
 from shoal.runs.store import Run
 from shoal.study.run import REFERENCE
 
+# A fit must explain at least this share of the variance of each curve it
+# fits before its optimum is reported; below, the data says "cannot tell".
+MIN_R2 = 0.5
+
 # A test's performance: its own metric, "higher is better".
 PERF_COLUMN = {"bandwidth": "bandwidth_median_Bps", "time": "rate_median_Hz", "rate": "rate_median_Hz"}
 PERF_UNIT = {"bandwidth": "B/s", "time": "operations/s", "rate": "transactions/s"}
@@ -84,10 +88,20 @@ def analyse_test(frame: pd.DataFrame, test: str, cluster_label: str, k: float | 
     ppw = [p["perf_per_W"] for p in cluster]
     has_power = any(math.isfinite(x) for x in ppw)
     fit = model.fit_scaling(nodes, perf, ppw if has_power else None, idle_fraction=k)
-    out["fit"] = fit.to_dict() if hasattr(fit, "to_dict") else _fit_dict(fit)
+    out["fit"] = _fit_dict(fit)
     optimum = model.optimal_nodes(fit)
+    poor = [f"{name} R² = {r2:.2f}" for name, r2 in (("performance", fit.r2_perf), ("perf/W", fit.r2_ppw))
+            if r2 is not None and r2 < MIN_R2]
+    if fit.ok and poor:
+        reason = (f"the Amdahl/Woo-Lee model does not describe these measurements ({', '.join(poor)}, "
+                  f"below {MIN_R2}); no optimum is inferred")
+        optimum = dataclasses.replace(optimum, status="cannot_tell", reason=reason, n_recommended=None,
+                                      n_recommended_range=None, n_best_efficiency=None,
+                                      n_best_efficiency_range=None, closed_form_n=None, extrapolated=False)
+        out["fit"]["status"], out["fit"]["reason"] = "poor_fit", reason
     out["optimum"] = optimum.to_dict()
-    out["_fit"] = fit
+    if out["fit"]["status"] == "ok":
+        out["_fit"] = fit
     if out["reference"] and has_power and math.isfinite(out["reference"]["perf_per_W"]):
         ref = out["reference"]["perf_per_W"]
         out["beats_reference_at"] = [p["nodes"] for p in cluster if p["perf_per_W"] > ref]
@@ -97,7 +111,8 @@ def analyse_test(frame: pd.DataFrame, test: str, cluster_label: str, k: float | 
 
 def _fit_dict(fit: model.ScalingFit) -> dict[str, Any]:
     return {"status": fit.status, "reason": fit.reason, "params": fit.params, "stderr": fit.stderr,
-            "n_points": fit.n_points, "r2_perf": fit.r2_perf, "r2_ppw": fit.r2_ppw}
+            "n_points": fit.n_points, "r2_perf": fit.r2_perf, "r2_ppw": fit.r2_ppw,
+            "rmse_rel": fit.rmse_rel}
 
 
 def power_by_nodes(frame: pd.DataFrame, cluster_label: str) -> list[dict[str, Any]]:
@@ -168,9 +183,9 @@ def analyse(run: Run) -> dict[str, Any]:
     k = _idle_fraction(manifest, label)
     tests = [analyse_test(frame, t, label, k) for t in sorted(frame["test"].unique())]
     fits = {t["test"]: t["_fit"] for t in tests if "_fit" in t}
-    overall = model.overall_optimum(fits) if fits else None
+    overall = model.overall_optimum(fits).to_dict() if fits else _no_overall(tests)
     measured_nodes = sorted(frame[frame["config"] == label]["nodes"].unique())
-    recommended = overall.n_recommended if overall and overall.status == "ok" else None
+    recommended = overall["n_recommended"] if overall["status"] == "ok" else None
     n_offload = int(recommended or (max(measured_nodes) if measured_nodes else 1))
     overrides = manifest.get("study", {}).get("offload", {})
     scenario = offload_scenario(manifest, n_offload, overrides)
@@ -184,7 +199,7 @@ def analyse(run: Run) -> dict[str, Any]:
         "idle_fraction_k": k,
         "tests": tests,
         "power": power_by_nodes(frame, label),
-        "overall_optimum": overall.to_dict() if overall else None,
+        "overall_optimum": overall,
         "offload": {"nodes_used": n_offload,
                     "nodes_from": "recommended optimum" if recommended else "largest measured node count",
                     "verdict": verdict.to_dict(),
@@ -194,6 +209,18 @@ def analyse(run: Run) -> dict[str, Any]:
         if "power_kind" in frame else False,
         "unconverged_points": int((frame["converged"].astype(str).str.lower() != "true").sum()),
     }
+
+
+def _no_overall(tests: list[dict[str, Any]]) -> dict[str, Any]:
+    """The overall answer when no test's fit can be trusted: the measured best, said plainly."""
+    best = [t["optimum"]["n_best_measured"] for t in tests
+            if t.get("optimum") and t["optimum"].get("n_best_measured")]
+    common = max(set(best), key=best.count) if best else None
+    return {"status": "cannot_tell", "n_recommended": None, "n_best_measured": common,
+            "reason": "no test's measurements follow the Amdahl/Woo-Lee model closely enough to "
+                      "predict an optimum" + (f" (the measured best below is the most common over "
+                                               f"{len(tests)} tests: {best.count(common)} agree)"
+                                               if common else "")}
 
 
 def public(findings: dict[str, Any]) -> dict[str, Any]:

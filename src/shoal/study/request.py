@@ -42,6 +42,14 @@ class StudyRequest:
             raise ShoalError("a study needs devices: --emulate 4xminnowboard or --cluster FILE")
         if self.time_budget_s <= 0:
             raise ShoalError(f"--time-budget must be positive, got {self.time_budget_s}")
+        uplink = self.offload.get("uplink")
+        if uplink is not None:
+            from shoal.model import UPLINKS
+
+            if uplink not in UPLINKS:
+                raise ShoalError(f"--uplink {uplink}: known uplinks are {', '.join(UPLINKS)}")
+        if self.offload.get("rate_Bps", 0) < 0:
+            raise ShoalError("--data-rate must not be negative")
         if self.reference != "none" and self.reference != "host" and self.cluster:
             raise ShoalError(f"--reference {self.reference}: an emulated reference needs an emulated "
                              "cluster; with --cluster use --reference host or none")

@@ -1,0 +1,121 @@
+"""`shoal study` end to end on a small emulated cluster, and its report in a real browser."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+STUDY_ARGS = ["--emulate", "2xminnowboard", "--sizes", "8,4K", "--time-budget", "12"]
+
+
+def _shoal(*args, timeout=900):
+    return subprocess.run([sys.executable, "-m", "shoal", *args], capture_output=True, text=True,
+                          timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def study_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("study") / "run"
+    proc = _shoal("study", *STUDY_ARGS, "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().endswith("report.html")
+    return out
+
+
+def test_study_measures_every_node_count_and_the_reference(study_run):
+    results = pd.read_csv(study_run / "results.csv")
+    configs = set(zip(results["config"], results["nodes"], results["ranks"]))
+    assert configs == {("2xminnowboard", 1, 2), ("2xminnowboard", 2, 2), ("reference", 1, 2)}
+    assert len(results) == 3 * 8 * 2  # configurations x MPBench tests x sizes
+    # Emulated devices have no meters: every power figure is modelled, and says so.
+    assert (results["power_kind"] == "modelled").all()
+    manifest = json.loads((study_run / "manifest.json").read_text())
+    assert manifest["kind"] == "study" and manifest["status"] == "complete"
+    assert manifest["reference"] == "nuc"
+
+
+def test_report_traces_every_number_to_a_results_row(study_run):
+    report = (study_run / "report" / "report.html").read_text()
+    results = pd.read_csv(study_run / "results.csv")
+    shown = set(re.findall(r"<td>([\w.-]+/\d+/\d+/[\w.]+/\d+)</td>", report))
+    assert shown and shown <= set(results["point_id"])
+    # Modelled numbers carry the mark.
+    assert report.count("class=\"modelled\"") >= len(shown)
+    findings = json.loads((study_run / "report" / "findings.json").read_text())
+    run = findings[study_run.name]
+    for test in run["tests"]:
+        for point in test["cluster"]:
+            row = results.set_index("point_id").loc[point["point_id"]]
+            column = "bandwidth_median_Bps" if test["metric"] == "bandwidth" else "rate_median_Hz"
+            assert point["perf"] == pytest.approx(row[column])
+            assert point["power_W"] == pytest.approx(row["power_mean_W"])
+    # Two node counts cannot support a fit: the report says so instead of an optimum.
+    assert all(t["optimum"]["status"] == "cannot_tell" for t in run["tests"])
+    assert run["overall_optimum"]["status"] == "cannot_tell"
+    assert run["offload"]["verdict"]["choice"] in ("local", "offload", "neither")
+
+
+def test_report_is_self_contained_with_every_figure(study_run):
+    report = (study_run / "report" / "report.html").read_text()
+    # 1 power figure, 2 per MPBench test, 1 offload map.
+    assert report.count("<figure>") == 1 + 2 * 8 + 1
+    assert report.count("<svg") >= 1 + 2 * 8 + 1
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:|//)""", report)
+    assert "<script" not in report and "@import" not in report
+    summary = (study_run / "report" / "summary.md").read_text()
+    assert "Offload decision" in summary and "mpbench.bandwidth" in summary
+
+
+def test_report_renders_in_headless_chromium(study_run, tmp_path):
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    assert browser, "chromium is installed by 'make setup' (Debian package chromium)"
+    shot = tmp_path / "report.png"
+    common = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+              "--disable-background-networking", "--disable-component-update", "--disable-sync",
+              f"--user-data-dir={tmp_path / 'profile'}", "--enable-logging=stderr", "--v=0"]
+    url = (study_run / "report" / "report.html").as_uri()
+    dom = subprocess.run([*common, "--dump-dom", url], capture_output=True, text=True, timeout=120)
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    assert dom.stdout.count("<svg") >= 18 and "Process locally or offload" in dom.stdout
+    for bad in ("Uncaught", "Failed to load resource", "net::ERR_"):
+        assert bad not in dom.stderr
+    snap = subprocess.run([*common, "--window-size=1200,2400", f"--screenshot={shot}", url],
+                          capture_output=True, text=True, timeout=120)
+    assert snap.returncode == 0, snap.stderr[-2000:]
+    data = shot.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 50_000  # a page with figures, not blank
+
+
+def test_report_compares_runs_side_by_side(study_run, tmp_path):
+    other = tmp_path / "other-run"
+    shutil.copytree(study_run, other)
+    out = tmp_path / "compare"
+    proc = _shoal("report", str(study_run), str(other), "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    page = (out / "report.html").read_text()
+    assert page.count("class='verdict'") == 2
+    assert f"{study_run.name}: 1 node" in page and "other-run: 1 node" in page
+
+
+def test_report_refuses_a_benchmark_run(tmp_path):
+    out = tmp_path / "bench"
+    assert _shoal("bench", "--tests", "imb.PingPong", "--sizes", "8", "--budget", "0.1",
+                  "--out", str(out)).returncode == 0
+    proc = _shoal("report", str(out))
+    assert proc.returncode == 2 and "use shoal plot" in proc.stderr
+
+
+def test_study_bad_input_is_one_line(tmp_path):
+    for args, expected in [(["--reference", "toaster"], "no such device profile"),
+                           (["--suite", "osu"], "--suite osu"),
+                           (["--uplink", "carrier-pigeon", "--nodes", "1"], "known uplinks"),
+                           (["--parallel-fraction", "2"], "between 0 and 1")]:
+        proc = _shoal("study", "--emulate", "2xminnowboard", *args, "--out", str(tmp_path / "x"))
+        assert proc.returncode == 2, (args, proc.stderr)
+        assert expected in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
