@@ -9,11 +9,12 @@
  *   backoff  spin for spin_ns (yielding after the first eighth), then sleep.
  *            Each call site (return address) remembers its last waits and
  *            arrival intervals: when they were long, the rank sleeps
- *            in one piece until shortly before the expected completion and
- *            polls with the shortest sleep from there; past that (or with no
- *            history) sleeps double, each at most 1/8 of the time already
- *            waited and at most cap_ns. The relative bound keeps the added
- *            delay proportional to the wait; the cap keeps idle ranks cheap.
+ *            (in pieces of at most cap_ns) until shortly before the expected
+ *            completion and polls with the shortest sleep from there; past
+ *            that (or with no history) sleeps double, each at most 1/8 of
+ *            the time already waited and at most cap_ns. The relative bound
+ *            keeps the added delay proportional to the wait; the cap keeps
+ *            idle ranks cheap.
  *   auto     backoff whose cap is tuned per call site after every wait so
  *            the delay noticed after completion stays under target x wait.
  * All policy state is per thread (TLS): no locks on the wait path.
@@ -179,7 +180,12 @@ static int64_t pause_ns(struct plan *p, int64_t elapsed)
          * jitter in the pattern still land before the expected completion. */
         int64_t wake = p->expect - p->expect / 16 - 2 * ts.oversleep_ns - 20000;
         if (elapsed < wake) {
+            /* In pieces of at most the cap: a pattern that changes (a
+             * message far earlier than the history says) is noticed
+             * within one cap, not at the old expected time. */
             int64_t d = wake - elapsed - ts.oversleep_ns;
+            if (d > cap)
+                d = cap;
             return d > POLL_NS ? d : POLL_NS;
         }
         if (elapsed < p->expect + p->expect / 4 + 100000)
