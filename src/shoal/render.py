@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 
-def _scaled(value: float, unit: str, steps: list[tuple[float, str]]) -> str:
+def _scaled(value: float | None, unit: str, steps: list[tuple[float, str]]) -> str:
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return "-"
     for factor, prefix in steps:

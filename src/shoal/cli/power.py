@@ -18,6 +18,7 @@ import sys
 import time
 from dataclasses import asdict
 
+from shoal import render as pretty
 from shoal.errors import ShoalError
 
 ORDER = 40
@@ -180,26 +181,6 @@ def measure(command: list[str], args) -> int:
     return exit_code
 
 
-def format_power(watts: float | None) -> str:
-    """Watts for people: mW below 1 W, kW from 1000 W."""
-    if watts is None:
-        return "-"
-    for scale, unit in ((1e3, "kW"), (1.0, "W"), (1e-3, "mW")):
-        if abs(watts) >= scale:
-            return f"{watts / scale:.3f} {unit}"
-    return f"{watts * 1e3:.3f} mW"
-
-
-def format_energy(joules: float | None) -> str:
-    """Joules for people: mJ below 1 J, kJ from 1000 J."""
-    if joules is None:
-        return "-"
-    for scale, unit in ((1e3, "kJ"), (1.0, "J"), (1e-3, "mJ")):
-        if abs(joules) >= scale:
-            return f"{joules / scale:.3f} {unit}"
-    return f"{joules * 1e3:.3f} mJ"
-
-
 def render(summary: dict) -> None:
     from rich.console import Console
     from rich.table import Table
@@ -217,9 +198,9 @@ def render(summary: dict) -> None:
         coverage = f"{r['coverage'] * 100:.1f}%" + (" partial" if r["partial"] else "")
         kind = r["kind"] if r["kind"] == "measured" else f"[yellow]{r['kind']}[/]"
         channel = f"{r['source']}/{r['channel']}" + (f" (in {r['part_of']})" if r["part_of"] else "")
-        cells = [r["node"], channel, r["domain"], kind, format_energy(r["energy_J"]),
-                 format_power(r["mean_power_W"]), format_power(r["peak_power_W"])]
-        cells += [format_energy(r["energy_above_idle_J"])] if with_idle else []
+        cells = [r["node"], channel, r["domain"], kind, pretty.joules(r["energy_J"]),
+                 pretty.watts(r["mean_power_W"]), pretty.watts(r["peak_power_W"])]
+        cells += [pretty.joules(r["energy_above_idle_J"])] if with_idle else []
         table.add_row(*cells, coverage)
     if summary["sources"]:
         console.print(table)
