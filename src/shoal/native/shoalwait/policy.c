@@ -10,7 +10,7 @@
  *            Each call site (return address) remembers its last waits and
  *            arrival intervals: when they were long, the rank sleeps
  *            (in pieces of at most cap_ns) until shortly before the expected
- *            completion and polls with the shortest sleep from there; past
+ *            completion, and tests and yields from there; past
  *            that (or with no history) sleeps double, each at most 1/8 of
  *            the time already waited and at most cap_ns. The relative bound
  *            keeps the added delay proportional to the wait; the cap keeps
@@ -188,8 +188,11 @@ static int64_t pause_ns(struct plan *p, int64_t elapsed)
                 d = cap;
             return d > POLL_NS ? d : POLL_NS;
         }
+        /* Around the expected time: test and yield, do not sleep. A wake-up
+         * from sleep can take hundreds of µs on a busy or virtual machine;
+         * the guard above is slept through, this window is not. */
         if (elapsed < p->expect + p->expect / 4 + 100000)
-            return POLL_NS;
+            return -1;
     }
     int64_t d = p->next;
     if (d < cap)
