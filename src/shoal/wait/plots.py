@@ -36,6 +36,7 @@ def plot_all(run: Run) -> list[Path]:
             ax.set_ylabel("CPU load (%)")
             ax.set_ylim(bottom=0)
             ax.legend(fontsize=7, ncol=3)
+        fig.tight_layout()
         written += _save(fig, run, "waitlab_A_load")
         plt.close(fig)
 
@@ -52,6 +53,7 @@ def plot_all(run: Run) -> list[Path]:
             ax.set_xlabel("gap between messages (s)")
             ax.set_ylabel("reaction time (s)")
             ax.legend(fontsize=7, ncol=3)
+        fig.tight_layout()
         written += _save(fig, run, "waitlab_D_reaction")
         plt.close(fig)
 
