@@ -6,7 +6,7 @@
  *   sleep    a fixed clock_nanosleep
  *   linear   dmin, dmin+dstep, ... up to dmax, restarting at dmin on every
  *            call (the receiver of 003's Figure 3)
- *   backoff  spin for spin_ns (yielding after the first eighth), then sleep.
+ *   backoff  spin for spin_ns, then sleep.
  *            Each call site (return address) remembers its last waits and
  *            arrival intervals: when they were long, the rank sleeps
  *            (in pieces of at most cap_ns) until shortly before the expected
@@ -169,10 +169,11 @@ static int64_t pause_ns(struct plan *p, int64_t elapsed)
     default:
         break;
     }
-    /* Spin: plain tests first; then yield between tests, so that on a
-     * shared core the rank being waited for gets to run sooner. */
+    /* Spin with plain tests. (Yielding here was tried: when a yield costs
+     * more than the spin, ping-pong partners settle into yielding on every
+     * message, 30x slower.) */
     if (elapsed < p->spin)
-        return elapsed < p->spin / 8 ? 0 : -1;
+        return 0;
     int64_t cap = sw_cfg.mode == SW_AUTO ? p->site->cap_ns : sw_cfg.cap_ns;
     double rel = sw_cfg.mode == SW_AUTO ? sw_cfg.target : 0.125;
     if (p->expect > 0) {
