@@ -42,7 +42,7 @@ def test_bench_writes_tidy_results_with_checked_bytes(tmp_path, kind):
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["status"] == "complete"
     assert manifest["mpi"]["kind"] == kind
-    assert manifest["jobs"]["local"]["ranks"] == 2
+    assert manifest["jobs"]["local/1/2"]["ranks"] == 2
     assert manifest["host"]["cpus"] >= 1
 
 

@@ -6,6 +6,7 @@ import json
 import subprocess
 
 import pandas as pd
+import pytest
 
 from bench_cli import shoal
 
@@ -52,7 +53,21 @@ def test_node_count_sweep_on_emulated_minnowboards(tmp_path):
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["clusters"]["3xminnowboard"]["mode"] == "emulated"
     assert [n["profile"] for n in manifest["clusters"]["3xminnowboard"]["nodes"]] == ["minnowboard"] * 3
-    hosts = manifest["jobs"]["3xminnowboard"]["hosts"]
+    hosts = manifest["jobs"]["3xminnowboard/3/3"]["hosts"]
     assert hosts[0].startswith("minnowboard")
     # The cluster is gone when the command ends.
     assert _shoal_namespaces() == before
+
+
+def test_per_node_share_of_collective_time(tmp_path):
+    out = tmp_path / "run"
+    proc = shoal("bench", "--emulate", "2xnuc+1xrpi0w", "--nodes", "3",
+                 "--tests", "mpbench.allreduce,mpbench.bcast,imb.Barrier,imb.PingPong", "--sizes", "8,4K",
+                 "--budget", "0.4", "--ci", "0.1", "--min-reps", "3", "--out", str(out), timeout=900)
+    assert proc.returncode == 0, proc.stderr
+    shares = pd.read_csv(out / "heterogeneity.csv")
+    assert sorted(shares["node"]) == ["nuc1", "nuc2", "rpi0w1"]
+    assert shares["points"].eq(5).all()  # the collective points only, not PingPong
+    assert shares["mean_share"].sum() == pytest.approx(1.0)
+    assert shares["largest_share_in"].sum() == 5
+    assert list(shares["share_vs_equal"]) == pytest.approx(list(3 * shares["mean_share"]))

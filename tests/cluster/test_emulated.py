@@ -182,3 +182,15 @@ def test_cli_up_status_down_roundtrip():
         down = subprocess.run([sys.executable, "-m", "shoal", "cluster", "down", cluster_id],
                               capture_output=True, text=True)
     assert down.returncode == 0 and state.read(cluster_id) is None
+
+
+def test_matrix_names_the_slow_device_of_a_mixed_cluster(tmp_path):
+    # A Pi Zero W (its own Wi-Fi link profile) among two NUCs on gigabit Ethernet.
+    proc = subprocess.run([sys.executable, "-m", "shoal", "cluster", "matrix", "--emulate",
+                           "2xnuc+1xrpi0w", "--bytes", str(4 << 20), "--json"],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert len(result["pairs"]) == 3
+    assert [n["node"] for n in result["slow_nodes"]] == ["rpi0w1"]
+    assert result["slow_nodes"][0]["bandwidth_Bps"] * 2 < result["slow_nodes"][0]["others_bandwidth_Bps"]

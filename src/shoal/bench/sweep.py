@@ -231,11 +231,11 @@ class Sweep:
     # -- writing ----------------------------------------------------------------
     def _note_hello(self, config: Config, record: dict[str, Any]) -> None:
         seen = self.run.manifest.get("jobs", {})
-        if config.label not in seen:
-            seen[config.label] = {"ranks": record.get("ranks"), "hosts": record.get("hosts"),
-                                  "mpi_library": record.get("mpi_library"),
-                                  "timer": record.get("timer"),
-                                  "timer_resolution_s": record.get("timer_resolution_s")}
+        key = job_key(config.label, config.nodes, config.ranks)
+        if key not in seen:
+            seen[key] = {"ranks": record.get("ranks"), "hosts": record.get("hosts"),
+                         "mpi_library": record.get("mpi_library"), "timer": record.get("timer"),
+                         "timer_resolution_s": record.get("timer_resolution_s")}
             self.run.update_manifest(jobs=seen)
 
     def _record_point(self, config: Config, record: dict[str, Any]) -> None:
@@ -298,3 +298,8 @@ def _kill(proc: subprocess.Popen) -> None:
             proc.wait(timeout=5)
     except ProcessLookupError:
         pass
+
+
+def job_key(label: str, nodes: int, ranks: int) -> str:
+    """How a configuration's job facts are keyed in the manifest's ``jobs``."""
+    return f"{label}/{nodes}/{ranks}"

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from shoal import render
-from shoal.bench import runner
+from shoal.bench import heterogeneity, runner
 from shoal.bench.sizes import DEFAULT_SIZES, QUICK_SIZES, parse_size
 from shoal.bench.sweep import Options
 from shoal.cli._progress import Progress
@@ -136,11 +136,15 @@ def run(args: argparse.Namespace) -> int:
         runner.execute(run_dir, plan, events)
     rows = run_dir.rows("results")
     failures = run_dir.rows("failures")
+    shares = heterogeneity.write(run_dir) if request.on_cluster else []
     if args.json:
-        print(json.dumps({"run": str(run_dir.path), "results": rows, "failures": failures},
-                         indent=1, default=str))
+        print(json.dumps({"run": str(run_dir.path), "results": rows, "failures": failures,
+                          "collective_share": shares}, indent=1, default=str))
     else:
         _summary(rows, failures)
+        if shares:
+            print("per-node share of the collective time: heterogeneity.csv "
+                  "(slow links and devices: shoal cluster matrix)")
         print(f"results: {run_dir.path}")
     return 0 if not failures else 1
 

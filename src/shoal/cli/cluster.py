@@ -146,12 +146,18 @@ def _matrix(args) -> int:
     with clusters.open(emulate=args.emulate, link=args.link, inventory=args.cluster,
                        attach_to=args.attach, host_speed=args.host_speed, calibrate=False) as c:
         rows = matrix.measure(c, mpi, bw_total_B=args.bytes)
+    slow = matrix.slow_nodes(rows)
     if args.json:
-        print(json.dumps(rows, indent=1))
+        print(json.dumps({"pairs": rows, "slow_nodes": slow}, indent=1))
         return 0
     lat, bw = matrix.as_tables(rows)
     print("one-way latency (us)")
     print((lat * 1e6).round(1).to_string(na_rep="-"))
     print("\nbandwidth (Mbit/s)")
     print((bw * 8 / 1e6).round(2).to_string(na_rep="-"))
+    for node in slow:
+        print(f"\nslow: {node['node']}: median {node['bandwidth_Bps'] * 8 / 1e6:.1f} Mbit/s and "
+              f"{node['latency_s'] * 1e6:.1f} us to the others, against "
+              f"{node['others_bandwidth_Bps'] * 8 / 1e6:.1f} Mbit/s and "
+              f"{node['others_latency_s'] * 1e6:.1f} us for the rest")
     return 0

@@ -53,6 +53,35 @@ def as_tables(rows: list[dict]):
     return lat, bw
 
 
+# A node stands out when its median to the others is this many times worse
+# than the median of the other nodes' medians.
+STANDS_OUT = 2.0
+
+
+def slow_nodes(rows: list[dict]) -> list[dict]:
+    """Nodes whose links to every other node are clearly slower than the rest's.
+
+    For each node, the median latency and bandwidth of its pairs; a node
+    whose median bandwidth is below 1/STANDS_OUT, or whose median latency is
+    above STANDS_OUT times, the typical node's is reported with both numbers.
+    """
+    import statistics
+
+    lat, bw = as_tables(rows)
+    if len(lat) < 3:
+        return []  # with two nodes there is no "rest" to compare with
+    med_lat = {n: statistics.median(lat.loc[n].dropna()) for n in lat.index}
+    med_bw = {n: statistics.median(bw.loc[n].dropna()) for n in bw.index}
+    out = []
+    for n in lat.index:
+        others_lat = statistics.median(v for m, v in med_lat.items() if m != n)
+        others_bw = statistics.median(v for m, v in med_bw.items() if m != n)
+        if med_bw[n] * STANDS_OUT < others_bw or med_lat[n] > STANDS_OUT * others_lat:
+            out.append({"node": n, "latency_s": med_lat[n], "others_latency_s": others_lat,
+                        "bandwidth_Bps": med_bw[n], "others_bandwidth_Bps": others_bw})
+    return out
+
+
 def collective_share(rank_time_s: Sequence[float], rank_node: Sequence[str]) -> dict[str, dict]:
     """Per-node share of a collective's time, from each rank's mean time in it.
 
