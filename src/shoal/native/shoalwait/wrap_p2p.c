@@ -77,12 +77,30 @@ int sw_recv(const void *site, void *buf, int count, MPI_Datatype type, int sourc
     return sw_finish(F_RECV, site, rc, &req, status);
 }
 
+/* The size of the last datatype sent by this thread. A stale entry (a
+ * handle freed and reused for another type) only changes whether a send is
+ * rewritten, never what it does. */
+static __thread MPI_Datatype last_type __attribute__((tls_model("initial-exec")));
+static __thread int last_size __attribute__((tls_model("initial-exec")));
+
+static int type_size(MPI_Datatype type, int *size)
+{
+    if (type != last_type || last_size <= 0) {
+        int rc = PMPI_Type_size(type, &last_size);
+        if (rc != MPI_SUCCESS)
+            return rc;
+        last_type = type;
+    }
+    *size = last_size;
+    return MPI_SUCCESS;
+}
+
 int sw_send(const void *site, int fn, const void *buf, int count, MPI_Datatype type, int dest,
             int tag, MPI_Comm comm)
 {
     int size = 0;
     /* Sends below the eager limit return at once: not worth a request. */
-    if (sw_active(fn) && fn == F_SEND && PMPI_Type_size(type, &size) == MPI_SUCCESS &&
+    if (sw_active(fn) && fn == F_SEND && type_size(type, &size) == MPI_SUCCESS &&
         (int64_t)size * count < sw_cfg.send_eager_B)
         SW_PASS(fn, PMPI_Send(buf, count, type, dest, tag, comm));
     if (!sw_active(fn))
