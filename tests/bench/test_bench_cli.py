@@ -158,7 +158,9 @@ def test_power_model_gives_energy_per_point(tmp_path):
     duration = results["t_end_mono_s"] - results["t_start_mono_s"]
     assert ((results["energy_J"] - results["power_mean_W"] * duration).abs()
             <= 0.02 * results["energy_J"]).all()
-    ops = results["reps"] * results["inner"]
+    ops = results["reps"] * results["ops_per_rep"]
+    pingpong = results[results["test"] == "imb.PingPong"]
+    assert (pingpong["ops_per_rep"] == 2 * pingpong["inner"]).all()
     assert results["energy_per_op_J"].values == pytest.approx((results["energy_J"] / ops).values)
     bw = results[results["metric"] == "bandwidth"]
     assert bw["bandwidth_per_W"].values == pytest.approx(

@@ -15,7 +15,7 @@ from shoal.bench.stats import summarize
 
 RESULT_COLUMNS = [
     "point_id", "config", "nodes", "ranks", "suite", "test", "size_B", "metric",
-    "bytes_per_op_B", "inner", "reps", "converged", "stop", "ci_rel",
+    "bytes_per_op_B", "inner", "ops_per_rep", "reps", "converged", "stop", "ci_rel",
     "time_median_s", "time_mean_s", "time_min_s", "time_max_s", "time_p90_s",
     "time_ci_low_s", "time_ci_high_s",
     "bandwidth_median_Bps", "rate_median_Hz",
@@ -52,6 +52,8 @@ def result_row(record: dict[str, Any], config: str, nodes: int, wait_mode: str =
         "metric": record.get("metric", ""),
         "bytes_per_op_B": bytes_per_op,
         "inner": record.get("inner", ""),
+        # Operations timed per repetition: inner, or 2 x inner for a ping-pong's half round trips.
+        "ops_per_rep": record.get("ops_per_rep") or record.get("inner", 1),
         "reps": stats.n,
         "converged": bool(record.get("converged")),
         "stop": record.get("stop", ""),
@@ -89,7 +91,7 @@ def add_energy(row: dict[str, Any], energy: dict[str, Any] | None) -> None:
     if not energy:
         return
     duration = float(row["t_end_mono_s"]) - float(row["t_start_mono_s"])
-    ops = float(row["reps"]) * float(row["inner"] or 1)
+    ops = float(row["reps"]) * float(row["ops_per_rep"] or 1)
     energy_J = float(energy["energy_J"])
     power_W = float(energy["mean_power_W"])
     row["power_source"] = energy.get("source", "")

@@ -78,6 +78,11 @@ def main(argv: list[str] | None = None) -> int:
         if not getattr(args, "func", None):
             parser.print_help()
             return 0
+        if getattr(args, "emulate", None):
+            from shoal.cluster import userns
+
+            if userns.needed():
+                userns.reexec(argv)
         return int(args.func(args) or 0)
     except ShoalError as exc:
         if debug:

@@ -41,8 +41,9 @@ def _address(index: int) -> str:
 
 def _check_root() -> None:
     if os.geteuid() != 0:
-        raise ShoalError("emulated clusters need root for network namespaces and cgroups "
-                         "(run as root, e.g. with sudo; unprivileged emulation is not supported yet)")
+        raise ShoalError("emulated clusters need root, or --emulate on a command that runs ranks "
+                         "(which moves into a user namespace of its own); 'shoal cluster up' "
+                         "keeps a cluster after the command and needs root")
     for tool in ("unshare", "tc"):
         if not any(Path(p, tool).exists() for p in os.environ.get("PATH", "").split(":") + ["/usr/sbin", "/sbin"]):
             raise ShoalError(f"'{tool}' not found; install util-linux and iproute2")
