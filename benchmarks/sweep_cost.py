@@ -27,7 +27,7 @@ import pandas as pd
 # stop at 1 MiB by default, its point-to-point tests at 4 MiB.
 PAIRS = {
     "osu_latency": ("imb.PingPong", 4 << 20),
-    "osu_bw": ("mpbench.bandwidth", 4 << 20),
+    "osu_bw": ("imb.Uniband", 4 << 20),
     "osu_bibw": ("mpbench.bibw", 4 << 20),
     "osu_bcast": ("imb.Bcast", 1 << 20),
     "osu_reduce": ("imb.Reduce", 1 << 20),

@@ -14,6 +14,8 @@ double bytes_2size(const sb_ctx *c);
 double bytes_4size(const sb_ctx *c);
 double bytes_zero(const sb_ctx *c);
 void stream_ack_kernel(sb_ctx *c, long inner);  /* MPBench bandwidth: ack inside the timer */
+#define IMB_WINDOW 64                            /* IMB Uniband's window of messages in flight */
+void window_kernel(sb_ctx *c, long inner);      /* IMB Uniband: windowed nonblocking sends */
 void stream_kernel(sb_ctx *c, long inner);      /* MPBench latency: ack after the timer */
 void stream_complete(sb_ctx *c);
 long stream_verify(const sb_ctx *c);

@@ -45,6 +45,10 @@ const sb_test sb_tests[] = {
     {"imb.PingPong", "imb", 2, TIME, "size",
      "rank 0 sends, rank 1 echoes; time per op is half a round trip",
      RANK0, 2, pair_setup, NULL, bytes_size, pingpong_kernel, NULL, NULL, pair_verify},
+    {"imb.Uniband", "imb", 2, BW, "size",
+     "rank 0 keeps windows of 64 MPI_Isend to rank 1 in flight (Waitall, then a 4-byte ack per "
+     "window); one operation is one message",
+     RANK0, IMB_WINDOW, pair_setup, NULL, bytes_size, window_kernel, NULL, NULL, stream_verify},
     {"imb.Sendrecv", "imb", 2, TIME, "2*size",
      "periodic chain: every rank MPI_Sendrecv's size bytes to the right and from the left",
      MAX, 1, chain_setup, NULL, bytes_2size, sendrecv_kernel, NULL, NULL, sendrecv_verify},
