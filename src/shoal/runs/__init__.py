@@ -1,0 +1,1 @@
+"""Run directories: the one place that knows where results live."""
