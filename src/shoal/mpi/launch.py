@@ -92,7 +92,8 @@ class Job:
         _, env = self.command()
         merged = dict(os.environ)
         merged.update(env)
-        merged.update(self.rank_env)
+        # Ranks get rank_env through -genv/-x; a preload meant for them stays off the launcher.
+        merged.update({k: v for k, v in self.rank_env.items() if k != "LD_PRELOAD"})
         # The MPI's own tools first on PATH, so helpers it spawns are its own.
         merged["PATH"] = f"{self.mpi.bindir}{os.pathsep}{merged.get('PATH', '')}"
         return merged
