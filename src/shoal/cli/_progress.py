@@ -17,16 +17,18 @@ class Progress:
     def __enter__(self) -> Events:
         if self.quiet or not sys.stderr.isatty():
             return self._plain_events()
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+        from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+        from rich.progress import Progress as Bar
 
-        self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+        self.bar = Bar(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                             TimeElapsedColumn(), transient=True)
         self.bar.start()
         task = self.bar.add_task("starting", total=self.total, completed=self.done)
 
         def started(config, point):
+            where = f"{config.nodes} nodes, " if config.nodes > 1 else ""
             self.bar.update(task, description=f"{point.test} {render.byte_size(point.size_B)} "
-                                              f"x{config.ranks}")
+                                              f"({where}{config.ranks} ranks)")
 
         def advance(*_):
             self.bar.advance(task)
