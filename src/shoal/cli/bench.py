@@ -35,7 +35,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--min-reps", type=int, default=None, help="repetitions before the CI is judged (default 10)")
     p.add_argument("--max-reps", type=int, default=None, help="repetitions per point at most (default 100000)")
     p.add_argument("--rep-time", type=float, default=None,
-                   help="target seconds per repetition; sets inner iterations (default 1e-3)")
+                   help="target seconds per repetition; sets inner iterations (default 2e-4)")
     p.add_argument("--warmup", type=int, default=None, help="untimed warm-up repetitions (default 2)")
     p.add_argument("--flush", default="0", help="flush caches between repetitions with a buffer this big (e.g. 16M)")
     p.add_argument("--check", action="store_true", help="verify every received byte")
