@@ -208,7 +208,10 @@ def calibrate(groups: list[str], cores: int, target_fraction: float) -> dict:
     iterations per CPU second, averaged over one worker per device core.
     """
     workers = max(1, min(cores, len(host_cpus())))
-    runs = kernel_runs(workers, groups)
+    # Measure over 20 CFS periods at least: tiny budgets have long periods, and
+    # a window of a few periods mostly measures where it started in one.
+    _, period_us = quota_period(cores * target_fraction)
+    runs = kernel_runs(workers, groups, window_s=max(0.5, 20 * period_us / 1e6))
     host_rate = sum(c for c, _, _ in runs) / sum(cpu for _, _, cpu in runs)
     achieved = sum(c / w for c, w, _ in runs) / len(runs) / host_rate
     return {"host_iterations_per_cpu_s": host_rate, "workers": workers,
