@@ -112,21 +112,21 @@ def check_cgroups() -> list[Finding]:
 
 
 def check_power() -> list[Finding]:
-    """Measured power sources found here, and why the others are missing."""
-    from shoal.power import spec
+    """Power sources found here, why others are missing, and what ``auto`` picks."""
+    from shoal.power import registry, spec
 
-    found, missing = spec.detect()
+    entries = registry.describe_sources()
+    sensors = any(e["available"] for e in entries if e["name"] in spec.SENSOR_KINDS)
     findings = []
-    for source in found:
-        findings.append(Finding(f"power: {source.label}", True,
-                                ", ".join(f"{ch.name} ({ch.domain})" for ch in source.channels)))
-        source.close()
-    for kind, reason in missing.items():
-        findings.append(Finding(f"power: {kind}", False, "not found", reason))
-    if not found:
-        findings.append(Finding("power: fallback", True,
-                                "no sensor: energy will be modelled from CPU use and a device "
-                                "profile, and labelled modelled"))
+    for e in entries:
+        if e["name"] == "auto":
+            area = "power: auto" if sensors else "power: fallback"
+            findings.append(Finding(area, True, e["detail"]))
+        elif e["available"]:
+            findings.append(Finding(f"power: {e['name']}", True, e["detail"], e["fix"]))
+        else:
+            findings.append(Finding(f"power: {e['name']}", False, "not found",
+                                    f"{e['detail']} — {e['fix']}"))
     return findings
 
 

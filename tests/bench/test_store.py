@@ -40,3 +40,10 @@ def test_reopened_run_appends_under_existing_header(tmp_path):
 def test_open_rejects_non_run_directory(tmp_path):
     with pytest.raises(ShoalError, match="not a shoal run"):
         Run.open(tmp_path)
+
+
+def test_rewrite_replaces_a_derived_table(tmp_path):
+    run = Run.create("bench", [], tmp_path / "r")
+    run.rewrite("derived", [{"a": 1}], columns=["a"])
+    run.rewrite("derived", [{"b": 2}, {"b": 3}], columns=["b"])
+    assert run.rows("derived") == [{"b": "2"}, {"b": "3"}]

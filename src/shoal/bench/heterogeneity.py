@@ -55,7 +55,7 @@ def analyse(run: Run) -> list[dict[str, Any]]:
 
 
 def write(run: Run) -> list[dict[str, Any]]:
+    """(Re)write heterogeneity.csv from all results so far: it is derived, not appended."""
     rows = analyse(run)
-    if rows and not run.table_path("heterogeneity").exists():
-        run.append("heterogeneity", rows, columns=COLUMNS)
+    run.rewrite("heterogeneity", rows, columns=COLUMNS)
     return rows

@@ -12,6 +12,7 @@ import math
 from typing import Any
 
 from shoal.bench.stats import summarize
+from shoal.power import efficiency
 
 RESULT_COLUMNS = [
     "point_id", "config", "nodes", "ranks", "suite", "test", "size_B", "metric",
@@ -102,12 +103,13 @@ def add_energy(row: dict[str, Any], energy: dict[str, Any] | None) -> None:
     idle = energy.get("idle_power_W")
     if idle not in (None, ""):
         row["idle_power_W"] = float(idle)
-        row["energy_net_J"] = max(0.0, energy_J - float(idle) * duration)
+        row["energy_net_J"] = max(0.0, efficiency.above_idle(energy_J, float(idle), duration))
     if ops > 0:
-        row["energy_per_op_J"] = energy_J / ops
-    if ops > 0 and row["bytes_per_op_B"]:
-        row["energy_per_B_J"] = energy_J / (ops * float(row["bytes_per_op_B"]))
+        row["energy_per_op_J"] = efficiency.energy_per_op(energy_J, ops)
+        if row["bytes_per_op_B"]:
+            row["energy_per_B_J"] = efficiency.energy_per_byte(energy_J, ops * float(row["bytes_per_op_B"]))
     if power_W > 0:
+        # Per watt of the point's mean power: (B/s)/W and (1/s)/W.
         if row["bandwidth_median_Bps"] != "":
             row["bandwidth_per_W"] = float(row["bandwidth_median_Bps"]) / power_W
         row["rate_per_W"] = float(row["rate_median_Hz"]) / power_W

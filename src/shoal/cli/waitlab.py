@@ -85,8 +85,8 @@ def run(args) -> int:
     try:
         with Progress(transient=True) as progress:
             task = progress.add_task("waitlab", total=total)
-            rows = lab.run_lab(record, mpis, experiments, modes, args.quick, not args.no_native,
-                               session, on_done=lambda row: progress.advance(task))
+            lab.run_lab(record, mpis, experiments, modes, args.quick, not args.no_native,
+                        session, on_done=lambda row: progress.advance(task))
     except KeyboardInterrupt:
         record.finish("interrupted")
         raise Interrupted(f"interrupted; finished runs are in {record.path} "

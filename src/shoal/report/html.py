@@ -61,7 +61,7 @@ def table_html(rows: list[dict[str, Any]], columns: list[str], modelled: set[str
 
 
 def page(title: str, intro: str, sections: list[Section]) -> str:
-    parts = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
+    parts = ["<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
              f"<title>{html.escape(title)}</title><style>{STYLE}</style></head><body>",
              f"<h1>{html.escape(title)}</h1>", intro]
     for section in sections:

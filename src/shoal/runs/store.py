@@ -148,6 +148,12 @@ class Run:
             fh.flush()
             os.fsync(fh.fileno())
 
+    def rewrite(self, table: str, rows: Iterable[dict[str, Any]], columns: list[str]) -> None:
+        """Replace a derived table (one computed from the others) as a whole."""
+        self.table_path(table).unlink(missing_ok=True)
+        self._columns.pop(table, None)
+        self.append(table, rows, columns=columns)
+
     def rows(self, table: str) -> list[dict[str, str]]:
         path = self.table_path(table)
         if not path.exists():

@@ -56,13 +56,12 @@ def _point(row: pd.Series, metric: str) -> dict[str, Any]:
     }
 
 
-def _idle_fraction(manifest: dict[str, Any], label: str) -> float | None:
+def _idle_fraction(manifest: dict[str, Any]) -> float | None:
     """Woo-Lee k of the cluster's devices: idle over busy watts of their profile."""
-    cluster = manifest.get("clusters", {})
-    for described in cluster.values():
+    reference = manifest.get("reference")
+    for described in manifest.get("clusters", {}).values():
         profiles = described.get("profiles", {})
-        names = {n["profile"] for n in described.get("nodes", [])
-                 if not n["name"].startswith(manifest.get("reference", "\0"))}
+        names = {n["profile"] for n in described.get("nodes", []) if n["profile"] != reference}
         for name in names:
             p = profiles.get(name)
             if p and p.get("busy_W"):
@@ -180,7 +179,7 @@ def analyse(run: Run) -> dict[str, Any]:
     if frame.empty:
         raise ShoalError(f"{run.path} has no measured points yet; run or resume the study first")
     label = manifest.get("cluster_label") or frame["config"].iloc[0]
-    k = _idle_fraction(manifest, label)
+    k = _idle_fraction(manifest)
     tests = [analyse_test(frame, t, label, k) for t in sorted(frame["test"].unique())]
     fits = {t["test"]: t["_fit"] for t in tests if "_fit" in t}
     overall = model.overall_optimum(fits).to_dict() if fits else _no_overall(tests)
