@@ -22,7 +22,7 @@ static const char usage[] =
     "  --budget S       at most S seconds per point (default 1.0)\n"
     "  --min-reps N     at least N measured repetitions (default 10)\n"
     "  --max-reps N     at most N measured repetitions (default 100000)\n"
-    "  --rep-time S     calibrate one repetition to about S seconds (default 0.001)\n"
+    "  --rep-time S     calibrate one repetition to about S seconds (default 0.0002)\n"
     "  --inner N        force N operations per repetition (no calibration)\n"
     "  --warmup N       untimed repetitions before measuring (default 2)\n"
     "  --flush BYTES    write BYTES of memory between repetitions to evict caches (default 0: off)\n"

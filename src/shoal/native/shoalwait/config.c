@@ -229,4 +229,9 @@ void sw_configure(void)
             die("SHOAL_WAIT_TELEMETRY is too long a path");
         strcpy(sw_cfg.telemetry_dir, dir);
     }
+    sw_cfg.timed = sw_cfg.telemetry_dir[0] != '\0';
+    for (int fn = 0; fn < F_COUNT; fn++)
+        if (sw_cfg.mode != SW_BUSY && (sw_cfg.classes & sw_fn_class[fn]))
+            sw_cfg.active |= 1u << fn;
+    sw_cfg.wrapped = sw_cfg.timed ? ~0u : sw_cfg.active;
 }

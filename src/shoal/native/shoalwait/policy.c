@@ -45,6 +45,7 @@ struct site {
     int ni;
     int64_t last_lb;           /* lower bound of the last arrival (abs ns), 0: unknown */
     int64_t cap_ns;            /* auto: this site's current cap */
+    int spins;                 /* the next wait starts with a spin (see spins()) */
 };
 
 struct thread_state {
@@ -56,6 +57,8 @@ struct thread_state {
 /* initial-exec: the library is preloaded, so its TLS is static and every
  * access is a plain offset instead of a __tls_get_addr call on the fast path. */
 static __thread struct thread_state ts __attribute__((tls_model("initial-exec")));
+
+static int spins(const struct site *s);
 
 static struct site *site_for(const void *key)
 {
@@ -69,6 +72,7 @@ static struct site *site_for(const void *key)
         s->ni = 0;
         s->last_lb = 0;
         s->cap_ns = sw_cfg.cap_ns;
+        s->spins = spins(s);
     }
     return s;
 }
@@ -124,6 +128,33 @@ static void remember(struct site *s, int64_t wait_ns, int64_t notice_ns, int64_t
         if (s->cap_ns > sw_cfg.cap_ns)
             s->cap_ns = sw_cfg.cap_ns;
     }
+    s->spins = spins(s);
+}
+
+/* remember() of a wait that ended within its pure tests, without the
+ * stores when the history already says so (a steady stream of short waits). */
+static inline void remember_short(struct site *s)
+{
+    if (s->n == HISTORY && !(s->recent[0] | s->recent[1] | s->recent[2] | s->last_lb))
+        return;
+    remember(s, 0, -1, 0, 0);
+}
+
+/* Tests made before the clock is first read. A clock read costs about as
+ * much as a test (~40 ns in a VM) and the fast path is what ping-pong
+ * latency sees: a wait that completes within these tests (a few µs) reads
+ * no clock at all unless telemetry is on. Where waits are long, or the mode
+ * pauses from the first failed test, one test comes before the clock. */
+#define PURE_TESTS 64
+
+/* Spin only where waits are short or unknown: a long expected wait is
+ * better slept through than spun away. */
+static int spins(const struct site *s)
+{
+    if (sw_cfg.mode != SW_BACKOFF && sw_cfg.mode != SW_AUTO)
+        return 0;   /* the fixed policies pause from the first failed test */
+    int64_t w = s->n ? shortest(s->recent, s->n) : 0;
+    return w == 0 || w <= 4 * sw_cfg.spin_ns;
 }
 
 struct plan {
@@ -134,16 +165,11 @@ struct plan {
     int64_t linear;   /* next linear sleep */
 };
 
-static void plan_start(struct plan *p, const void *key)
+static void plan_start(struct plan *p, struct site *site)
 {
-    p->site = site_for(key);
+    p->site = site;
     p->expect = 0;   /* set by plan_clock() once the clock is read */
-    /* Spin only where waits are short or unknown: a long expected wait is
-     * better slept through than spun away. */
-    int64_t w = p->site->n ? shortest(p->site->recent, p->site->n) : 0;
-    p->spin = (w == 0 || w <= 4 * sw_cfg.spin_ns) ? sw_cfg.spin_ns : 0;
-    if (sw_cfg.mode != SW_BACKOFF && sw_cfg.mode != SW_AUTO)
-        p->spin = 0;   /* the fixed policies pause from the first failed test */
+    p->spin = site->spins ? sw_cfg.spin_ns : 0;
     p->next = 1000;
     p->linear = sw_cfg.dmin_ns;
 }
@@ -208,56 +234,49 @@ static int64_t pause_ns(struct plan *p, int64_t elapsed)
     return d > POLL_NS ? d : POLL_NS;
 }
 
-void sw_slack_thread(void);
-
-/* Tests made before the clock is first read. A clock read costs about as
- * much as a test (~40 ns in a VM) and the fast path is what ping-pong
- * latency sees: a wait that completes within these tests (a few µs) reads
- * no clock at all unless telemetry is on. */
-#define PURE_TESTS 64
-
-int sw_wait(int fn, const void *site, sw_test_fn test, void *ctx)
+/* The wait after `tested` failed tests: clock, pauses, learning, telemetry. */
+static __attribute__((noinline)) int wait_slow(int fn, struct site *site, sw_test_fn test,
+                                               void *ctx, int pure, int tested)
 {
     if (!ts.slack_set) {
         ts.slack_set = 1;
         sw_slack_thread();
     }
-    const int timed = sw_cfg.telemetry_dir[0] != '\0';
-    struct sw_call call = {.notice_ns = -1};
+    const int timed = sw_cfg.timed;
+    struct sw_call call = {.notice_ns = -1, .tests = tested};
     struct plan plan;
     plan_start(&plan, site);
     int64_t start = timed ? sw_now_ns() : -1, last_fail = -1, now = start;
-    int pure = plan.spin > 0 ? PURE_TESTS : 1;
-    int done = 0, rc, clocked = 0;
+    int done = 0, rc = MPI_SUCCESS, clocked = 0;
     for (;;) {
+        if (call.tests >= pure) {   /* the last test failed: pause */
+            now = sw_now_ns();
+            if (start < 0)
+                start = now;   /* the pure spin before this is not counted */
+            if (!clocked) {
+                plan_clock(&plan, start);
+                clocked = 1;
+            }
+            last_fail = now;
+            int64_t d = pause_ns(&plan, now - start);
+            if (d < 0) {
+                sched_yield();
+                call.yields++;
+            } else if (d > 0) {
+                struct timespec req = {d / 1000000000LL, d % 1000000000LL};
+                clock_nanosleep(CLOCK_MONOTONIC, 0, &req, NULL);
+                int64_t after = sw_now_ns(), slept = after - now, over = slept - d;
+                call.sleeps++;
+                call.sleep_ns += slept;
+                call.oversleep_ns += over > 0 ? over : 0;
+                /* Exponential average (1/8) of the kernel's wake-up lateness. */
+                ts.oversleep_ns += ((over > 0 ? over : 0) - ts.oversleep_ns) / 8;
+            }
+        }
         rc = test(ctx, &done);
         call.tests++;
         if (rc != MPI_SUCCESS || done)
             break;
-        if (call.tests < pure)
-            continue;
-        now = sw_now_ns();
-        if (start < 0)
-            start = now;   /* the pure spin before this is not counted */
-        if (!clocked) {
-            plan_clock(&plan, start);
-            clocked = 1;
-        }
-        last_fail = now;
-        int64_t d = pause_ns(&plan, now - start);
-        if (d < 0) {
-            sched_yield();
-            call.yields++;
-        } else if (d > 0) {
-            struct timespec req = {d / 1000000000LL, d % 1000000000LL};
-            clock_nanosleep(CLOCK_MONOTONIC, 0, &req, NULL);
-            int64_t after = sw_now_ns(), slept = after - now, over = slept - d;
-            call.sleeps++;
-            call.sleep_ns += slept;
-            call.oversleep_ns += over > 0 ? over : 0;
-            /* Exponential average (1/8) of the kernel's wake-up lateness. */
-            ts.oversleep_ns += ((over > 0 ? over : 0) - ts.oversleep_ns) / 8;
-        }
     }
     if (start >= 0) {
         now = sw_now_ns();
@@ -268,9 +287,58 @@ int sw_wait(int fn, const void *site, sw_test_fn test, void *ctx)
             call.notice_ns = now - (last_fail >= 0 ? last_fail : start);
     }   /* else: done within the pure spin; a short wait, recorded as 0 */
     if (rc == MPI_SUCCESS)
-        remember(plan.site, call.wait_ns, call.notice_ns, call.sleeps,
+        remember(site, call.wait_ns, call.notice_ns, call.sleeps,
                  last_fail >= 0 ? last_fail : 0);
     if (timed)
         sw_record(fn, &call);
     return rc;
+}
+
+/* The fast path first: a wait that completes within its pure tests (a
+ * ping-pong partner, a message already there) costs the tests, a table
+ * lookup and a compare; everything else is wait_slow(). */
+int sw_wait(int fn, const void *key, sw_test_fn test, void *ctx)
+{
+    struct site *site = site_for(key);
+    int pure = site->spins ? PURE_TESTS : 1;
+    if (sw_cfg.timed)
+        return wait_slow(fn, site, test, ctx, pure, 0);
+    for (int tested = 0; tested < pure;) {
+        int done = 0, rc = test(ctx, &done);
+        tested++;
+        if (__builtin_expect(rc != MPI_SUCCESS || done, 0)) {
+            if (rc == MPI_SUCCESS)
+                remember_short(site);
+            return rc;
+        }
+    }
+    return wait_slow(fn, site, test, ctx, pure, pure);
+}
+
+struct one { MPI_Request *req; MPI_Status *status; };
+static int test_one(void *c, int *done)
+{
+    struct one *x = c;
+    return PMPI_Test(x->req, done, x->status);
+}
+
+/* sw_wait() on one request, with MPI_Test called directly on the fast path:
+ * the wait of every Recv, Wait, Send and collective goes through here. */
+int sw_wait_request(int fn, const void *key, MPI_Request *req, MPI_Status *status)
+{
+    struct site *site = site_for(key);
+    int pure = site->spins ? PURE_TESTS : 1;
+    struct one x = {req, status};
+    if (sw_cfg.timed)
+        return wait_slow(fn, site, test_one, &x, pure, 0);
+    for (int tested = 0; tested < pure;) {
+        int done = 0, rc = PMPI_Test(req, &done, status);
+        tested++;
+        if (__builtin_expect(rc != MPI_SUCCESS || done, 0)) {
+            if (rc == MPI_SUCCESS)
+                remember_short(site);
+            return rc;
+        }
+    }
+    return wait_slow(fn, site, test_one, &x, pure, pure);
 }

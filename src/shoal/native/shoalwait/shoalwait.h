@@ -12,6 +12,11 @@
 #include <mpi.h>
 #include <stdint.h>
 
+/* Everything declared here is internal: hidden symbols are called directly,
+ * not through the PLT (the wait path is a handful of calls per message).
+ * The MPI_* and mpi_* entry points keep the default visibility of mpi.h. */
+#pragma GCC visibility push(hidden)
+
 enum sw_mode { SW_BUSY, SW_YIELD, SW_SLEEP, SW_LINEAR, SW_BACKOFF, SW_AUTO };
 
 /* Call classes that can be switched on and off (SHOAL_WAIT_CLASSES). */
@@ -26,6 +31,7 @@ enum sw_fn {
     F_REDUCE_SCATTER, F_REDUCE_SCATTER_BLOCK,
     F_COUNT
 };
+_Static_assert(F_COUNT <= 32, "sw_config.active has a bit per function");
 extern const char *const sw_fn_names[F_COUNT];
 extern const int sw_fn_class[F_COUNT];
 
@@ -42,6 +48,10 @@ struct sw_config {
     int64_t slack_ns;       /* timer slack asked for each waiting thread */
     int64_t send_eager_B;   /* blocking sends smaller than this pass through */
     char telemetry_dir[4096];
+    /* Derived once from the above, read on every call: */
+    uint32_t active;        /* bit fn set: calls of enum sw_fn fn are rewritten */
+    uint32_t wrapped;       /* bit fn set: rewritten or timed (else straight to PMPI) */
+    int timed;              /* telemetry on: calls are timed */
 };
 extern struct sw_config sw_cfg;
 
@@ -55,7 +65,7 @@ void sw_fatal(int code, const char *fmt, ...) __attribute__((noreturn, format(pr
 
 static inline int sw_active(int fn)
 {
-    return sw_cfg.mode != SW_BUSY && (sw_cfg.classes & sw_fn_class[fn]);
+    return (sw_cfg.active >> fn) & 1;
 }
 
 /* The wait loop: call test(ctx, &done) until done, sleeping by the policy.
@@ -63,6 +73,8 @@ static inline int sw_active(int fn)
  * Returns the first non-success code of test(), else MPI_SUCCESS. */
 typedef int (*sw_test_fn)(void *ctx, int *done);
 int sw_wait(int fn, const void *site, sw_test_fn test, void *ctx);
+/* sw_wait() on one request (PMPI_Test), the common case, made lean. */
+int sw_wait_request(int fn, const void *site, MPI_Request *req, MPI_Status *status);
 
 /* Telemetry of one finished call. */
 struct sw_call {
@@ -77,7 +89,7 @@ void sw_record(int fn, const struct sw_call *call);
 /* A call that is not rewritten: straight to PMPI, timed only for telemetry. */
 #define SW_PASS(fn, call)                                                        \
     do {                                                                         \
-        if (!sw_cfg.telemetry_dir[0])                                            \
+        if (!sw_cfg.timed)                                                       \
             return call;                                                         \
         int64_t t0_ = sw_now_ns();                                               \
         int rc_ = call;                                                          \
@@ -85,11 +97,20 @@ void sw_record(int fn, const struct sw_call *call);
         sw_record(fn, &c_);                                                      \
         return rc_;                                                              \
     } while (0)
+/* At a C entry point: a call neither rewritten nor timed goes straight to
+ * PMPI as a tail call, before any frame of the library's own is set up. */
+#define SW_DIRECT(fn, call)                                                      \
+    do {                                                                         \
+        if (!((sw_cfg.wrapped >> (fn)) & 1))                                     \
+            return call;                                                         \
+    } while (0)
 void sw_telemetry_write(int rank, int size);
 void sw_slack_thread(void);   /* per-thread timer slack, once per thread */
 extern int sw_slack_errno;    /* errno of a refused PR_SET_TIMERSLACK, 0 if fine */
 extern int64_t sw_slack_got_ns;
 
 int64_t sw_now_ns(void);
+
+#pragma GCC visibility pop
 
 #endif

@@ -3,6 +3,8 @@
 #define SHOALWAIT_WRAP_H
 #include "shoalwait.h"
 
+#pragma GCC visibility push(hidden)
+
 int sw_finish(int fn, const void *site, int rc, MPI_Request *req, MPI_Status *status);
 int sw_recv(const void *site, void *buf, int count, MPI_Datatype type, int source, int tag,
             MPI_Comm comm, MPI_Status *status);
@@ -18,4 +20,5 @@ int sw_allreduce(const void *site, const void *sbuf, void *rbuf, int count, MPI_
                  MPI_Op op, MPI_Comm comm);
 int sw_reduce(const void *site, const void *sbuf, void *rbuf, int count, MPI_Datatype type,
               MPI_Op op, int root, MPI_Comm comm);
+#pragma GCC visibility pop
 #endif

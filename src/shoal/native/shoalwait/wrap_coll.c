@@ -42,22 +42,29 @@ int sw_reduce(const void *site, const void *sbuf, void *rbuf, int count, MPI_Dat
          Ireduce(sbuf, rbuf, count, type, op, root, comm, &req_));
 }
 
-int MPI_Barrier(MPI_Comm comm) { return sw_barrier(SITE, comm); }
+int MPI_Barrier(MPI_Comm comm)
+{
+    SW_DIRECT(F_BARRIER, PMPI_Barrier(comm));
+    return sw_barrier(SITE, comm);
+}
 
 int MPI_Bcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm)
 {
+    SW_DIRECT(F_BCAST, PMPI_Bcast(buf, count, type, root, comm));
     return sw_bcast(SITE, buf, count, type, root, comm);
 }
 
 int MPI_Reduce(const void *sbuf, void *rbuf, int count, MPI_Datatype type, MPI_Op op, int root,
                MPI_Comm comm)
 {
+    SW_DIRECT(F_REDUCE, PMPI_Reduce(sbuf, rbuf, count, type, op, root, comm));
     return sw_reduce(SITE, sbuf, rbuf, count, type, op, root, comm);
 }
 
 int MPI_Allreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype type, MPI_Op op,
                   MPI_Comm comm)
 {
+    SW_DIRECT(F_ALLREDUCE, PMPI_Allreduce(sbuf, rbuf, count, type, op, comm));
     return sw_allreduce(SITE, sbuf, rbuf, count, type, op, comm);
 }
 

@@ -13,13 +13,6 @@
 #define SITE __builtin_return_address(0)
 
 /* ---- test callbacks ------------------------------------------------------ */
-struct one { MPI_Request *req; MPI_Status *status; };
-static int test_one(void *c, int *done)
-{
-    struct one *x = c;
-    return PMPI_Test(x->req, done, x->status);
-}
-
 struct all { int n; MPI_Request *reqs; MPI_Status *statuses; };
 static int test_all(void *c, int *done)
 {
@@ -62,8 +55,7 @@ int sw_finish(int fn, const void *site, int rc, MPI_Request *req, MPI_Status *st
 {
     if (rc != MPI_SUCCESS)
         return rc;
-    struct one x = {req, status};
-    return sw_wait(fn, site, test_one, &x);
+    return sw_wait_request(fn, site, req, status);
 }
 
 /* ---- internal forms (C and Fortran entry points share them) -------------- */
@@ -95,13 +87,21 @@ static int type_size(MPI_Datatype type, int *size)
     return MPI_SUCCESS;
 }
 
+/* Sends below the eager limit return at once: not worth a request. */
+static inline int small_send(MPI_Datatype type, int count)
+{
+    int size = 0;
+    if (type == last_type && last_size > 0)
+        size = last_size;
+    else if (type_size(type, &size) != MPI_SUCCESS)
+        return 0;   /* the MPI reports the bad type itself */
+    return (int64_t)size * count < sw_cfg.send_eager_B;
+}
+
 int sw_send(const void *site, int fn, const void *buf, int count, MPI_Datatype type, int dest,
             int tag, MPI_Comm comm)
 {
-    int size = 0;
-    /* Sends below the eager limit return at once: not worth a request. */
-    if (sw_active(fn) && fn == F_SEND && type_size(type, &size) == MPI_SUCCESS &&
-        (int64_t)size * count < sw_cfg.send_eager_B)
+    if (sw_active(fn) && fn == F_SEND && small_send(type, count))
         SW_PASS(fn, PMPI_Send(buf, count, type, dest, tag, comm));
     if (!sw_active(fn))
         SW_PASS(fn, fn == F_SEND ? PMPI_Send(buf, count, type, dest, tag, comm)
@@ -124,8 +124,7 @@ int sw_wait1(const void *site, MPI_Request *req, MPI_Status *status)
 {
     if (!sw_active(F_WAIT))
         SW_PASS(F_WAIT, PMPI_Wait(req, status));
-    struct one x = {req, status};
-    return sw_wait(F_WAIT, site, test_one, &x);
+    return sw_wait_request(F_WAIT, site, req, status);
 }
 
 int sw_waitall(const void *site, int n, MPI_Request reqs[], MPI_Status statuses[])
@@ -148,7 +147,13 @@ int sw_waitany(const void *site, int n, MPI_Request reqs[], int *index, MPI_Stat
 int MPI_Recv(void *buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm,
              MPI_Status *status)
 {
-    return sw_recv(SITE, buf, count, type, source, tag, comm, status);
+    SW_DIRECT(F_RECV, PMPI_Recv(buf, count, type, source, tag, comm, status));
+    if (sw_cfg.timed)
+        return sw_recv(SITE, buf, count, type, source, tag, comm, status);
+    /* The hot path of every message, without a call of its own. */
+    MPI_Request req;
+    int rc = PMPI_Irecv(buf, count, type, source, tag, comm, &req);
+    return rc != MPI_SUCCESS ? rc : sw_wait_request(F_RECV, SITE, &req, status);
 }
 
 int MPI_Mrecv(void *buf, int count, MPI_Datatype type, MPI_Message *message,
@@ -163,16 +168,21 @@ int MPI_Mrecv(void *buf, int count, MPI_Datatype type, MPI_Message *message,
 
 int MPI_Send(const void *buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm)
 {
+    SW_DIRECT(F_SEND, PMPI_Send(buf, count, type, dest, tag, comm));
+    if (!sw_cfg.timed && small_send(type, count))
+        return PMPI_Send(buf, count, type, dest, tag, comm);
     return sw_send(SITE, F_SEND, buf, count, type, dest, tag, comm);
 }
 
 int MPI_Ssend(const void *buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm)
 {
+    SW_DIRECT(F_SSEND, PMPI_Ssend(buf, count, type, dest, tag, comm));
     return sw_send(SITE, F_SSEND, buf, count, type, dest, tag, comm);
 }
 
 int MPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status *status)
 {
+    SW_DIRECT(F_PROBE, PMPI_Probe(source, tag, comm, status));
     return sw_probe(SITE, source, tag, comm, status);
 }
 
@@ -186,16 +196,19 @@ int MPI_Mprobe(int source, int tag, MPI_Comm comm, MPI_Message *message, MPI_Sta
 
 int MPI_Wait(MPI_Request *req, MPI_Status *status)
 {
+    SW_DIRECT(F_WAIT, PMPI_Wait(req, status));
     return sw_wait1(SITE, req, status);
 }
 
 int MPI_Waitall(int n, MPI_Request reqs[], MPI_Status statuses[])
 {
+    SW_DIRECT(F_WAITALL, PMPI_Waitall(n, reqs, statuses));
     return sw_waitall(SITE, n, reqs, statuses);
 }
 
 int MPI_Waitany(int n, MPI_Request reqs[], int *index, MPI_Status *status)
 {
+    SW_DIRECT(F_WAITANY, PMPI_Waitany(n, reqs, index, status));
     return sw_waitany(SITE, n, reqs, index, status);
 }
 
