@@ -10,13 +10,15 @@
  *            Each call site (return address) remembers its last waits and
  *            arrival intervals: when they were long, the rank sleeps
  *            (in pieces of at most cap_ns) until shortly before the expected
- *            completion, and tests and yields from there; past
+ *            completion (earlier by how late the kernel's wake-ups have
+ *            been, at a high quantile), and tests from there; past
  *            that (or with no history) sleeps double, each at most 1/8 of
  *            the time already waited and at most cap_ns. The relative bound
  *            keeps the added delay proportional to the wait; the cap keeps
  *            idle ranks cheap.
- *   auto     backoff whose cap is tuned per call site after every wait so
- *            the delay noticed after completion stays under target x wait.
+ *   auto     backoff whose cap, and margin before expected arrivals, are
+ *            tuned per call site after every wait so the delay noticed
+ *            after completion stays under target x wait.
  * All policy state is per thread (TLS): no locks on the wait path.
  */
 #define _GNU_SOURCE
@@ -35,6 +37,7 @@ int64_t sw_now_ns(void)
 #define SITES 64          /* direct-mapped per-thread table of call sites */
 #define HISTORY 3         /* completed waits remembered per site */
 #define AUTO_MIN_CAP_NS 50000  /* auto never caps sleeps below this */
+#define TIGHT_NS 20000    /* an arrival bound this close anchors the period */
 #define POLL_NS 1         /* the shortest sleep: wakes after the kernel's latency */
 
 struct site {
@@ -43,14 +46,17 @@ struct site {
     int n;                     /* how many of recent[] are filled */
     int64_t interval[HISTORY]; /* between the last arrivals' lower bounds, ns */
     int ni;
-    int64_t last_lb;           /* lower bound of the last arrival (abs ns), 0: unknown */
+    int64_t last_lb;           /* last arrival known to within TIGHT_NS (abs ns), 0: none */
+    int since;                 /* arrivals after last_lb (not known as closely) */
     int64_t cap_ns;            /* auto: this site's current cap */
+    int64_t guard_ns;          /* auto: extra wake-up margin before an expected arrival */
     int spins;                 /* the next wait starts with a spin (see spins()) */
 };
 
 struct thread_state {
     struct site sites[SITES];
     int64_t oversleep_ns;      /* running estimate of how late sleeps end */
+    int64_t oversleep_hi;      /* the same, a high quantile: a peak that decays */
     int slack_set;
 };
 
@@ -71,7 +77,9 @@ static struct site *site_for(const void *key)
         s->n = 0;
         s->ni = 0;
         s->last_lb = 0;
+        s->since = 0;
         s->cap_ns = sw_cfg.cap_ns;
+        s->guard_ns = 0;
         s->spins = spins(s);
     }
     return s;
@@ -104,20 +112,35 @@ static void push(int64_t *v, int *n, int64_t x)
 static int64_t expected_at(const struct site *s, int64_t start)
 {
     int64_t by_wait = s->n ? start + shortest(s->recent, s->n) : 0;
-    int64_t by_period = s->ni && s->last_lb ? s->last_lb + shortest(s->interval, s->ni) : 0;
+    int64_t by_period = s->ni && s->last_lb && s->since <= 4
+                            ? s->last_lb + (s->since + 1) * shortest(s->interval, s->ni) : 0;
     if (by_wait && by_period)
         return by_wait < by_period ? by_wait : by_period;
     return by_wait ? by_wait : by_period;
 }
 
-/* lb: the last failed test before completion (abs ns), 0 if not clocked. */
+/* lb: the last failed test before completion (abs ns), 0 if not clocked;
+ * predicted: the wait slept towards an expected arrival. */
 static void remember(struct site *s, int64_t wait_ns, int64_t notice_ns, int64_t sleeps,
-                     int64_t lb)
+                     int64_t lb, int predicted)
 {
     push(s->recent, &s->n, wait_ns);
-    if (lb && s->last_lb && lb > s->last_lb)
-        push(s->interval, &s->ni, lb - s->last_lb);
-    s->last_lb = lb;
+    /* An arrival anchors the period only when the last failed test came
+     * shortly before it: after a long sleep the bound is loose, and an
+     * interval measured from it would come out too short. Between two tight
+     * anchors a few loose arrivals may lie: the interval is shared out. */
+    if (!lb) {   /* not clocked: a short wait, no period to anchor */
+        s->last_lb = 0;
+        s->since = 0;
+    } else if (s->since < (1 << 20))
+        s->since++;
+    int64_t tight_ns = wait_ns / 16 > TIGHT_NS ? wait_ns / 16 : TIGHT_NS;
+    if (lb && notice_ns >= 0 && notice_ns <= tight_ns) {
+        if (s->last_lb && lb > s->last_lb && s->since <= 4)
+            push(s->interval, &s->ni, (lb - s->last_lb) / s->since);
+        s->last_lb = lb;
+        s->since = 0;
+    }
     /* auto: only waits that slept say anything about the cap. */
     if (sw_cfg.mode == SW_AUTO && sleeps > 0 && notice_ns >= 0) {
         double allowed = sw_cfg.target * (double)wait_ns;
@@ -127,6 +150,17 @@ static void remember(struct site *s, int64_t wait_ns, int64_t notice_ns, int64_t
             s->cap_ns *= 2;
         if (s->cap_ns > sw_cfg.cap_ns)
             s->cap_ns = sw_cfg.cap_ns;
+        /* Where arrivals are predicted the cap is not what makes a wake-up
+         * late: the margin before the expected arrival is. Late: double it
+         * (up to half the wait); on time: let it shrink slowly. */
+        if (predicted) {
+            if ((double)notice_ns > allowed) {
+                int64_t g = 2 * s->guard_ns + 20000;
+                s->guard_ns = g < wait_ns / 2 ? g : wait_ns / 2;
+            } else if ((double)notice_ns < allowed / 2) {
+                s->guard_ns -= s->guard_ns / 16;
+            }
+        }
     }
     s->spins = spins(s);
 }
@@ -137,7 +171,7 @@ static inline void remember_short(struct site *s)
 {
     if (s->n == HISTORY && !(s->recent[0] | s->recent[1] | s->recent[2] | s->last_lb))
         return;
-    remember(s, 0, -1, 0, 0);
+    remember(s, 0, -1, 0, 0, 0);
 }
 
 /* Tests made before the clock is first read. A clock read costs about as
@@ -207,7 +241,10 @@ static int64_t pause_ns(struct plan *p, int64_t elapsed)
     if (p->expect > 0) {
         /* Wake early enough that the sleep's own lateness and a little
          * jitter in the pattern still land before the expected completion. */
-        int64_t wake = p->expect - p->expect / 16 - 2 * ts.oversleep_ns - 20000;
+        int64_t guard = ts.oversleep_hi < p->expect / 4 ? ts.oversleep_hi : p->expect / 4;
+        if (sw_cfg.mode == SW_AUTO && p->site->guard_ns > guard)
+            guard = p->site->guard_ns;   /* learned from this site's late wake-ups */
+        int64_t wake = p->expect - p->expect / 32 - guard - 20000;
         if (elapsed < wake) {
             /* In pieces of at most the cap: a pattern that changes (a
              * message far earlier than the history says) is noticed
@@ -217,11 +254,14 @@ static int64_t pause_ns(struct plan *p, int64_t elapsed)
                 d = cap;
             return d > POLL_NS ? d : POLL_NS;
         }
-        /* Around the expected time: test and yield, do not sleep. A wake-up
+        /* Around the expected time: test, neither sleep nor yield. A wake-up
          * from sleep can take hundreds of µs on a busy or virtual machine;
-         * the guard above is slept through, this window is not. */
+         * the guard above is slept through, this window is not. A yield
+         * here hands the CPU to whatever else is runnable on it (the
+         * sender itself, when the kernel placed both ranks on one CPU) for
+         * up to a time slice. */
         if (elapsed < p->expect + p->expect / 4 + 100000)
-            return -1;
+            return 0;
     }
     int64_t d = p->next;
     if (d < cap)
@@ -271,6 +311,11 @@ static __attribute__((noinline)) int wait_slow(int fn, struct site *site, sw_tes
                 call.oversleep_ns += over > 0 ? over : 0;
                 /* Exponential average (1/8) of the kernel's wake-up lateness. */
                 ts.oversleep_ns += ((over > 0 ? over : 0) - ts.oversleep_ns) / 8;
+                /* Wake-ups late by more than this are rare (a peak that
+                 * decays by 1/32 per sleep): the guard before an expected
+                 * arrival, so that the rank is awake for it. */
+                ts.oversleep_hi = over > ts.oversleep_hi
+                                      ? over : ts.oversleep_hi - (ts.oversleep_hi - over) / 32;
             }
         }
         rc = test(ctx, &done);
@@ -288,7 +333,7 @@ static __attribute__((noinline)) int wait_slow(int fn, struct site *site, sw_tes
     }   /* else: done within the pure spin; a short wait, recorded as 0 */
     if (rc == MPI_SUCCESS)
         remember(site, call.wait_ns, call.notice_ns, call.sleeps,
-                 last_fail >= 0 ? last_fail : 0);
+                 last_fail >= 0 ? last_fail : 0, plan.expect > 1);
     if (timed)
         sw_record(fn, &call);
     return rc;
