@@ -11,14 +11,15 @@
  *            arrival intervals: when they were long, the rank sleeps
  *            (in pieces of at most cap_ns) until shortly before the expected
  *            completion (earlier by how late the kernel's wake-ups have
- *            been, at a high quantile), and tests from there; past
+ *            been, at a high quantile, or by the margin this site learned
+ *            from its own late wake-ups), and tests from there; past
  *            that (or with no history) sleeps double, each at most 1/8 of
  *            the time already waited and at most cap_ns. The relative bound
  *            keeps the added delay proportional to the wait; the cap keeps
  *            idle ranks cheap.
- *   auto     backoff whose cap, and margin before expected arrivals, are
- *            tuned per call site after every wait so the delay noticed
- *            after completion stays under target x wait.
+ *   auto     backoff whose cap is tuned per call site after every wait so
+ *            the delay noticed after completion stays under target x wait
+ *            (backoff's margin learns against a fixed 1/16 of the wait).
  * All policy state is per thread (TLS): no locks on the wait path.
  */
 #define _GNU_SOURCE
@@ -37,6 +38,7 @@ int64_t sw_now_ns(void)
 #define SITES 64          /* direct-mapped per-thread table of call sites */
 #define HISTORY 3         /* completed waits remembered per site */
 #define AUTO_MIN_CAP_NS 50000  /* auto never caps sleeps below this */
+#define BACKOFF_LATE 0.0625    /* backoff: a wake-up later than this x the wait is late */
 #define TIGHT_NS 20000    /* an arrival bound this close anchors the period */
 #define POLL_NS 1         /* the shortest sleep: wakes after the kernel's latency */
 
@@ -49,7 +51,7 @@ struct site {
     int64_t last_lb;           /* last arrival known to within TIGHT_NS (abs ns), 0: none */
     int since;                 /* arrivals after last_lb (not known as closely) */
     int64_t cap_ns;            /* auto: this site's current cap */
-    int64_t guard_ns;          /* auto: extra wake-up margin before an expected arrival */
+    int64_t guard_ns;          /* learned wake-up margin before an expected arrival */
     int spins;                 /* the next wait starts with a spin (see spins()) */
 };
 
@@ -141,15 +143,17 @@ static void remember(struct site *s, int64_t wait_ns, int64_t notice_ns, int64_t
         s->last_lb = lb;
         s->since = 0;
     }
-    /* auto: only waits that slept say anything about the cap. */
-    if (sw_cfg.mode == SW_AUTO && sleeps > 0 && notice_ns >= 0) {
-        double allowed = sw_cfg.target * (double)wait_ns;
-        if ((double)notice_ns > allowed && s->cap_ns > AUTO_MIN_CAP_NS)
-            s->cap_ns /= 2;
-        else if ((double)notice_ns < allowed / 2 && s->cap_ns < sw_cfg.cap_ns)
-            s->cap_ns *= 2;
-        if (s->cap_ns > sw_cfg.cap_ns)
-            s->cap_ns = sw_cfg.cap_ns;
+    /* Only waits that slept say anything about the cap and the margin. */
+    if (sleeps > 0 && notice_ns >= 0 && (sw_cfg.mode == SW_AUTO || sw_cfg.mode == SW_BACKOFF)) {
+        double allowed = (sw_cfg.mode == SW_AUTO ? sw_cfg.target : BACKOFF_LATE) * (double)wait_ns;
+        if (sw_cfg.mode == SW_AUTO) {
+            if ((double)notice_ns > allowed && s->cap_ns > AUTO_MIN_CAP_NS)
+                s->cap_ns /= 2;
+            else if ((double)notice_ns < allowed / 2 && s->cap_ns < sw_cfg.cap_ns)
+                s->cap_ns *= 2;
+            if (s->cap_ns > sw_cfg.cap_ns)
+                s->cap_ns = sw_cfg.cap_ns;
+        }
         /* Where arrivals are predicted the cap is not what makes a wake-up
          * late: the margin before the expected arrival is. Late: double it
          * (up to half the wait); on time: let it shrink slowly. */
@@ -242,7 +246,7 @@ static int64_t pause_ns(struct plan *p, int64_t elapsed)
         /* Wake early enough that the sleep's own lateness and a little
          * jitter in the pattern still land before the expected completion. */
         int64_t guard = ts.oversleep_hi < p->expect / 4 ? ts.oversleep_hi : p->expect / 4;
-        if (sw_cfg.mode == SW_AUTO && p->site->guard_ns > guard)
+        if (p->site->guard_ns > guard)
             guard = p->site->guard_ns;   /* learned from this site's late wake-ups */
         int64_t wake = p->expect - p->expect / 32 - guard - 20000;
         if (elapsed < wake) {
