@@ -20,6 +20,10 @@ and MPI (2 ranks), and prints per-size ratios and their median:
   difference between the two definitions, not an error of either. It is
   reported as measured; no target applies.
 
+OSU itself is run twice per round, and the ratio of its two runs is printed
+as a control: how far two runs of the same program drift apart on this
+machine, the noise any comparison here carries.
+
 OSU prints the mean of one timed loop per size; shoal reports the median of
 many repetitions. On a quiet machine the two agree; on a busy one OSU's mean
 carries the slow moments that shoal's median leaves out, so shoal's own mean
@@ -87,36 +91,38 @@ def human(size: int) -> str:
 
 def report(title: str, unit: str, sizes: list[int], osu: dict[int, list[float]],
            shoal: dict[int, list[float]], shoal_mean: dict[int, list[float]], target: float | None,
-           higher_is_better: bool) -> None:
+           higher_is_better: bool, osu_again: dict[int, list[float]]) -> None:
     """Per size: OSU and shoal's median (each the median over rounds) and three ratios.
 
     median/OSU is the comparison the target applies to; mean/OSU uses shoal's
     mean over its repetitions (OSU prints a mean); best/best compares each
     program's best round, which on a busy machine is the quietest moment
-    either of them saw.
+    either of them saw; OSU/OSU is OSU's second run of each round against
+    its first (the control).
     """
     print(f"\n{title}")
     print(f"{'size':>8} {'OSU ' + unit:>12} {'shoal ' + unit:>12} {'median/OSU':>11} {'mean/OSU':>9} "
-          f"{'best/best':>10}")
+          f"{'best/best':>10} {'OSU/OSU':>8}")
     best = max if higher_is_better else min
-    columns: list[list[float]] = [[], [], []]
+    columns: list[list[float]] = [[], [], [], []]
     for size in sizes:
-        if not osu.get(size) or not shoal.get(size):
+        if not osu.get(size) or not shoal.get(size) or not osu_again.get(size):
             continue
-        o, s, m = (statistics.median(v[size]) for v in (osu, shoal, shoal_mean))
-        row = [s / o, m / o, best(shoal[size]) / best(osu[size])]
+        o, s, m, o2 = (statistics.median(v[size]) for v in (osu, shoal, shoal_mean, osu_again))
+        row = [s / o, m / o, best(shoal[size]) / best(osu[size]), o2 / o]
         for col, value in zip(columns, row):
             col.append(value)
-        print(f"{human(size):>8} {o:12.4f} {s:12.4f} {row[0]:11.4f} {row[1]:9.4f} {row[2]:10.4f}")
+        print(f"{human(size):>8} {o:12.4f} {s:12.4f} {row[0]:11.4f} {row[1]:9.4f} {row[2]:10.4f} "
+              f"{row[3]:8.4f}")
     if not columns[0]:
         print("no sizes in common")
         return
-    med, med_mean, med_best = (statistics.median(col) for col in columns)
+    med, med_mean, med_best, med_control = (statistics.median(col) for col in columns)
     verdict = ""
     if target is not None:
         verdict = f" (target within {target:.0%} of 1: {'PASS' if abs(med - 1) <= target else 'MISS'})"
     print(f"median of per-size ratios: median/OSU {med:.4f}{verdict}; mean/OSU {med_mean:.4f}; "
-          f"best/best {med_best:.4f}")
+          f"best/best {med_best:.4f}; control OSU/OSU {med_control:.4f}")
 
 
 def main() -> int:
@@ -138,6 +144,8 @@ def main() -> int:
 
     osu_lat: dict[int, list[float]] = {}
     osu_bw: dict[int, list[float]] = {}
+    osu_lat2: dict[int, list[float]] = {}
+    osu_bw2: dict[int, list[float]] = {}
     sh_lat: dict[int, list[float]] = {}
     sh_bw: dict[int, list[float]] = {}
     sh_lat_mean: dict[int, list[float]] = {}
@@ -152,6 +160,10 @@ def main() -> int:
             sh_lat_mean.setdefault(size, []).append(statistics.fmean(r["samples_s"]) * 1e6)
         for size, mbs in parse_osu(run(mpi, [str(programs["osu_bw"])])).items():
             osu_bw.setdefault(size, []).append(mbs)
+        for size, us in parse_osu(run(mpi, [str(programs["osu_latency"])])).items():
+            osu_lat2.setdefault(size, []).append(us)
+        for size, mbs in parse_osu(run(mpi, [str(programs["osu_bw"])])).items():
+            osu_bw2.setdefault(size, []).append(mbs)
         for size, r in shoal_medians(mpi, program, "mpbench.bandwidth", BANDWIDTH_SIZES, args.budget).items():
             sh_bw.setdefault(size, []).append(r["bytes_per_op"] / r["median_s"] / 1e6)
             sh_bw_mean.setdefault(size, []).append(r["bytes_per_op"] / statistics.fmean(r["samples_s"]) / 1e6)
@@ -162,11 +174,12 @@ def main() -> int:
 
     print(f"\n{mpi.name}, 2 ranks on one host, {args.rounds} alternating rounds, medians over rounds")
     report("latency: imb.PingPong vs osu_latency (half round trip)", "us", LATENCY_SIZES,
-           osu_lat, sh_lat, sh_lat_mean, target=0.03, higher_is_better=False)
+           osu_lat, sh_lat, sh_lat_mean, target=0.03, higher_is_better=False, osu_again=osu_lat2)
     report("bandwidth: imb.Uniband vs osu_bw (same windowed pattern)", "MB/s", BANDWIDTH_SIZES,
-           osu_bw, sh_uni, sh_uni_mean, target=0.03, higher_is_better=True)
+           osu_bw, sh_uni, sh_uni_mean, target=0.03, higher_is_better=True, osu_again=osu_bw2)
     report("bandwidth: mpbench.bandwidth vs osu_bw (different patterns, see the header)", "MB/s",
-           BANDWIDTH_SIZES, osu_bw, sh_bw, sh_bw_mean, target=None, higher_is_better=True)
+           BANDWIDTH_SIZES, osu_bw, sh_bw, sh_bw_mean, target=None, higher_is_better=True,
+           osu_again=osu_bw2)
     return 0
 
 

@@ -7,6 +7,7 @@
  * was compiled for and refuses to go on when they differ. */
 #define _GNU_SOURCE
 #include "shoalwait.h"
+#include "wrap.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -100,5 +101,6 @@ int MPI_Finalize(void)
     PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
     PMPI_Comm_size(MPI_COMM_WORLD, &size);
     sw_telemetry_write(rank, size);
+    sw_recv_cache_free_all();
     return PMPI_Finalize();
 }

@@ -4,6 +4,7 @@
  * policy.c    the wait loop and the sleep policies (one per mode)
  * telemetry.c per-function counters (atomics) and the JSON file at finalize
  * init.c      MPI_Init/Init_thread/Finalize: identity check, timer slack
+ * recv_cache.c persistent receive requests reused per call site
  * wrap_p2p.c, wrap_coll.c, wrap_fortran.c   the interposed MPI entry points
  */
 #ifndef SHOALWAIT_H

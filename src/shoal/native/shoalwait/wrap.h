@@ -6,6 +6,11 @@
 #pragma GCC visibility push(hidden)
 
 int sw_finish(int fn, const void *site, int rc, MPI_Request *req, MPI_Status *status);
+/* recv_cache.c: an inactive persistent receive with exactly these arguments
+ * (made on first use), or NULL when none can be made. */
+MPI_Request *sw_cached_recv(const void *site, void *buf, int count, MPI_Datatype type,
+                            int source, int tag, MPI_Comm comm);
+void sw_recv_cache_free_all(void);
 int sw_recv(const void *site, void *buf, int count, MPI_Datatype type, int source, int tag,
             MPI_Comm comm, MPI_Status *status);
 int sw_send(const void *site, int fn, const void *buf, int count, MPI_Datatype type, int dest,

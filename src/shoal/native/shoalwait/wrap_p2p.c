@@ -59,14 +59,31 @@ int sw_finish(int fn, const void *site, int rc, MPI_Request *req, MPI_Status *st
 }
 
 /* ---- internal forms (C and Fortran entry points share them) -------------- */
+
+/* A rewritten receive: the cached persistent request of this call site when
+ * there is one (see recv_cache.c), else a new MPI_Irecv. */
+static inline int recv_active(const void *site, void *buf, int count, MPI_Datatype type,
+                              int source, int tag, MPI_Comm comm, MPI_Status *status)
+{
+    /* Not from MPI_PROC_NULL: MPICH 5's persistent receive from it reports
+     * MPI_ANY_SOURCE as the status's source instead of MPI_PROC_NULL. */
+    MPI_Request *cached = source == MPI_PROC_NULL
+                              ? NULL : sw_cached_recv(site, buf, count, type, source, tag, comm);
+    if (cached) {
+        int rc = PMPI_Start(cached);
+        return rc != MPI_SUCCESS ? rc : sw_wait_request(F_RECV, site, cached, status);
+    }
+    MPI_Request req;
+    int rc = PMPI_Irecv(buf, count, type, source, tag, comm, &req);
+    return sw_finish(F_RECV, site, rc, &req, status);
+}
+
 int sw_recv(const void *site, void *buf, int count, MPI_Datatype type, int source, int tag,
             MPI_Comm comm, MPI_Status *status)
 {
     if (!sw_active(F_RECV))
         SW_PASS(F_RECV, PMPI_Recv(buf, count, type, source, tag, comm, status));
-    MPI_Request req;
-    int rc = PMPI_Irecv(buf, count, type, source, tag, comm, &req);
-    return sw_finish(F_RECV, site, rc, &req, status);
+    return recv_active(site, buf, count, type, source, tag, comm, status);
 }
 
 /* The size of the last datatype sent by this thread. A stale entry (a
@@ -151,9 +168,7 @@ int MPI_Recv(void *buf, int count, MPI_Datatype type, int source, int tag, MPI_C
     if (sw_cfg.timed)
         return sw_recv(SITE, buf, count, type, source, tag, comm, status);
     /* The hot path of every message, without a call of its own. */
-    MPI_Request req;
-    int rc = PMPI_Irecv(buf, count, type, source, tag, comm, &req);
-    return rc != MPI_SUCCESS ? rc : sw_wait_request(F_RECV, SITE, &req, status);
+    return recv_active(SITE, buf, count, type, source, tag, comm, status);
 }
 
 int MPI_Mrecv(void *buf, int count, MPI_Datatype type, MPI_Message *message,

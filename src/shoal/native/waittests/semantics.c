@@ -205,6 +205,63 @@ static void p2p(void)
     }
 }
 
+/* One receive call site used again and again with the same arguments, while
+ * the communicator and the datatype it names are freed and made anew (the
+ * library keeps a persistent request per call site: a freed handle that
+ * comes back for another object must not receive through the old one). */
+static int recv_here(void *buf, int count, MPI_Datatype type, int source, MPI_Comm comm,
+                     MPI_Status *st)
+{
+    return MPI_Recv(buf, count, type, source, 31, comm, st);
+}
+
+static void repeated_site(void)
+{
+    if (size < 2 || rank > 1)
+        return;
+    int peer = 1 - rank;
+    /* Two communicators (same ranks: only the handle tells them apart) and
+     * two datatypes (1 and 2 ints) alive at once, used in turn with
+     * otherwise equal arguments; each round makes them anew. */
+    for (int round = 0; round < 2; round++) {
+        MPI_Comm comm[2];
+        MPI_Datatype type[2];
+        for (int j = 0; j < 2; j++) {
+            MPI_Comm_split(MPI_COMM_WORLD, 0, rank, &comm[j]);
+            MPI_Type_contiguous(1 + j, MPI_INT, &type[j]);
+            MPI_Type_commit(&type[j]);
+        }
+        /* Each call changes one of the two from the call before. */
+        static const int order[8][2] = {{0, 0}, {0, 1}, {1, 1}, {1, 0},
+                                        {0, 0}, {0, 0}, {1, 0}, {1, 1}};
+        for (int k = 0; k < 8; k++) {
+            int c = order[k][0], t = order[k][1], me = -1;
+            int out[2] = {100 * k + rank, 10 * round + t}, in[2] = {-1, -1};
+            MPI_Comm_rank(comm[c], &me);
+            MPI_Status st;
+            if (rank == 0) {
+                MPI_Send(out, 1, type[t], 1 - me, 31, comm[c]);
+                recv_here(in, 1, type[t], 1 - me, comm[c], &st);
+            } else {
+                recv_here(in, 1, type[t], 1 - me, comm[c], &st);
+                MPI_Send(out, 1, type[t], 1 - me, 31, comm[c]);
+            }
+            int n = -1, ints = -1;
+            MPI_Get_count(&st, type[t], &n);
+            MPI_Get_count(&st, MPI_INT, &ints);
+            CHECK(in[0] == 100 * k + peer && st.MPI_SOURCE == 1 - me && n == 1 && ints == 1 + t &&
+                      (t == 0 ? in[1] == -1 : in[1] == 10 * round + t),
+                  "repeated_site", "round %d k %d got %d,%d from %d (%d ints)", round, k, in[0],
+                  in[1], st.MPI_SOURCE, ints);
+            note("site%d.%d=%d,%d,%d", round, k, in[0], in[1], ints);
+        }
+        for (int j = 0; j < 2; j++) {
+            MPI_Type_free(&type[j]);
+            MPI_Comm_free(&comm[j]);
+        }
+    }
+}
+
 static void errors(void)
 {
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
@@ -290,6 +347,7 @@ int wt_semantics(int argc, char **argv)
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     p2p();
+    repeated_site();
     errors();
     collectives();
     printf("{\"rank\": %d, \"failures\": %d, \"digest\": \"%s\"}\n", rank, failures, digest);
