@@ -343,10 +343,19 @@ static __attribute__((noinline)) int wait_slow(int fn, struct site *site, sw_tes
     return rc;
 }
 
+struct one { MPI_Request *req; MPI_Status *status; };
+static int test_one(void *c, int *done)
+{
+    struct one *x = c;
+    return PMPI_Test(x->req, done, x->status);
+}
+
 /* The fast path first: a wait that completes within its pure tests (a
  * ping-pong partner, a message already there) costs the tests, a table
- * lookup and a compare; everything else is wait_slow(). */
-int sw_wait(int fn, const void *key, sw_test_fn test, void *ctx)
+ * lookup and a compare; everything else is wait_slow(). Inlined into both
+ * callers so that a known test function becomes a direct call. */
+static inline __attribute__((always_inline)) int wait_fast(int fn, const void *key,
+                                                           sw_test_fn test, void *ctx)
 {
     struct site *site = site_for(key);
     int pure = site->spins ? PURE_TESTS : 1;
@@ -364,30 +373,15 @@ int sw_wait(int fn, const void *key, sw_test_fn test, void *ctx)
     return wait_slow(fn, site, test, ctx, pure, pure);
 }
 
-struct one { MPI_Request *req; MPI_Status *status; };
-static int test_one(void *c, int *done)
+int sw_wait(int fn, const void *key, sw_test_fn test, void *ctx)
 {
-    struct one *x = c;
-    return PMPI_Test(x->req, done, x->status);
+    return wait_fast(fn, key, test, ctx);
 }
 
-/* sw_wait() on one request, with MPI_Test called directly on the fast path:
- * the wait of every Recv, Wait, Send and collective goes through here. */
+/* sw_wait() on one request, MPI_Test called directly: the wait of every
+ * Recv, Wait, Send and collective goes through here. */
 int sw_wait_request(int fn, const void *key, MPI_Request *req, MPI_Status *status)
 {
-    struct site *site = site_for(key);
-    int pure = site->spins ? PURE_TESTS : 1;
     struct one x = {req, status};
-    if (sw_cfg.timed)
-        return wait_slow(fn, site, test_one, &x, pure, 0);
-    for (int tested = 0; tested < pure;) {
-        int done = 0, rc = PMPI_Test(req, &done, status);
-        tested++;
-        if (__builtin_expect(rc != MPI_SUCCESS || done, 0)) {
-            if (rc == MPI_SUCCESS)
-                remember_short(site);
-            return rc;
-        }
-    }
-    return wait_slow(fn, site, test_one, &x, pure, pure);
+    return wait_fast(fn, key, test_one, &x);
 }
