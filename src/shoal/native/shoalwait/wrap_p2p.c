@@ -173,6 +173,8 @@ static __attribute__((noinline)) int recv_body(void *buf, int count, MPI_Datatyp
                                                int source, int tag, MPI_Comm comm,
                                                MPI_Status *status)
 {
+    /* Here the call is rewritten or timed; untimed means rewritten, and
+     * that path is taken without sw_recv's own checks. */
     if (sw_cfg.timed)
         return sw_recv(entry_site, buf, count, type, source, tag, comm, status);
     return recv_active(entry_site, buf, count, type, source, tag, comm, status);
@@ -185,6 +187,7 @@ static __attribute__((noinline)) int send_body(const void *buf, int count, MPI_D
         return PMPI_Send(buf, count, type, dest, tag, comm);
     return sw_send(entry_site, F_SEND, buf, count, type, dest, tag, comm);
 }
+
 int MPI_Recv(void *buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm,
              MPI_Status *status)
 {
