@@ -223,6 +223,7 @@ BAD_ARGS = [
     ["--points", "imb.PingPong:8", "--min-reps", "20", "--max-reps", "10"],
     ["--points", "imb.PingPong:8", "--inner"],
     ["--points", "imb.PingPong:8", "--rep-time", "nan"],
+    ["--points", "imb.PingPong:8", "--settle", "-1"],
     ["--points", "imb.PingPong:8", "--warp", "9"],
 ]
 

@@ -76,6 +76,7 @@ typedef struct sb_options {
     long min_reps, max_reps;
     double rep_time;  /* target duration of one repetition, seconds */
     long warmup;
+    double settle;    /* seconds of traffic before the first point */
     size_t flush;     /* bytes written between repetitions to evict caches; 0: off */
     int check;
     long inner;       /* forced inner count; 0: calibrate */
@@ -90,6 +91,8 @@ void sb_free_options(sb_options *o);
 
 /* harness.c: run one point and write its record on rank 0; collective over comm. */
 void sb_run_point(const sb_options *o, const sb_point *p, MPI_Comm comm);
+/* Exchange messages for `seconds` (rank 0's clock) before the first point. */
+void sb_settle(double seconds, MPI_Comm comm);
 /* Allocate this rank's cache-flush buffer (--flush); 0 on success. */
 int sb_flush_init(size_t bytes);
 

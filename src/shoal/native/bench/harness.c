@@ -184,6 +184,23 @@ static long calibrate(const sb_test *t, sb_ctx *c, const sb_options *o, double t
     }
 }
 
+/* A process's first tens of milliseconds of communication run slow (fresh
+ * pages and queues, cold caches, a virtual CPU waking up): measured with
+ * 8 ms repetitions of an 8-byte PingPong, the first three to five ran at
+ * about twice the latency of the rest. Traffic before the first point lets
+ * that point measure what the others do. Rank 0's clock decides; every
+ * round is one allreduce, so all ranks stop together. */
+void sb_settle(double seconds, MPI_Comm comm)
+{
+    int rank;
+    MPI_Comm_rank(comm, &rank);
+    double start = shoal_now_s();
+    for (int stop = 0; !stop;) {
+        int mine = rank == 0 && shoal_now_s() - start >= seconds;
+        MPI_Allreduce(&mine, &stop, 1, MPI_INT, MPI_MAX, comm);
+    }
+}
+
 /* ---- the point ---- */
 
 typedef struct {

@@ -25,6 +25,7 @@ static const char usage[] =
     "  --rep-time S     calibrate one repetition to about S seconds (default 0.0002)\n"
     "  --inner N        force N operations per repetition (no calibration)\n"
     "  --warmup N       untimed repetitions before measuring (default 2)\n"
+    "  --settle S       exchange messages for S seconds before the first point (default 0.05)\n"
     "  --flush BYTES    write BYTES of memory between repetitions to evict caches (default 0: off)\n"
     "  --check          fill send buffers with a pattern and verify every received byte\n"
     "  --list           print the test table as JSON and exit\n"
@@ -132,6 +133,7 @@ int main(int argc, char **argv)
     }
 
     emit_hello(MPI_COMM_WORLD);
+    sb_settle(o.settle, MPI_COMM_WORLD);
     for (size_t i = 0; i < o.npoints; i++)
         sb_run_point(&o, &o.points[i], MPI_COMM_WORLD);
     if (rank == 0) {

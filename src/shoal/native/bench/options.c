@@ -103,6 +103,7 @@ int sb_parse_options(int argc, char **argv, sb_options *o, char *err, size_t err
     o->max_reps = 100000;
     o->rep_time = 2e-4; /* short repetitions: most miss the rare interrupt, so the median settles fast */
     o->warmup = 2;
+    o->settle = 0.05;
     const char *points = NULL;
 
     for (int i = 1; i < argc; i++) {
@@ -130,7 +131,7 @@ int sb_parse_options(int argc, char **argv, sb_options *o, char *err, size_t err
             continue;
         }
         static const char *const valued[] = {"--points", "--ci", "--budget", "--min-reps", "--max-reps",
-                                             "--rep-time", "--warmup", "--flush", "--inner"};
+                                             "--rep-time", "--warmup", "--settle", "--flush", "--inner"};
         int known = 0;
         for (size_t k = 0; k < sizeof valued / sizeof *valued; k++)
             known |= !strcmp(name, valued[k]);
@@ -169,6 +170,9 @@ int sb_parse_options(int argc, char **argv, sb_options *o, char *err, size_t err
         } else if (!strcmp(name, "--warmup")) {
             bad = parse_long(value, &o->warmup) || o->warmup < 0;
             want = "a whole number >= 0";
+        } else if (!strcmp(name, "--settle")) {
+            bad = parse_double(value, &o->settle) || o->settle < 0;
+            want = "a number of seconds >= 0";
         } else if (!strcmp(name, "--inner")) {
             bad = parse_long(value, &o->inner) || o->inner < 1;
             want = "a whole number >= 1";
