@@ -8,6 +8,7 @@
 #include "shoalwait.h"
 #include "wrap.h"
 
+#include <limits.h>
 #include <stdlib.h>
 
 #define SITE __builtin_return_address(0)
@@ -86,33 +87,32 @@ int sw_recv(const void *site, void *buf, int count, MPI_Datatype type, int sourc
     return recv_active(site, buf, count, type, source, tag, comm, status);
 }
 
-/* The size of the last datatype sent by this thread. A stale entry (a
- * handle freed and reused for another type) only changes whether a send is
- * rewritten, never what it does. */
-static __thread MPI_Datatype last_type __attribute__((tls_model("initial-exec")));
-static __thread int last_size __attribute__((tls_model("initial-exec")));
+/* The last datatype sent by this thread and the largest count of it that
+ * stays below the eager limit (-1: none). A stale entry (a handle freed and
+ * reused for another type) only changes whether a send is rewritten, never
+ * what it does. */
+static __thread MPI_Datatype small_type __attribute__((tls_model("initial-exec")));
+static __thread long small_max __attribute__((tls_model("initial-exec"))) = -1;
 
-static int type_size(MPI_Datatype type, int *size)
+static __attribute__((noinline)) int small_send_learn(MPI_Datatype type, int count)
 {
-    if (type != last_type || last_size <= 0) {
-        int rc = PMPI_Type_size(type, &last_size);
-        if (rc != MPI_SUCCESS)
-            return rc;
-        last_type = type;
-    }
-    *size = last_size;
-    return MPI_SUCCESS;
+    int size = 0;
+    if (PMPI_Type_size(type, &size) != MPI_SUCCESS)
+        return 0;   /* the MPI reports the bad type itself */
+    small_type = type;
+    if (sw_cfg.send_eager_B <= 0)
+        small_max = -1;
+    else if (size <= 0)
+        small_max = INT_MAX;   /* nothing to send, whatever the count */
+    else
+        small_max = (long)((sw_cfg.send_eager_B - 1) / size);
+    return count <= small_max;
 }
 
 /* Sends below the eager limit return at once: not worth a request. */
 static inline int small_send(MPI_Datatype type, int count)
 {
-    int size = 0;
-    if (type == last_type && last_size > 0)
-        size = last_size;
-    else if (type_size(type, &size) != MPI_SUCCESS)
-        return 0;   /* the MPI reports the bad type itself */
-    return (int64_t)size * count < sw_cfg.send_eager_B;
+    return type == small_type ? count <= small_max : small_send_learn(type, count);
 }
 
 int sw_send(const void *site, int fn, const void *buf, int count, MPI_Datatype type, int dest,
@@ -209,6 +209,9 @@ int MPI_Mrecv(void *buf, int count, MPI_Datatype type, MPI_Message *message,
 int MPI_Send(const void *buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm)
 {
     SW_DIRECT(F_SEND, PMPI_Send(buf, count, type, dest, tag, comm));
+    /* A small send of the type sent last goes through from here. */
+    if (type == small_type && count <= small_max && !sw_cfg.timed)
+        return PMPI_Send(buf, count, type, dest, tag, comm);
     entry_site = SITE;
     return send_body(buf, count, type, dest, tag, comm);
 }
