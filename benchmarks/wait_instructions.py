@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
-"""Instructions the wait path adds per send+receive, counted by callgrind.
+"""Instructions the wait path adds per round of messages, counted by callgrind.
 
 Wall-clock ratios of a 200 ns ping-pong on a shared machine move by ±3%
 between two identical runs; instruction counts do not. This builds
-benchmarks/wait_selfloop.c (8-byte nonblocking sends to self, each
-followed by its receive and the send's wait: the message is always there,
-so nothing waits and only the call path is counted), runs it under `valgrind --tool=callgrind` without the
-library and under each mode, and prints instructions per send+receive and
-what each mode adds to the program without the library. Deterministic for
+benchmarks/wait_selfloop.c (rounds of two 8-byte messages to self:
+Isend, Recv and Wait, then Irecv, Send and Wait; nothing ever waits, so
+only the call path is counted), runs it under `valgrind --tool=callgrind`
+without the library and under each mode, and prints instructions per round
+and what each mode adds to the program without the library. Deterministic for
 a given build: a change to the wait path shows up here as a number.
 
     .venv/bin/python benchmarks/wait_instructions.py [--mpi mpich,openmpi]
@@ -73,7 +73,8 @@ def main() -> int:
             mpi = discover.resolve(spec)
             exe = compile_loop(mpi, Path(tmp))
             base = instructions(mpi, exe, None, Path(tmp) / "none.out") / LOOPS
-            print(f"{mpi.name}: instructions per 8 B send+receive to self ({LOOPS} of them)")
+            print(f"{mpi.name}: instructions per round of two 8 B messages to self "
+                  f"({LOOPS} rounds)")
             print(f"  {'no library':10s} {base:8.0f}")
             for mode in MODES:
                 per = instructions(mpi, exe, mode, Path(tmp) / f"{mode}.out") / LOOPS

@@ -1,9 +1,11 @@
-/* The reference loop of wait_instructions.py: N nonblocking sends of 8
- * bytes to self, each followed by its receive and the send's wait. The
- * message is always there when the receive starts, so the loop never
- * waits: what it counts is the work of the call path itself (the MPI's, and
- * the library's when preloaded). The send is nonblocking because a blocking
- * send to self may wait for its receive (MPICH's does).
+/* The reference loop of wait_instructions.py: N rounds of two 8-byte
+ * messages to self. The first is a nonblocking send, its receive
+ * (MPI_Recv) and the send's wait; the second a posted receive, a blocking
+ * send (MPI_Send) and the receive's wait. A message is always there or
+ * awaited by a posted receive, so nothing waits: what is counted is the work
+ * of the call path itself (the MPI's, and the library's when preloaded). A
+ * blocking send to self comes only after its receive is posted, because it
+ * may wait for that receive (MPICH's does).
  *
  *   wait_selfloop N */
 #include <mpi.h>
@@ -14,10 +16,13 @@ __attribute__((noinline)) void send_receive_loop(long n)
 {
     char out[8] = {0}, in[8];
     for (long i = 0; i < n; i++) {
-        MPI_Request send;
-        MPI_Isend(out, 8, MPI_BYTE, 0, 1, MPI_COMM_WORLD, &send);
+        MPI_Request req;
+        MPI_Isend(out, 8, MPI_BYTE, 0, 1, MPI_COMM_WORLD, &req);
         MPI_Recv(in, 8, MPI_BYTE, 0, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-        MPI_Wait(&send, MPI_STATUS_IGNORE);
+        MPI_Wait(&req, MPI_STATUS_IGNORE);
+        MPI_Irecv(in, 8, MPI_BYTE, 0, 2, MPI_COMM_WORLD, &req);
+        MPI_Send(out, 8, MPI_BYTE, 0, 2, MPI_COMM_WORLD);
+        MPI_Wait(&req, MPI_STATUS_IGNORE);
     }
 }
 
