@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -34,16 +33,8 @@ from shoal.errors import ShoalError
 from shoal.mpi import build, discover
 from shoal.mpi.launch import Job
 
-HERE = Path(__file__).resolve().parent
+from mpicc import compile_program
 
-
-def compile_bare(mpi: discover.MPIInstall, out_dir: Path) -> Path:
-    exe = out_dir / "pingpong_bare"
-    cmd = [str(mpi.mpicc), "-O2", "-o", str(exe), str(HERE / "pingpong_bare.c")]
-    proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **mpi.env()})
-    if proc.returncode != 0:
-        raise ShoalError(f"compiling pingpong_bare.c failed: {proc.stderr.strip()[:300]}")
-    return exe
 
 
 def run(mpi: discover.MPIInstall, argv: list[str]) -> str:
@@ -69,7 +60,7 @@ def main() -> int:
     bare_samples: list[float] = []
     shoal_samples: list[float] = []
     with tempfile.TemporaryDirectory(prefix="shoal-overhead-") as tmp:
-        bare = compile_bare(mpi, Path(tmp))
+        bare = compile_program(mpi, "pingpong_bare.c", Path(tmp))
         for rnd in range(args.rounds):
             out = run(mpi, [str(bare), str(args.size), str(args.inner), str(args.reps)])
             bare_samples += [float(x) for x in out.split()]

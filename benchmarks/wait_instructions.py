@@ -16,7 +16,6 @@ a given build: a change to the wait path shows up here as a number.
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import shutil
 import subprocess
@@ -29,18 +28,10 @@ from shoal.mpi import discover
 from shoal.mpi.launch import Job
 from shoal.wait.library import wait_env
 
-HERE = Path(__file__).resolve().parent
+from mpicc import compile_program
+
 MODES = ["busy", "backoff", "auto"]
 LOOPS = 10000
-
-
-def compile_loop(mpi: discover.MPIInstall, out_dir: Path) -> Path:
-    exe = out_dir / f"wait_selfloop_{mpi.kind}"
-    cmd = [str(mpi.mpicc), "-O2", "-o", str(exe), str(HERE / "wait_selfloop.c")]
-    proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **mpi.env()})
-    if proc.returncode != 0:
-        raise ShoalError(f"compiling wait_selfloop.c failed: {proc.stderr.strip()[:300]}")
-    return exe
 
 
 def instructions(mpi: discover.MPIInstall, exe: Path, mode: str | None, out: Path) -> int:
@@ -71,7 +62,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="shoal-wait-instr-") as tmp:
         for spec in args.mpi.split(","):
             mpi = discover.resolve(spec)
-            exe = compile_loop(mpi, Path(tmp))
+            exe = compile_program(mpi, "wait_selfloop.c", Path(tmp))
             base = instructions(mpi, exe, None, Path(tmp) / "none.out") / LOOPS
             print(f"{mpi.name}: instructions per round of two 8 B messages to self "
                   f"({LOOPS} rounds)")

@@ -70,6 +70,10 @@ static void drop(struct cached *e)
 MPI_Request *sw_cached_recv(const void *site, void *buf, int count, MPI_Datatype type,
                             int source, int tag, MPI_Comm comm)
 {
+    /* Not from MPI_PROC_NULL: MPICH 5's persistent receive from it reports
+     * MPI_ANY_SOURCE as the status's source instead of MPI_PROC_NULL. */
+    if (source == MPI_PROC_NULL)
+        return NULL;
     struct cache *c = this_thread();
     if (!c)
         return NULL;

@@ -7,7 +7,7 @@
 
 int sw_finish(int fn, const void *site, int rc, MPI_Request *req, MPI_Status *status);
 /* recv_cache.c: an inactive persistent receive with exactly these arguments
- * (made on first use), or NULL when none can be made. */
+ * (made on first use), or NULL when there is none to reuse. */
 MPI_Request *sw_cached_recv(const void *site, void *buf, int count, MPI_Datatype type,
                             int source, int tag, MPI_Comm comm);
 void sw_recv_cache_free_all(void);

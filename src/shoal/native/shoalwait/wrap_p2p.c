@@ -66,10 +66,7 @@ int sw_finish(int fn, const void *site, int rc, MPI_Request *req, MPI_Status *st
 static inline int recv_active(const void *site, void *buf, int count, MPI_Datatype type,
                               int source, int tag, MPI_Comm comm, MPI_Status *status)
 {
-    /* Not from MPI_PROC_NULL: MPICH 5's persistent receive from it reports
-     * MPI_ANY_SOURCE as the status's source instead of MPI_PROC_NULL. */
-    MPI_Request *cached = source == MPI_PROC_NULL
-                              ? NULL : sw_cached_recv(site, buf, count, type, source, tag, comm);
+    MPI_Request *cached = sw_cached_recv(site, buf, count, type, source, tag, comm);
     if (cached) {
         int rc = PMPI_Start(cached);
         return rc != MPI_SUCCESS ? rc : sw_wait_request(F_RECV, site, cached, status);
@@ -183,8 +180,6 @@ static __attribute__((noinline)) int recv_body(void *buf, int count, MPI_Datatyp
 static __attribute__((noinline)) int send_body(const void *buf, int count, MPI_Datatype type,
                                                int dest, int tag, MPI_Comm comm)
 {
-    if (!sw_cfg.timed && small_send(type, count))
-        return PMPI_Send(buf, count, type, dest, tag, comm);
     return sw_send(entry_site, F_SEND, buf, count, type, dest, tag, comm);
 }
 
