@@ -47,13 +47,20 @@ def test_bench_writes_tidy_results_with_checked_bytes(tmp_path, kind):
 
 def test_four_ranks_collectives(tmp_path, mpich):
     out = tmp_path / "run"
-    proc = shoal("bench", "--tests", "mpbench.allreduce,imb.Alltoall,imb.Exchange", "--sizes", "64",
-                 "--ranks", "4", "--check", "--out", str(out), *QUICK)
+    tests = ["mpbench.allreduce", "imb.Alltoall", "imb.Exchange", "imb.Reduce_scatter"]
+    proc = shoal("bench", "--tests", ",".join(tests), "--sizes", "64",
+                 "--ranks", "4", "--check", "--out", str(out), *QUICK, env={"COLUMNS": "80"})
     assert proc.returncode == 0, proc.stderr
     results = pd.read_csv(out / "results.csv")
-    assert set(results["ranks"]) == {4} and len(results) == 3
+    assert set(results["ranks"]) == {4} and len(results) == 4
     assert (results["check"] == "ok").all()
     assert all(len(json.loads(v)) == 4 for v in results["rank_mean_s"])
+    # The summary fits an 80-column terminal with every cell whole on one line.
+    lines = proc.stdout.splitlines()
+    assert max(map(len, lines)) <= 80
+    for test in tests:
+        row = next(line for line in lines if line.split()[:1] == [test])
+        assert "64 B..64 B" in row and "…" not in row
 
 
 def test_interrupted_run_keeps_points_and_resume_finishes_it(tmp_path):
