@@ -51,8 +51,13 @@ def test_idle_receiver_telemetry(any_mpi, mode, tmp_path):
 def test_busy_mode_is_pass_through(mpich, tmp_path):
     proc = run_scenario(mpich, "busy", 2, "idle", "--seconds", "0.2", telemetry=tmp_path)
     assert proc.returncode == 0
-    recv = telemetry.read_dir(tmp_path)[1]["calls"]["MPI_Recv"]
+    rank1 = telemetry.read_dir(tmp_path)[1]
+    recv = rank1["calls"]["MPI_Recv"]
     assert recv["tests"] == 1 and recv["sleeps"] == 0 and recv["wait_s"] > 0.15
+    # CPU is counted from MPI_Init's return, like the wall clock: a spinning
+    # rank (one thread) uses about all of it and never more.
+    cpu = rank1["utime_s"] + rank1["stime_s"]
+    assert 0.7 * recv["wait_s"] < cpu <= 1.02 * rank1["wall_s"] + 0.005
 
 
 def test_classes_switch_collectives_off(openmpi, tmp_path):

@@ -15,8 +15,9 @@ notice_*            the *notice delay* of each call that waited: the time
                     late the rank noticed (its wake-up lateness);
                     notice_hist_log2ns[k] counts delays in [2^k, 2^(k+1)) ns.
 
-and for the rank: wall_s (MPI_Init to MPI_Finalize), utime_s/stime_s (the
-kernel's CPU accounting), the mode and the timer slack obtained.
+and for the rank: wall_s (from MPI_Init's return to MPI_Finalize),
+utime_s/stime_s (the kernel's CPU accounting over the same span), the mode
+and the timer slack obtained.
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 
 #if defined(OPEN_MPI)
 #define STR2(x) #x
@@ -28,6 +29,7 @@ const char sw_built_for[] = "MPICH " MPICH_VERSION;
 
 char sw_runtime_library[MPI_MAX_LIBRARY_VERSION_STRING + 1];
 int64_t sw_init_ns;
+struct rusage sw_init_usage;
 int sw_slack_errno;
 int64_t sw_slack_got_ns = -1;
 
@@ -80,19 +82,28 @@ static void start(void)
 {
     sw_configure();
     guard_abi();
+}
+
+/* The telemetry's clock and CPU accounting start when MPI_Init returns:
+ * loading the MPI library and its start-up (Open MPI's wire-up can take a
+ * second, mostly asleep) are not the program's waiting. */
+static int started(int rc)
+{
     sw_init_ns = sw_now_ns();
+    getrusage(RUSAGE_SELF, &sw_init_usage);
+    return rc;
 }
 
 int MPI_Init(int *argc, char ***argv)
 {
     start();
-    return PMPI_Init(argc, argv);
+    return started(PMPI_Init(argc, argv));
 }
 
 int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 {
     start();
-    return PMPI_Init_thread(argc, argv, required, provided);
+    return started(PMPI_Init_thread(argc, argv, required, provided));
 }
 
 int MPI_Finalize(void)

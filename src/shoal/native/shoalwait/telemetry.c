@@ -86,6 +86,12 @@ static void json_string(FILE *f, const char *s)
 extern char sw_runtime_library[];
 extern const char sw_built_for[];
 extern int64_t sw_init_ns;
+extern struct rusage sw_init_usage;
+
+static double seconds_since(struct timeval now, struct timeval then)
+{
+    return (double)(now.tv_sec - then.tv_sec) + (double)(now.tv_usec - then.tv_usec) / 1e6;
+}
 
 void sw_telemetry_write(int rank, int size)
 {
@@ -126,8 +132,8 @@ void sw_telemetry_write(int rank, int size)
         fputs("null", f);
     fprintf(f, ",\n  \"wall_s\": %.9f,\n  \"utime_s\": %.6f,\n  \"stime_s\": %.6f,\n"
                "  \"calls\": {",
-            (sw_now_ns() - sw_init_ns) / 1e9, ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6,
-            ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6);
+            (sw_now_ns() - sw_init_ns) / 1e9, seconds_since(ru.ru_utime, sw_init_usage.ru_utime),
+            seconds_since(ru.ru_stime, sw_init_usage.ru_stime));
     const char *sep = "\n";
     for (int i = 0; i < F_COUNT; i++) {
         struct counters *s = &stats[i];
