@@ -29,13 +29,19 @@ def test_run_launches_with_mode_and_summarises(any_mpi, capfd, tmp_path):
     assert sorted(p.name for p in tmp_path.glob("rank-*.json")) == ["rank-0.json", "rank-1.json"]
 
 
-def test_run_table_goes_to_stderr(mpich, capfd):
+def test_run_table_goes_to_stderr(mpich, capfd, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
     code = main(["run", "--wait", "backoff", "-n", "2", "--", str(waittest(mpich)), "result",
                  "--rounds", "3"])
     captured = capfd.readouterr()
     assert code == 0
     assert '"result"' in captured.out
-    assert "shoal run --wait backoff (MPICH" in captured.err and "p2p" in captured.err
+    assert "shoal run --wait backoff (MPICH" in captured.err
+    # One whole row per rank and class, within 80 columns.
+    lines = captured.err.splitlines()
+    assert max(map(len, lines)) <= 80
+    rows = [line.split() for line in lines if line.split()[:2] in (["0", "p2p"], ["1", "p2p"])]
+    assert len(rows) == 2 and all(len(r) == 10 and "…" not in " ".join(r) for r in rows)
 
 
 @pytest.mark.parametrize("kind", ["mpich", "openmpi"])

@@ -44,7 +44,7 @@ def test_idle_receiver_telemetry(any_mpi, mode, tmp_path):
     rows = telemetry.summarize(records)
     p2p = [r for r in rows if r["rank"] == 1 and r["class"] == "p2p"][0]
     assert p2p["calls"] == 1 and p2p["sleeps"] == recv["sleeps"]
-    assert p2p["notice_p99_s"] >= recv["notice_max_s"]
+    assert p2p["notice_p99_s"] == pytest.approx(recv["notice_max_s"])   # capped at the max
     assert p2p["cpu_s"] == pytest.approx(rank1["utime_s"] + rank1["stime_s"])
 
 

@@ -82,8 +82,9 @@ def summarize(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "wait_s": agg["wait_s"], "sleep_s": agg["sleep_s"], "sleeps": agg["sleeps"],
                 "yields": agg["yields"],
                 "notice_mean_s": agg["notice_s"] / agg["notice_count"] if agg["notice_count"] else 0.0,
-                "notice_p50_s": hist_quantile(agg["hist"], 0.50),
-                "notice_p99_s": hist_quantile(agg["hist"], 0.99),
+                # A bin's upper edge can lie above the largest delay seen.
+                "notice_p50_s": min(hist_quantile(agg["hist"], 0.50), agg["notice_max_s"]),
+                "notice_p99_s": min(hist_quantile(agg["hist"], 0.99), agg["notice_max_s"]),
                 "notice_max_s": agg["notice_max_s"],
                 "cpu_s": rec["utime_s"] + rec["stime_s"], "wall_s": rec["wall_s"],
             })
@@ -92,20 +93,19 @@ def summarize(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def render(rows: list[dict[str, Any]], title: str = "waiting per rank and call class") -> None:
     """Print the summary as a table on stderr (stdout stays the program's)."""
+    from rich import box
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title=title)
-    for col in ("rank", "class", "calls", "wait s", "sleep s", "sleeps",
-                "notice p50 µs", "notice p99 µs", "notice max µs", "CPU %"):
-        table.add_column(col, justify="right")
+    # Fits an 80-column terminal: light borders, two-line headers, no wrapped cells.
+    table = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+    for col in ("rank", "class", "calls", "wait\ns", "sleep\ns", "sleeps",
+                "notice\np50 µs", "notice\np99 µs", "notice\nmax µs", "CPU\n%"):
+        table.add_column(col, justify="right", no_wrap=True)
     for r in rows:
         load = 100.0 * r["cpu_s"] / r["wall_s"] if r["wall_s"] > 0 else 0.0
         table.add_row(str(r["rank"]), r["class"], str(r["calls"]), f"{r['wait_s']:.4f}",
                       f"{r['sleep_s']:.4f}", str(r["sleeps"]), f"{r['notice_p50_s'] * 1e6:.1f}",
                       f"{r['notice_p99_s'] * 1e6:.1f}", f"{r['notice_max_s'] * 1e6:.1f}",
                       f"{load:.1f}")
-    console = Console(stderr=True)
-    if not console.is_terminal:
-        console.width = 160   # logs and pipes: keep every column readable
-    console.print(table)
+    Console(stderr=True).print(table)
