@@ -8,6 +8,8 @@ import pandas as pd
 import pytest
 
 from shoal.cli import main
+from shoal.cli import waitlab as waitlab_cli
+from shoal.runs.store import Run
 from tests.wait.helpers import waittest
 
 
@@ -82,7 +84,7 @@ def test_run_returns_program_exit_code(mpich, capfd):
     assert "no telemetry" in err
 
 
-def test_waitlab_quick_subset_writes_tables_and_figures(tmp_path, capfd):
+def test_waitlab_quick_subset_writes_tables_and_figures(tmp_path, capfd, monkeypatch):
     out = tmp_path / "lab"
     code = main(["waitlab", "--quick", "--mpi", "mpich", "--modes", "busy,backoff,linear:1,1000,1",
                  "--experiments", "A,D,lock", "--out", str(out), "--json"])
@@ -102,6 +104,18 @@ def test_waitlab_quick_subset_writes_tables_and_figures(tmp_path, capfd):
     for name in ("waitlab_A_load", "waitlab_D_reaction", "waitlab_patterns"):
         assert (out / f"{name}.png").stat().st_size > 10000
         assert (out / f"{name}.svg").exists()
+    # The printed summary: a narrow table per experiment kind, every
+    # contender named in full, within 80 columns.
+    monkeypatch.setenv("COLUMNS", "80")
+    waitlab_cli._table(Run(out))
+    lines = capfd.readouterr().out.splitlines()
+    assert max(map(len, lines)) <= 80
+    for kind in ("A: CPU load", "D: reaction", "S-DSM patterns"):
+        assert sum(line.startswith(kind) for line in lines) == 1
+    contenders = [line.split()[0] for line in lines if line.split()[:1] in
+                  [[c] for c in set(results["contender"])]]
+    assert sorted(set(contenders)) == sorted(set(results["contender"]))
+    assert "…" not in "".join(lines)
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["status"] == "complete" and manifest["quick"] is True
     assert len(printed["results"]) == 15

@@ -118,25 +118,59 @@ def _argv(args) -> list[str]:
     return out
 
 
+# Each experiment measures something else: one narrow table per kind and
+# MPI, with the columns that kind fills, fits an 80-column terminal.
+_KINDS = (
+    ("A: CPU load between bursts", ("A",),
+     (("CPU %", "cpu_load", 100, "{:.1f}"), ("run s", "wall_s", 1, "{:.3f}"))),
+    ("D: reaction, growing gaps", ("D",),
+     (("CPU %", "cpu_load", 100, "{:.1f}"), ("burst\np50 µs", "reaction_burst_p50_s", 1e6, "{:.1f}"),
+      ("gaps ≥1 ms\np50 µs", "reaction_sparse_p50_s", 1e6, "{:.1f}"),
+      ("gaps ≥1 ms\np99 µs", "reaction_sparse_p99_s", 1e6, "{:.1f}"))),
+    ("S-DSM patterns", ("full", "burst", "lock"),
+     (("run s", "wall_s", 1, "{:.3f}"), ("msg/s", "throughput_msg_per_s", 1, "{:.0f}"),
+      ("CPU %", "cpu_load", 100, "{:.1f}"))),
+)
+
+
 def _table(record: Run) -> None:
     from rich.console import Console
+
+    rows = record.rows("results")
+    energy = any(r["energy_J"] not in ("", None) for r in rows)
+    console = Console()
+    for title, experiments, columns in _KINDS:
+        for mpi in dict.fromkeys(r["mpi"] for r in rows):
+            mine = [r for r in rows if r["mpi"] == mpi and r["experiment"] in experiments]
+            if mine:
+                mine.sort(key=lambda r: experiments.index(r["experiment"]))   # stable sort
+                console.print(f"[bold]{title}, {mpi}[/]", soft_wrap=True)
+                _kind_table(console, mine, columns, patterns=len(experiments) > 1, energy=energy)
+
+
+def _kind_table(console, rows: list[dict], columns, patterns: bool, energy: bool) -> None:
+    """One experiment kind on one MPI: a row per contender (and pattern)."""
+    from rich import box
     from rich.table import Table
 
-    table = Table(title=f"waitlab ({record.path.name})")
-    for col in ("experiment", "MPI", "contender", "CPU %", "run s", "msg/s",
-                "D burst p50 µs", "D ≥1ms p50 µs", "D ≥1ms p99 µs", "energy J", "status"):
-        table.add_column(col, justify="right")
-
-    def num(v: str, scale: float = 1.0, fmt: str = "{:.1f}") -> str:
-        return fmt.format(float(v) * scale) if v not in ("", None) else ""
-
-    for r in record.rows("results"):
-        table.add_row(r["experiment"], r["mpi"], r["contender"], num(r["cpu_load"], 100),
-                      num(r["wall_s"], 1, "{:.3f}"), num(r["throughput_msg_per_s"], 1, "{:.0f}"),
-                      num(r["reaction_burst_p50_s"], 1e6), num(r["reaction_sparse_p50_s"], 1e6),
-                      num(r["reaction_sparse_p99_s"], 1e6), num(r["energy_J"], 1, "{:.2f}"),
-                      r["status"][:40])
-    console = Console()
-    if not console.is_terminal:
-        console.width = 180
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+    heads = ["pattern"] * patterns + ["contender"] + [c[0] for c in columns] + ["energy J"] * energy
+    for head in heads:
+        left = head in ("pattern", "contender")
+        table.add_column(head, justify="left" if left else "right", no_wrap=True)
+    failed = []
+    for r in rows:
+        cells = [r["experiment"]] * patterns + [r["contender"]]
+        if r["status"] != "ok":   # numbers left empty; why, below the table
+            failed.append(f"{' '.join(cells)}: {r['status']}")
+            table.add_row(*cells, "[red]failed[/]")
+            continue
+        cells += [_num(r[key], scale, fmt) for _, key, scale, fmt in columns]
+        table.add_row(*cells, *[_num(r["energy_J"], 1, "{:.2f}")] * energy)
     console.print(table)
+    for line in failed:
+        console.print(f"[red]{line}[/]", soft_wrap=True)
+
+
+def _num(value: str | None, scale: float, fmt: str) -> str:
+    return fmt.format(float(value) * scale) if value not in ("", None) else ""
