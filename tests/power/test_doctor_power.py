@@ -30,3 +30,21 @@ def test_doctor_says_why_sensors_are_missing_and_names_the_fallback(kernel):
     assert findings["power: rapl"]["ok"] is False
     assert "powercap" in findings["power: rapl"]["fix"]
     assert "modelled" in findings["power: fallback"]["found"]
+
+
+def test_doctor_prints_a_checklist_that_fits_80_columns(kernel):
+    findings = _doctor()
+    proc = subprocess.run([sys.executable, "-m", "shoal", "doctor"], capture_output=True, text=True,
+                          timeout=120, env={**os.environ, "COLUMNS": "80"})
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert max(map(len, lines)) <= 80
+    def flat(text: str) -> str:   # wrapped (or folded) lines joined again
+        return "".join(text.split())
+
+    for f in findings:
+        mark = "ok" if f["ok"] else "!!"
+        assert any(line.startswith(f"{mark} {f['area']} ") for line in lines), f["area"]
+        assert flat(f["found"]) in flat(proc.stdout)
+        if f["fix"]:
+            assert flat("→ " + f["fix"]) in flat(proc.stdout)

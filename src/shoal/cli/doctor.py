@@ -24,13 +24,20 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps([dataclasses.asdict(f) for f in findings], indent=1))
     else:
         from rich.console import Console
+        from rich.markup import escape
         from rich.table import Table
 
-        table = Table(title="shoal doctor")
-        for col in ("", "area", "found", "what to do"):
-            table.add_column(col)
+        # A checklist, not a grid: what to do goes under what was found, so a
+        # narrow terminal wraps one long column instead of cutting three.
+        table = Table.grid(padding=(0, 1))
+        table.add_column(no_wrap=True)
+        table.add_column(no_wrap=True)
+        table.add_column(overflow="fold")
         for f in findings:
-            table.add_row("[green]ok[/]" if f.ok else "[red]!![/]", f.area, f.found, f.fix)
-        Console().print(table)
+            found = escape(f.found) + (f"\n[yellow]→ {escape(f.fix)}[/]" if f.fix else "")
+            table.add_row("[green]ok[/]" if f.ok else "[red]!![/]", escape(f.area), found)
+        console = Console()
+        console.print("[bold]shoal doctor[/]")
+        console.print(table)
     # Only a missing MPI stops shoal from working at all.
     return 0 if all(f.ok for f in findings if f.area == "MPI in use") else 1
