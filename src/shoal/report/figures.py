@@ -13,13 +13,16 @@ from pathlib import Path
 
 import pandas as pd
 
+from shoal import render
 from shoal.runs.store import Run
 
 METRIC_COLUMNS = {
-    "bandwidth": ("bandwidth_median_Bps", "bandwidth (B/s)"),
-    "time": ("time_median_s", "time per operation (s)"),
-    "rate": ("rate_median_Hz", "transactions per second (1/s)"),
+    "bandwidth": ("bandwidth_median_Bps", "bandwidth"),
+    "time": ("time_median_s", "time per operation"),
+    "rate": ("rate_median_Hz", "transactions per second"),
 }
+# Tick labels in pretty units (the data stays SI): "4 KiB", "10 µs", "1 GB/s".
+TICK_TEXT = {"bandwidth": render.bandwidth, "time": render.seconds, "rate": render.rate}
 
 
 @dataclass(frozen=True)
@@ -50,6 +53,19 @@ def _error_bars(group: pd.DataFrame, metric: str) -> tuple[list[float], list[flo
         scale = group["bytes_per_op_B"] if metric == "bandwidth" else 1.0
         low, high = scale / group["time_ci_high_s"], scale / group["time_ci_low_s"]
     return list((y - low).clip(lower=0)), list((high - y).clip(lower=0))
+
+
+def size_and_metric_axes(ax, metric: str) -> None:
+    """Log-log axes labelled in bytes (powers of two) and the metric's own unit."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.xaxis.set_major_locator(LogLocator(base=2, numticks=9))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: render.byte_size(v) if v >= 1 else ""))
+    text = TICK_TEXT[metric]
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: text(v)))
+    ax.yaxis.set_minor_formatter(NullFormatter())
 
 
 def plot_runs(runs: list[Run], out_dir: Path, formats: tuple[str, ...] = ("png", "svg")) -> list[Path]:
@@ -85,9 +101,8 @@ def plot_runs(runs: list[Run], out_dir: Path, formats: tuple[str, ...] = ("png",
             if unconverged.any():
                 ax.plot(group["size_B"][unconverged], group[column][unconverged], "x",
                         color=line[0].get_color(), markersize=8)
-        ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
-        ax.set_xlabel("message size (B)")
+        size_and_metric_axes(ax, metric)
+        ax.set_xlabel("message size")
         ax.set_ylabel(ylabel)
         ax.set_title(test)
         ax.grid(True, which="both", alpha=0.3)

@@ -16,7 +16,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from shoal.report.figures import METRIC_COLUMNS  # noqa: E402
+from shoal.report.figures import METRIC_COLUMNS, size_and_metric_axes  # noqa: E402
 
 REFERENCE_STYLE = {"color": "black", "linestyle": "--", "linewidth": 1.6}
 
@@ -40,9 +40,8 @@ def perf_vs_size(frames: dict[str, pd.DataFrame], test: str, cluster_labels: dic
             style = REFERENCE_STYLE if is_ref else {"marker": "o", "markersize": 3, "linewidth": 1.2}
             ax.plot(group["size_B"], group[column], label=label, **style)
         ax.set_ylabel(ylabel)
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_xlabel("message size (B)")
+        size_and_metric_axes(ax, metric)
+    ax.set_xlabel("message size")
     ax.set_title(f"{test}: performance against message size")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7)
