@@ -11,6 +11,8 @@ import time
 
 import pandas as pd
 
+from shoal.cluster import cpulimit, state
+
 ENV = {**os.environ, "SHOAL_USERNS": "always"}
 LINK_RATE_Bps = 100e6 / 8
 BUDGET = "2.0123"  # also a marker: it appears on every rank's command line
@@ -21,8 +23,17 @@ def _root_namespaces() -> set[str]:
     return {line.split()[0] for line in out.splitlines()}
 
 
+def _host_cgroups_and_state() -> set[str]:
+    """shoal's cgroups in the host's hierarchies and its host state records."""
+    layout = cpulimit.detect()
+    bases = [b for b in (layout.cpu_base, layout.cpuset_base, layout.acct_base) if b]
+    found = {str(p) for b in bases if b.is_dir() for p in b.rglob("*") if p.is_dir()}
+    return found | {str(p) for p in state.root().glob("*")}
+
+
 def test_bench_runs_on_an_emulated_cluster_inside_a_user_namespace(tmp_path):
     before = _root_namespaces()
+    host_before = _host_cgroups_and_state()
     out = tmp_path / "run"
     proc = subprocess.run([sys.executable, "-m", "shoal", "bench", "--emulate", "2xminnowboard",
                            "--nodes", "2", "--tests", "mpbench.bandwidth", "--sizes", "1M",
@@ -33,12 +44,14 @@ def test_bench_runs_on_an_emulated_cluster_inside_a_user_namespace(tmp_path):
     assert (results["check"] == "ok").all()
     # The shaped link is there inside the namespace too.
     assert 0.5 * LINK_RATE_Bps < results["bandwidth_median_Bps"].iloc[0] < 1.05 * LINK_RATE_Bps
-    # Nothing was created where the rest of the machine can see it.
+    # Nothing was created where the rest of the machine can see it, or it was removed.
     assert _root_namespaces() == before
+    assert _host_cgroups_and_state() == host_before
 
 
 def test_sigkill_mid_run_leaves_nothing_behind(tmp_path):
     before = _root_namespaces()
+    host_before = _host_cgroups_and_state()
     out = tmp_path / "run"
     proc = subprocess.Popen([sys.executable, "-m", "shoal", "bench", "--emulate", "3xminnowboard",
                              "--nodes", "3", "--tests", "mpbench.allreduce", "--sizes", "1..64K",
@@ -63,6 +76,12 @@ def test_sigkill_mid_run_leaves_nothing_behind(tmp_path):
     assert survivors == [], f"processes of the killed run still alive: {survivors}"
     assert _root_namespaces() == before
     assert len(pd.read_csv(results)) >= 1  # what finished is kept
+    # The devices' cgroups are in the host's hierarchy and outlast the kill;
+    # their mirrored record lets the host remove them.
+    down = subprocess.run([sys.executable, "-m", "shoal", "cluster", "down"], capture_output=True,
+                          text=True, timeout=60)
+    assert down.returncode == 0, down.stderr
+    assert _host_cgroups_and_state() == host_before
 
 
 def _cmdline_has(pid: str, text: str) -> bool:

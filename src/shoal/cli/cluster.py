@@ -106,7 +106,8 @@ def _status(args) -> int:
 
     records = state.records()
     rows = [{"id": r["id"], "nodes": len(r.get("nodes", {})),
-             "state": "up" if not state.is_leftover(r) else "leftover (owner gone)",
+             "state": ("leftover (owner gone)" if state.is_leftover(r) else
+                       "up, inside a command's user namespace" if r.get("in_user_namespace") else "up"),
              "persistent": bool(r.get("persistent"))} for r in records]
     if args.json:
         print(json.dumps(rows, indent=1))

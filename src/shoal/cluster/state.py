@@ -8,6 +8,14 @@ owner process is gone; it touches only what a record names, never anything
 found by a name pattern. Veth pairs and the bridge live inside the cluster's
 namespaces, so they disappear with them and never appear in the root
 namespace.
+
+A cluster made inside a user namespace by root (``SHOAL_USERNS=always``)
+keeps its record in the namespace's private ``/run``, which dies with the
+command; its cgroups, made in the host's hierarchy, do not. So its record is
+also mirrored, naming only those cgroups and the command's process on the
+host as owner, into the host's state root (through a directory opened before
+``/run`` was covered): the host's ``reap()`` removes them once that process
+is gone.
 """
 
 from __future__ import annotations
@@ -32,12 +40,53 @@ def cluster_dir(cluster_id: str) -> Path:
     return root() / cluster_id
 
 
+# (host state root opened as a directory, owner pid on the host, its start time)
+_host_mirror: tuple[int, int, int] | None = None
+
+
+def mirror_to_host(dir_fd: int, owner_pid: int, owner_start: int) -> None:
+    """Inside a user namespace: mirror every record's cgroups to the host (see above)."""
+    global _host_mirror
+    _host_mirror = (dir_fd, owner_pid, owner_start)
+
+
 def write(record: dict) -> None:
     directory = cluster_dir(record["id"])
     directory.mkdir(parents=True, exist_ok=True)
     tmp = directory / "state.json.tmp"
     tmp.write_text(json.dumps(record, indent=1))
     os.replace(tmp, directory / "state.json")
+    if _host_mirror is not None:
+        _write_mirror(record)
+
+
+def _write_mirror(record: dict) -> None:
+    fd, owner_pid, owner_start = _host_mirror
+    name = record["id"]
+    mirror = {"id": name, "owner_pid": owner_pid, "owner_start": owner_start,
+              "persistent": False, "in_user_namespace": True, "created": record.get("created"),
+              "cgroups": record.get("cgroups", []), "netns": [], "uts": [], "nodes": {}}
+    try:
+        os.mkdir(name, dir_fd=fd)
+    except FileExistsError:
+        pass
+    out = os.open(f"{name}/state.json.tmp", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644, dir_fd=fd)
+    with os.fdopen(out, "w") as fh:
+        json.dump(mirror, fh, indent=1)
+    os.replace(f"{name}/state.json.tmp", f"{name}/state.json", src_dir_fd=fd, dst_dir_fd=fd)
+
+
+def _remove_mirror(cluster_id: str) -> None:
+    fd = _host_mirror[0]
+    for entry in ("state.json", "state.json.tmp"):
+        try:
+            os.unlink(f"{cluster_id}/{entry}", dir_fd=fd)
+        except FileNotFoundError:
+            pass
+    try:
+        os.rmdir(cluster_id, dir_fd=fd)
+    except OSError:
+        pass
 
 
 def read(cluster_id: str) -> dict | None:
@@ -117,6 +166,8 @@ def remove(record: dict) -> list[str]:
             except OSError:
                 time.sleep(0.02)
     shutil.rmtree(directory, ignore_errors=True)
+    if _host_mirror is not None:
+        _remove_mirror(record["id"])
     return removed
 
 

@@ -13,7 +13,10 @@ CPUs are not limited (the cluster says so), and a cluster cannot outlive
 the command (``shoal cluster up`` needs root).
 
 Root can choose the same construction with ``SHOAL_USERNS=always``: then a
-crashed run cannot leave anything behind either.
+crashed run leaves no process, namespace or link behind either. Root's
+cgroups (device CPU limits) live in the host's hierarchy and outlast a
+SIGKILL; their record is mirrored to the host's state root, so the next
+``shoal cluster down``, ``shoal doctor`` or cluster start removes them.
 """
 
 from __future__ import annotations
@@ -23,10 +26,12 @@ import shutil
 import subprocess
 import sys
 
+from shoal.cluster import state, sysns
 from shoal.errors import ShoalError
 
 MODE = "SHOAL_USERNS"  # "always": use a user namespace even as root
 INSIDE = "SHOAL_USERNS_INSIDE"
+OWNER = "SHOAL_USERNS_OWNER"  # "pid:start" of the command on the host (root only)
 
 
 def inside() -> bool:
@@ -52,6 +57,9 @@ def reexec(argv: list[str]) -> None:
                          f"({probe.stderr.strip() or 'unshare failed'}); run as root, or allow them "
                          "(sysctl kernel.unprivileged_userns_clone=1 / user.max_user_namespaces)")
     os.environ[INSIDE] = "1"
+    start = sysns.process_start_time(os.getpid())
+    if os.geteuid() == 0 and start is not None:   # this pid stays the command's (unshare's)
+        os.environ[OWNER] = f"{os.getpid()}:{start}"
     os.execv(unshare, [unshare, "--user", "--map-root-user", "--net", "--mount", "--pid", "--fork",
                        "--kill-child", "--mount-proc", sys.executable, "-m", "shoal.cluster.userns",
                        *argv])
@@ -59,6 +67,13 @@ def reexec(argv: list[str]) -> None:
 
 def main(argv: list[str]) -> int:
     """Inside the namespaces: a private /run, then the shoal command itself."""
+    owner = os.environ.pop(OWNER, "")
+    if owner:
+        # Opened before the private /run covers it: where cgroup records are mirrored.
+        host = state.root()
+        host.mkdir(parents=True, exist_ok=True)
+        pid, start = owner.split(":")
+        state.mirror_to_host(os.open(host, os.O_RDONLY | os.O_DIRECTORY), int(pid), int(start))
     for path in ("/run",):
         done = subprocess.run(["mount", "-t", "tmpfs", "-o", "mode=0755", "shoal-run", path],
                               capture_output=True, text=True)
