@@ -43,12 +43,13 @@ import json
 import os
 import statistics
 import subprocess
-import sys
 from pathlib import Path
 
 from shoal.errors import ShoalError
 from shoal.mpi import build, discover
 from shoal.mpi.launch import Job
+
+from entry import run_main
 
 LATENCY_SIZES = [1 << k for k in range(0, 21)]      # 1 B .. 1 MiB
 BANDWIDTH_SIZES = [1 << k for k in range(10, 23)]   # 1 KiB .. 4 MiB
@@ -76,10 +77,30 @@ def parse_osu(text: str) -> dict[int, float]:
     return table
 
 
-def shoal_medians(mpi, program: Path, test: str, sizes: list[int], budget: float) -> dict[int, dict]:
+Series = dict[int, list[float]]   # per size, one value per round
+
+
+def add(series: Series, values: dict[int, float]) -> None:
+    for size, value in values.items():
+        series.setdefault(size, []).append(value)
+
+
+def run_osu(mpi, program: Path) -> dict[int, float]:
+    return parse_osu(run(mpi, [str(program)]))
+
+
+def run_shoal(mpi, program: Path, test: str, sizes: list[int], budget: float,
+          unit: str) -> tuple[dict[int, float], dict[int, float]]:
+    """Per size: the median and the mean of shoal's repetitions, in OSU's unit (us or MB/s)."""
     spec = ",".join(f"{test}:{s}" for s in sizes)
     out = run(mpi, [str(program), "--points", spec, "--budget", str(budget)])
-    return {r["size_B"]: r for r in map(json.loads, out.splitlines()) if r["type"] == "point"}
+    points = [r for r in map(json.loads, out.splitlines()) if r["type"] == "point"]
+
+    def in_unit(r: dict, seconds: float) -> float:
+        return seconds * 1e6 if unit == "us" else r["bytes_per_op"] / seconds / 1e6
+
+    return ({r["size_B"]: in_unit(r, r["median_s"]) for r in points},
+            {r["size_B"]: in_unit(r, statistics.fmean(r["samples_s"])) for r in points})
 
 
 def human(size: int) -> str:
@@ -89,9 +110,8 @@ def human(size: int) -> str:
     return f"{size} B"
 
 
-def report(title: str, unit: str, sizes: list[int], osu: dict[int, list[float]],
-           shoal: dict[int, list[float]], shoal_mean: dict[int, list[float]], target: float | None,
-           higher_is_better: bool, osu_again: dict[int, list[float]]) -> None:
+def report(title: str, unit: str, sizes: list[int], osu: Series, shoal: Series, shoal_mean: Series,
+           target: float | None, higher_is_better: bool, osu_again: Series) -> None:
     """Per size: OSU and shoal's median (each the median over rounds) and three ratios.
 
     median/OSU is the comparison the target applies to; mean/OSU uses shoal's
@@ -142,50 +162,35 @@ def main() -> int:
     mpi = discover.resolve(args.mpi)
     program = build.build("bench", mpi)
 
-    osu_lat: dict[int, list[float]] = {}
-    osu_bw: dict[int, list[float]] = {}
-    osu_lat2: dict[int, list[float]] = {}
-    osu_bw2: dict[int, list[float]] = {}
-    sh_lat: dict[int, list[float]] = {}
-    sh_bw: dict[int, list[float]] = {}
-    sh_lat_mean: dict[int, list[float]] = {}
-    sh_bw_mean: dict[int, list[float]] = {}
-    sh_uni: dict[int, list[float]] = {}
-    sh_uni_mean: dict[int, list[float]] = {}
+    names = ("osu_lat", "osu_lat2", "osu_bw", "osu_bw2", "lat", "lat_mean", "bw", "bw_mean",
+             "uni", "uni_mean")
+    got: dict[str, Series] = {name: {} for name in names}
     for rnd in range(args.rounds):
-        for size, us in parse_osu(run(mpi, [str(programs["osu_latency"])])).items():
-            osu_lat.setdefault(size, []).append(us)
-        for size, r in shoal_medians(mpi, program, "imb.PingPong", LATENCY_SIZES, args.budget).items():
-            sh_lat.setdefault(size, []).append(r["median_s"] * 1e6)
-            sh_lat_mean.setdefault(size, []).append(statistics.fmean(r["samples_s"]) * 1e6)
-        for size, mbs in parse_osu(run(mpi, [str(programs["osu_bw"])])).items():
-            osu_bw.setdefault(size, []).append(mbs)
-        for size, us in parse_osu(run(mpi, [str(programs["osu_latency"])])).items():
-            osu_lat2.setdefault(size, []).append(us)
-        for size, mbs in parse_osu(run(mpi, [str(programs["osu_bw"])])).items():
-            osu_bw2.setdefault(size, []).append(mbs)
-        for size, r in shoal_medians(mpi, program, "mpbench.bandwidth", BANDWIDTH_SIZES, args.budget).items():
-            sh_bw.setdefault(size, []).append(r["bytes_per_op"] / r["median_s"] / 1e6)
-            sh_bw_mean.setdefault(size, []).append(r["bytes_per_op"] / statistics.fmean(r["samples_s"]) / 1e6)
-        for size, r in shoal_medians(mpi, program, "imb.Uniband", BANDWIDTH_SIZES, args.budget).items():
-            sh_uni.setdefault(size, []).append(r["bytes_per_op"] / r["median_s"] / 1e6)
-            sh_uni_mean.setdefault(size, []).append(r["bytes_per_op"] / statistics.fmean(r["samples_s"]) / 1e6)
+        add(got["osu_lat"], run_osu(mpi, programs["osu_latency"]))
+        for name, values in zip(("lat", "lat_mean"),
+                                run_shoal(mpi, program, "imb.PingPong", LATENCY_SIZES, args.budget, "us")):
+            add(got[name], values)
+        add(got["osu_bw"], run_osu(mpi, programs["osu_bw"]))
+        add(got["osu_lat2"], run_osu(mpi, programs["osu_latency"]))
+        add(got["osu_bw2"], run_osu(mpi, programs["osu_bw"]))
+        for test, prefix in (("mpbench.bandwidth", "bw"), ("imb.Uniband", "uni")):
+            for name, values in zip((prefix, prefix + "_mean"),
+                                    run_shoal(mpi, program, test, BANDWIDTH_SIZES, args.budget, "MB/s")):
+                add(got[name], values)
         print(f"round {rnd + 1}/{args.rounds} done", flush=True)
 
     print(f"\n{mpi.name}, 2 ranks on one host, {args.rounds} alternating rounds, medians over rounds")
     report("latency: imb.PingPong vs osu_latency (half round trip)", "us", LATENCY_SIZES,
-           osu_lat, sh_lat, sh_lat_mean, target=0.03, higher_is_better=False, osu_again=osu_lat2)
+           got["osu_lat"], got["lat"], got["lat_mean"], target=0.03, higher_is_better=False,
+           osu_again=got["osu_lat2"])
     report("bandwidth: imb.Uniband vs osu_bw (same windowed pattern)", "MB/s", BANDWIDTH_SIZES,
-           osu_bw, sh_uni, sh_uni_mean, target=0.03, higher_is_better=True, osu_again=osu_bw2)
+           got["osu_bw"], got["uni"], got["uni_mean"], target=0.03, higher_is_better=True,
+           osu_again=got["osu_bw2"])
     report("bandwidth: mpbench.bandwidth vs osu_bw (different patterns, see the header)", "MB/s",
-           BANDWIDTH_SIZES, osu_bw, sh_bw, sh_bw_mean, target=None, higher_is_better=True,
-           osu_again=osu_bw2)
+           BANDWIDTH_SIZES, got["osu_bw"], got["bw"], got["bw_mean"], target=None,
+           higher_is_better=True, osu_again=got["osu_bw2"])
     return 0
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except ShoalError as exc:
-        print(f"fidelity_osu: {exc}", file=sys.stderr)
-        sys.exit(2)
+    run_main(main)

@@ -23,7 +23,6 @@ import argparse
 import json
 import statistics
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
@@ -33,6 +32,7 @@ from shoal.errors import ShoalError
 from shoal.mpi import build, discover
 from shoal.mpi.launch import Job
 
+from entry import run_main
 from mpicc import compile_program
 
 
@@ -86,8 +86,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except ShoalError as exc:
-        print(f"harness_overhead: {exc}", file=sys.stderr)
-        sys.exit(2)
+    run_main(main)

@@ -19,7 +19,6 @@ import argparse
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
@@ -28,6 +27,7 @@ from shoal.mpi import discover
 from shoal.mpi.launch import Job
 from shoal.wait.library import wait_env
 
+from entry import run_main
 from mpicc import compile_program
 
 MODES = ["busy", "backoff", "auto"]
@@ -75,8 +75,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except ShoalError as exc:
-        print(f"wait_instructions: {exc}", file=sys.stderr)
-        sys.exit(2)
+    run_main(main)

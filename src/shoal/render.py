@@ -1,4 +1,4 @@
-"""Pretty units for people; the data always stays in SI units."""
+"""Pretty units and tables for people; the data always stays in SI units."""
 
 from __future__ import annotations
 
@@ -44,3 +44,16 @@ def rate(value: float) -> str:
 
 def percent(value: float) -> str:
     return "-" if value is None or value == "" else f"{100 * float(value):.1f}%"
+
+
+def narrow_table(headers: list[str], left: tuple[str, ...] = (), title: str | None = None):
+    """A rich table that fits an 80-column terminal (and a log, which rich
+    renders at 80): light borders, headers that may take two lines ("\\n"),
+    cells that never wrap. Columns named in `left` are left-justified."""
+    from rich import box
+    from rich.table import Table
+
+    table = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+    for head in headers:
+        table.add_column(head, justify="left" if head in left else "right", no_wrap=True)
+    return table

@@ -151,17 +151,11 @@ def run(args: argparse.Namespace) -> int:
 
 def _summary(rows: list[dict[str, str]], failures: list[dict[str, str]]) -> None:
     """One line per test and rank count: smallest-size time, best bandwidth, convergence."""
-    from rich import box
     from rich.console import Console
-    from rich.table import Table
 
-    # Fits an 80-column terminal (and a log file, which rich renders at 80):
-    # light borders, two-line headers, cells that never wrap.
-    table = Table(title="shoal bench summary", box=box.SIMPLE_HEAD, pad_edge=False,
-                  collapse_padding=True)
-    for col in ("test", "nodes", "ranks", "sizes", "time at\nsmallest", "peak\nbandwidth",
-                "not\nconverged"):
-        table.add_column(col, justify="left" if col == "test" else "right", no_wrap=True)
+    table = render.narrow_table(["test", "nodes", "ranks", "sizes", "time at\nsmallest",
+                                 "peak\nbandwidth", "not\nconverged"],
+                                left=("test",), title="shoal bench summary")
     groups: dict[tuple[str, str, str, str], list[dict[str, str]]] = {}
     for row in rows:
         groups.setdefault((row["config"], row["test"], row["nodes"], row["ranks"]), []).append(row)

@@ -150,14 +150,10 @@ def _table(record: Run) -> None:
 
 def _kind_table(console, rows: list[dict], columns, patterns: bool, energy: bool) -> None:
     """One experiment kind on one MPI: a row per contender (and pattern)."""
-    from rich import box
-    from rich.table import Table
+    from shoal.render import narrow_table
 
-    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
     heads = ["pattern"] * patterns + ["contender"] + [c[0] for c in columns] + ["energy J"] * energy
-    for head in heads:
-        left = head in ("pattern", "contender")
-        table.add_column(head, justify="left" if left else "right", no_wrap=True)
+    table = narrow_table(heads, left=("pattern", "contender"))
     failed = []
     for r in rows:
         cells = [r["experiment"]] * patterns + [r["contender"]]

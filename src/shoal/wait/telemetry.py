@@ -93,15 +93,13 @@ def summarize(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def render(rows: list[dict[str, Any]], title: str = "waiting per rank and call class") -> None:
     """Print the summary as a table on stderr (stdout stays the program's)."""
-    from rich import box
     from rich.console import Console
-    from rich.table import Table
 
-    # Fits an 80-column terminal: light borders, two-line headers, no wrapped cells.
-    table = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
-    for col in ("rank", "class", "calls", "wait\ns", "sleep\ns", "sleeps",
-                "notice\np50 µs", "notice\np99 µs", "notice\nmax µs", "CPU\n%"):
-        table.add_column(col, justify="right", no_wrap=True)
+    from shoal.render import narrow_table
+
+    table = narrow_table(["rank", "class", "calls", "wait\ns", "sleep\ns", "sleeps",
+                          "notice\np50 µs", "notice\np99 µs", "notice\nmax µs", "CPU\n%"],
+                         title=title)
     for r in rows:
         load = 100.0 * r["cpu_s"] / r["wall_s"] if r["wall_s"] > 0 else 0.0
         table.add_row(str(r["rank"]), r["class"], str(r["calls"]), f"{r['wait_s']:.4f}",
