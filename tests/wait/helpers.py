@@ -10,7 +10,7 @@ from shoal.mpi import build
 from shoal.mpi.launch import Job
 from shoal.wait import apply
 
-MODES = ["busy", "yield", "sleep:50", "linear", "linear:1000,20000,1000", "backoff",
+MODES = ["busy", "yield", "sleep:0", "sleep:50", "linear", "linear:1000,20000,1000", "backoff",
          "backoff:0,2000", "auto"]
 
 

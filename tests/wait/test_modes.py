@@ -14,13 +14,15 @@ from tests.wait.helpers import waittest
 
 GOOD = {
     "busy": ("busy", ()), "yield": ("yield", ()), "sleep:100": ("sleep", (100.0,)),
-    "sleep:0.5": ("sleep", (0.5,)), "linear": ("linear", (1, 1000, 1)),
+    "sleep:0.5": ("sleep", (0.5,)), "sleep:0": ("sleep", (0.0,)), "linear": ("linear", (1, 1000, 1)),
     "linear:0,5000,10": ("linear", (0, 5000, 10)), "backoff": ("backoff", (50.0, 10000.0)),
     "backoff:0,2000": ("backoff", (0.0, 2000.0)), "auto": ("auto", (0.05,)),
     "auto:0.2": ("auto", (0.2,)),
 }
-BAD = ["spin", "sleep", "sleep:", "sleep:-1", "sleep:abc", "sleep:0", "linear:1,2",
-       "linear:5,1,1", "linear:1,10,0", "linear:1,2,x", "backoff:1", "backoff:1,0",
+BAD = ["spin", "sleep", "sleep:", "sleep:-1", "sleep:abc", "sleep:0x10", "sleep: 5", "sleep:inf",
+       "linear:1,2",
+       "linear:5,1,1", "linear:1,10,0", "linear:1,2,x", "backoff:1", "backoff:1,0", "backoff:50,-10",
+       "backoff:-1,100", "backoff:50,10000x",
        "auto:1.5", "auto:0", "busy:3", "yield:1", "BUSY", ""]
 
 
@@ -52,7 +54,8 @@ def test_classes_rejected(text):
         modes.parse_classes(text)
 
 
-@pytest.mark.parametrize("bad", ["spin", "sleep:-3", "linear:9,1,1", "auto:2"])
+@pytest.mark.parametrize("bad", ["spin", "sleep:-3", "sleep:0x10", "linear:9,1,1", "auto:2",
+                                 "backoff:50,-10", "backoff:50,10000x"])
 def test_library_refuses_bad_mode_at_init(mpich, bad):
     """Started without shoal's checks, the library itself stops at MPI_Init."""
     job = Job(mpich, 2, [str(waittest(mpich)), "result"],

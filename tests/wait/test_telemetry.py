@@ -21,7 +21,7 @@ def test_hist_quantile_upper_edges():
     assert telemetry.hist_quantile([0] * 40, 0.5) == 0.0
 
 
-@pytest.mark.parametrize("mode", ["backoff", "sleep:200"])
+@pytest.mark.parametrize("mode", ["backoff", "sleep:200", "sleep:0"])
 def test_idle_receiver_telemetry(any_mpi, mode, tmp_path):
     proc = run_scenario(any_mpi, mode, 2, "idle", "--seconds", "0.4", telemetry=tmp_path)
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -41,6 +41,10 @@ def test_idle_receiver_telemetry(any_mpi, mode, tmp_path):
     if mode == "sleep:200":
         # 0.4 s in sleeps of 200 us (plus wake-up latency): about 1500-2000 sleeps.
         assert 400 < recv["sleeps"] < 2100
+    if mode == "sleep:0":
+        # Every pause is a real clock_nanosleep of 0 (it yields the core for
+        # the kernel's wake-up latency), not a test loop without sleeps.
+        assert recv["sleeps"] > 100 and recv["yields"] == 0
     rows = telemetry.summarize(records)
     p2p = [r for r in rows if r["rank"] == 1 and r["class"] == "p2p"][0]
     assert p2p["calls"] == 1 and p2p["sleeps"] == recv["sleeps"]

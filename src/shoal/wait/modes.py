@@ -6,6 +6,8 @@ started without shoal is never run in another mode than asked either::
     busy                          pass-through: the MPI's own spinning
     yield                         sched_yield() between tests
     sleep:US                      fixed sleep of US microseconds between tests
+                                  (sleep:0 still calls clock_nanosleep: 003's
+                                  shortest static sleep)
     linear[:DMIN_NS,DMAX_NS,DSTEP_NS]
                                   003's adaptive receive: sleeps grow by DSTEP
                                   from DMIN to DMAX, restarting on every call
@@ -63,8 +65,8 @@ def parse_mode(text: str) -> WaitMode:
         return WaitMode(name, text)
     if name == "sleep":
         us = _number(params)
-        if us is None or not 0 < us <= 1e7:
-            raise _bad(text, "sleep needs a time in microseconds, e.g. sleep:100")
+        if us is None or not 0 <= us <= 1e7:
+            raise _bad(text, "sleep needs a time in microseconds from 0 to 1e7, e.g. sleep:100")
         return WaitMode(name, text, (us,))
     if name == "linear":
         if not sep:

@@ -72,10 +72,12 @@ void sw_fatal(int code, const char *fmt, ...)
     exit(code);
 }
 
-/* A whole-string decimal number, else -1 (all our numbers are >= 0). */
+/* A whole-string decimal number, else -1 (all our numbers are >= 0).
+ * Only digits, a point and an exponent: strtod alone would also take
+ * leading blanks, hexadecimal and "inf", which the Python side refuses. */
 static double number(const char *s)
 {
-    if (!s || !*s)
+    if (!s || !*s || !strchr("0123456789.", s[0]) || strspn(s, "0123456789.eE+-") != strlen(s))
         return -1;
     char *end;
     errno = 0;
@@ -128,9 +130,10 @@ static void parse_mode(const char *text)
             die("SHOAL_WAIT=%s: mode '%s' takes no parameters", text, name);
         sw_cfg.mode = name[0] == 'b' ? SW_BUSY : SW_YIELD;
     } else if (!strcmp(name, "sleep")) {
-        double us = number(params);
-        if (us <= 0 || us > 1e7)
-            die("SHOAL_WAIT=%s: sleep needs a time in microseconds, e.g. sleep:100", text);
+        double us = number(params);   /* 0: a clock_nanosleep of 0, 003's shortest */
+        if (us < 0 || us > 1e7)
+            die("SHOAL_WAIT=%s: sleep needs a time in microseconds from 0 to 1e7, "
+                "e.g. sleep:100", text);
         sw_cfg.mode = SW_SLEEP;
         sw_cfg.sleep_ns = (int64_t)(us * 1000.0 + 0.5);
     } else if (!strcmp(name, "linear")) {

@@ -41,6 +41,10 @@ int64_t sw_now_ns(void)
 #define BACKOFF_LATE 0.0625    /* backoff: a wake-up later than this x the wait is late */
 #define TIGHT_NS 20000    /* an arrival bound this close anchors the period */
 #define POLL_NS 1         /* the shortest sleep: wakes after the kernel's latency */
+/* What pause_ns() returns besides a sleep length: */
+#define PAUSE_TEST 0      /* test again at once */
+#define PAUSE_YIELD (-1)  /* sched_yield() */
+#define PAUSE_ZERO (-2)   /* clock_nanosleep(0): sleep:0, "sleeping zero is not zero" (003) */
 
 struct site {
     const void *key;
@@ -218,15 +222,15 @@ static void plan_clock(struct plan *p, int64_t start)
     p->expect = at > start ? at - start : (at ? 1 : 0);
 }
 
-/* How long to pause after a failed test, `elapsed` ns into the wait.
- * 0: test again at once; -1: sched_yield; otherwise sleep that long. */
+/* How long to pause after a failed test, `elapsed` ns into the wait:
+ * a sleep length (ns) or one of the PAUSE_* above. */
 static int64_t pause_ns(struct plan *p, int64_t elapsed)
 {
     switch (sw_cfg.mode) {
     case SW_YIELD:
-        return -1;
+        return PAUSE_YIELD;
     case SW_SLEEP:
-        return sw_cfg.sleep_ns;
+        return sw_cfg.sleep_ns ? sw_cfg.sleep_ns : PAUSE_ZERO;
     case SW_LINEAR: {
         int64_t d = p->linear;
         p->linear = d + sw_cfg.dstep_ns > sw_cfg.dmax_ns ? sw_cfg.dmax_ns : d + sw_cfg.dstep_ns;
@@ -303,10 +307,12 @@ static __attribute__((noinline)) int wait_slow(int fn, struct site *site, sw_tes
             }
             last_fail = now;
             int64_t d = pause_ns(&plan, now - start);
-            if (d < 0) {
+            if (d == PAUSE_YIELD) {
                 sched_yield();
                 call.yields++;
-            } else if (d > 0) {
+            } else if (d != PAUSE_TEST) {
+                if (d == PAUSE_ZERO)
+                    d = 0;
                 struct timespec req = {d / 1000000000LL, d % 1000000000LL};
                 clock_nanosleep(CLOCK_MONOTONIC, 0, &req, NULL);
                 int64_t after = sw_now_ns(), slept = after - now, over = slept - d;
