@@ -7,11 +7,10 @@ and — when not fine — the one thing to do.
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from shoal import proc
 from shoal.errors import ShoalError
 
 
@@ -43,7 +42,7 @@ def check_mpis(selected: str | None) -> list[Finding]:
 def check_compiler(selected: str | None) -> list[Finding]:
     from shoal.mpi import discover
 
-    cc = shutil.which("cc") or shutil.which("gcc")
+    cc = proc.find("cc") or proc.find("gcc")
     findings = [Finding("C compiler", bool(cc), cc or "none on PATH",
                         "" if cc else "install gcc (Debian: apt-get install gcc)")]
     try:
@@ -51,11 +50,10 @@ def check_compiler(selected: str | None) -> list[Finding]:
     except ShoalError:
         return findings
     try:
-        out = subprocess.run([str(mpi.mpicc), "--version"], capture_output=True, text=True,
-                             timeout=30, env=dict(os.environ, **mpi.env()))
+        out = proc.run([str(mpi.mpicc), "--version"], timeout=30, env_add=mpi.env())
         ok = out.returncode == 0
         first = (out.stdout or out.stderr).splitlines()[0] if (out.stdout or out.stderr) else ""
-    except OSError as exc:
+    except ShoalError as exc:
         ok, first = False, str(exc)
     findings.append(Finding("mpicc", ok, f"{mpi.mpicc}: {first}",
                             "" if ok else "the MPI's compiler wrapper does not run; install gcc"))
@@ -63,20 +61,20 @@ def check_compiler(selected: str | None) -> list[Finding]:
 
 
 def check_namespaces() -> list[Finding]:
-    ip = shutil.which("ip")
+    ip = proc.find("ip")
     if not ip:
         return [Finding("network namespaces", False, "no 'ip' command",
                         "install iproute2 (Debian: apt-get install iproute2)")]
     name = f"shoal-doctor-{os.getpid()}"
-    made = subprocess.run([ip, "netns", "add", name], capture_output=True, text=True)
+    made = proc.run([ip, "netns", "add", name])
     if made.returncode != 0:
         userns = Path("/proc/sys/kernel/unprivileged_userns_clone")
         hint = ("run as root, or allow user namespaces "
                 "(sysctl kernel.unprivileged_userns_clone=1)" if userns.exists() else "run as root")
         return [Finding("network namespaces", False, made.stderr.strip() or "cannot create", hint)]
-    subprocess.run([ip, "netns", "delete", name], capture_output=True)
+    proc.run([ip, "netns", "delete", name])
     findings = [Finding("network namespaces", True, "can create namespaces, veth and bridges")]
-    tc = shutil.which("tc")
+    tc = proc.find("tc")
     findings.append(Finding("tc (link shaping)", bool(tc), tc or "missing",
                             "" if tc else "install iproute2"))
     netem = _kernel_has_module("sch_netem")

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import functools
 import json
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from shoal import proc
 from shoal.errors import ShoalError
 
 SUITES = ("mpbench", "imb")
@@ -35,10 +35,7 @@ class TestInfo:
 
 @functools.lru_cache(maxsize=8)
 def load(program: Path) -> tuple[TestInfo, ...]:
-    try:
-        out = subprocess.run([str(program), "--list"], capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise ShoalError(f"cannot run the benchmark program {program}: {exc}") from exc
+    out = proc.run([str(program), "--list"], timeout=30, what=f"benchmark program {program} --list")
     if out.returncode != 0:
         raise ShoalError(f"benchmark program {program} --list failed: {out.stderr.strip()[:200]}")
     try:

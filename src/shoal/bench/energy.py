@@ -18,12 +18,11 @@ from __future__ import annotations
 
 import contextlib
 import shlex
-import subprocess
 import sys
 import threading
 from typing import Any, Iterator
 
-from shoal import verbose
+from shoal import proc
 from shoal.errors import ShoalError
 from shoal.power import COLUMNS, open_session
 from shoal.power.session import Session
@@ -103,7 +102,7 @@ def open_meter(spec: str, where: Any, run: Run, idle_s: float = 0.0,
                rate_hz: float = DEFAULT_RATE_HZ) -> Iterator[Meter]:
     """Start sampling on every node of ``where`` for the duration of the block."""
     sessions = _sessions(spec, where, rate_hz)
-    processes: list[subprocess.Popen] = []
+    processes: list[proc.Process] = []
     try:
         for node, session in sessions.items():
             if session is None:
@@ -125,9 +124,8 @@ def open_meter(spec: str, where: Any, run: Run, idle_s: float = 0.0,
         for session in sessions.values():
             if session is not None:
                 session.stop()
-        for proc in processes:
-            if proc.poll() is None:
-                proc.terminate()
+        for process in processes:
+            process.stop()
 
 
 def _sessions(spec: str, where: Any, rate_hz: float) -> dict[str, Session | None]:
@@ -154,7 +152,7 @@ def _sessions(spec: str, where: Any, rate_hz: float) -> dict[str, Session | None
 
 
 def _remote_session(node: str, where: Any, spec: str, rate_hz: float,
-                    processes: list[subprocess.Popen]) -> Session:
+                    processes: list[proc.Process]) -> Session:
     """Start ``python -m shoal.power.sampler`` on a real host and stream it back."""
     from shoal.cluster import remote
 
@@ -163,14 +161,13 @@ def _remote_session(node: str, where: Any, spec: str, rate_hz: float,
     remote_cmd = shlex.join([sys.executable, "-m", "shoal.power.sampler", "--source", spec,
                              "--rate", str(rate_hz), "--node", node, "--control"])
     argv = [remote.ssh_program(), "-o", "BatchMode=yes", host, remote_cmd]
-    verbose.show(argv)
-    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
-    processes.append(proc)
+    process = proc.start(argv, stdin=proc.PIPE, stdout=proc.PIPE, bufsize=1)
+    processes.append(process)
     session = open_session("none", rate_hz, node=node).start()  # filled by the stream
 
     def send(text: str) -> None:
-        proc.stdin.write(text)
-        proc.stdin.flush()
+        process.stdin.write(text)
+        process.stdin.flush()
 
-    session.attach_remote(proc.stdout, send)
+    session.attach_remote(process.stdout, send)
     return session

@@ -11,17 +11,14 @@ points after it. ``--resume`` passes only the points not yet in
 from __future__ import annotations
 
 import json
-import os
 import queue
-import signal
-import subprocess
 import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
-from shoal import verbose
+from shoal import proc
 from shoal.bench import records
 from shoal.errors import Interrupted, ShoalError
 from shoal.mpi.launch import Job
@@ -167,14 +164,10 @@ class Sweep:
                 ",".join(f"{p.test}:{p.size_B}" for p in todo), *self.options.program_args()]
         job = config.make_job(argv)
         cmd, env_add = job.command()
-        verbose.show(cmd, env_add)
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                env=job.popen_env(), start_new_session=True)
+        process = proc.start(cmd, env=job.popen_env(), show_env=env_add, stdout=proc.PIPE,
+                             stderr=proc.TAIL)
         lines: queue.Queue[str | None] = queue.Queue()
-        stderr_tail: list[str] = []
-        threading.Thread(target=_pump, args=(proc.stdout, lines.put), daemon=True).start()
-        threading.Thread(target=_pump, args=(proc.stderr, lambda s: _keep_tail(stderr_tail, s)),
-                         daemon=True).start()
+        threading.Thread(target=_pump, args=(process.stdout, lines.put), daemon=True).start()
         finished = 0
         deadline = time.monotonic() + STARTUP_GRACE_S + self.options.timeout_s
         if finished < len(todo):
@@ -184,12 +177,12 @@ class Sweep:
                 try:
                     line = lines.get(timeout=max(0.05, deadline - time.monotonic()))
                 except queue.Empty:
-                    _kill(proc)
+                    process.stop()
                     return finished, ("timeout", f"no result within {self.options.timeout_s:.0f} s")
                 if line is None:  # stdout closed: the job ended
-                    code = proc.wait()
+                    code = process.wait()
                     if code != 0 and finished < len(todo):
-                        detail = " | ".join(stderr_tail[-3:]) or f"exit status {code}"
+                        detail = process.stderr_tail() or f"exit status {code}"
                         return finished, ("crashed", detail)
                     return finished, None
                 record = _parse(line)
@@ -205,7 +198,7 @@ class Sweep:
                         continue
                     point = todo[finished]
                     if (record.get("test"), record.get("size_B")) != (point.test, point.size_B):
-                        _kill(proc)
+                        process.stop()
                         return finished, ("protocol", f"expected {point.test}:{point.size_B}, got "
                                           f"{record.get('test')}:{record.get('size_B')}")
                     if kind == "point":
@@ -217,16 +210,15 @@ class Sweep:
                     if finished < len(todo):
                         self.events.point_started(config, todo[finished])
                 elif kind == "error":
-                    _kill(proc)
+                    process.stop()
                     return finished, ("error", str(record.get("message", "")))
         except KeyboardInterrupt:
-            _kill(proc)
+            process.stop()
             self.run.finish("interrupted")
             raise Interrupted(f"interrupted; finished points are in {self.run.path} "
                               f"(continue with --resume {self.run.path})") from None
         finally:
-            if proc.poll() is None:
-                _kill(proc)
+            process.stop()   # also what the job left behind after mpiexec exited
 
     # -- writing ----------------------------------------------------------------
     def _note_hello(self, config: Config, record: dict[str, Any]) -> None:
@@ -270,12 +262,6 @@ def _pump(stream, put: Callable[[Any], None]) -> None:
     put(None)
 
 
-def _keep_tail(tail: list[str], line: str | None, keep: int = 20) -> None:
-    if line:
-        tail.append(line.strip())
-        del tail[:-keep]
-
-
 def _parse(line: str) -> dict[str, Any] | None:
     line = line.strip()
     if not line.startswith("{"):
@@ -285,19 +271,6 @@ def _parse(line: str) -> dict[str, Any] | None:
     except json.JSONDecodeError:
         return None
     return value if isinstance(value, dict) else None
-
-
-def _kill(proc: subprocess.Popen) -> None:
-    """Kill the whole launcher process group (mpiexec and its local ranks)."""
-    try:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=3)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=5)
-    except ProcessLookupError:
-        pass
 
 
 def job_key(label: str, nodes: int, ranks: int) -> str:

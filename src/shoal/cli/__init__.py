@@ -14,7 +14,7 @@ import importlib
 import pkgutil
 import sys
 
-from shoal import __version__
+from shoal import __version__, proc
 from shoal.errors import ShoalError
 
 
@@ -69,6 +69,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     _one_line_parser_errors(parser)
     debug = "--debug" in argv
+    proc.install_signal_handlers()
+    proc.received = None
     try:
         args = parser.parse_args(argv)
         if args.verbose:
@@ -88,12 +90,19 @@ def main(argv: list[str] | None = None) -> int:
         if debug:
             raise
         print(f"shoal: {exc}", file=sys.stderr)
-        return exc.exit_code
+        return _signal_status() or exc.exit_code
     except KeyboardInterrupt:
         if debug:
             raise
         print("shoal: interrupted; finished results are kept on disk", file=sys.stderr)
-        return 130
+        return _signal_status() or 130
+    finally:
+        proc.stop_all()   # nothing shoal started outlives it
+
+
+def _signal_status() -> int | None:
+    """128 + the signal number when SIGTERM/SIGHUP stopped shoal (as a shell reports it)."""
+    return 128 + proc.received if proc.received else None
 
 
 if __name__ == "__main__":

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
-import subprocess
+import signal
 import sys
 import time
 from dataclasses import asdict
@@ -115,13 +114,13 @@ def sources(as_json: bool) -> int:
 
 # -- shoal power -- COMMAND ---------------------------------------------------------
 def measure(command: list[str], args) -> int:
-    from shoal import hostfacts, verbose
+    from shoal import hostfacts, proc
     from shoal.power import COLUMNS, open_session
     from shoal.runs.store import Run
 
     if args.idle < 0:
         raise ShoalError(f"--idle must be a number of seconds >= 0, got {args.idle:g}")
-    if shutil.which(command[0]) is None:
+    if proc.find(command[0]) is None:
         raise CommandNotRunnable(f"cannot run {command[0]!r}: not found or not executable; "
                                  "check the command name and PATH")
     session = open_session(args.source, args.rate)
@@ -143,21 +142,28 @@ def measure(command: list[str], args) -> int:
                 print(f"shoal: note: {note}", file=sys.stderr)
         if args.idle > 0:
             session.measure_idle(args.idle)
-        verbose.show(command)
         t0 = time.monotonic()
         try:
-            proc = subprocess.Popen(command)
-        except OSError as exc:
-            raise CommandNotRunnable(f"cannot run {command[0]!r}: {exc.strerror}; "
+            process = proc.start(command)
+        except proc.CannotStart as exc:
+            raise CommandNotRunnable(f"cannot run {command[0]!r}: {exc.reason}; "
                                      "check the command name and PATH") from None
-        while True:
-            try:
-                code = proc.wait(timeout=FLUSH_S)
-                break
-            except subprocess.TimeoutExpired:
-                run.append("power", session.new_samples(), columns=COLUMNS)
-            except KeyboardInterrupt:
-                status = "interrupted"  # the command got the same SIGINT; let it finish
+        try:
+            while True:
+                try:
+                    code = process.wait(timeout=FLUSH_S)
+                    if code is not None:
+                        break
+                    run.append("power", session.new_samples(), columns=COLUMNS)
+                except proc.Terminated:
+                    raise
+                except KeyboardInterrupt:
+                    # Ctrl-C was meant for the command as much as for shoal: pass it on
+                    # and measure until the command ends.
+                    status = "interrupted"
+                    process.send_signal(signal.SIGINT)
+        finally:
+            process.stop()
         t1 = time.monotonic()
     except BaseException as exc:
         session.stop()

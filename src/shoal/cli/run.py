@@ -21,12 +21,11 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from shoal import verbose
+from shoal import proc
 from shoal.errors import Interrupted, ShoalError
 from shoal.mpi import discover
 from shoal.mpi.launch import Job
@@ -63,7 +62,7 @@ def _program(argv: list[str]) -> list[str]:
 
 
 def _executable(name: str) -> str:
-    found = shutil.which(name) if os.sep not in name else (name if os.access(name, os.X_OK) else None)
+    found = proc.find(name)
     if not found:
         raise ShoalError(f"program {name} not found or not executable; give its path")
     return str(Path(found).resolve())
@@ -105,13 +104,12 @@ def run(args) -> int:
                                 mode.text, tel_dir, args.classes)
             argv, env = job.command()
             full_env = job.popen_env()
-        verbose.show(argv, env)
+        process = proc.start(argv, env=full_env, show_env=env)
         try:
-            code = subprocess.run(argv, env=full_env).returncode
+            code = process.wait()
         except KeyboardInterrupt:
+            process.stop()
             raise Interrupted("interrupted; the program was stopped") from None
-        except OSError as exc:
-            raise ShoalError(f"cannot start {argv[0]}: {exc.strerror}") from exc
         records = telemetry.read_dir(tel_dir)
         rows = telemetry.summarize(records)
         if args.json:

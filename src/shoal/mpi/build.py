@@ -18,11 +18,10 @@ from __future__ import annotations
 
 import hashlib
 import os
-import subprocess
 import tempfile
 from pathlib import Path
 
-from shoal import verbose
+from shoal import proc
 from shoal.errors import ShoalError
 from shoal.mpi.discover import MPIInstall
 
@@ -82,15 +81,13 @@ def build(target: str, mpi: MPIInstall, extra_cflags: tuple[str, ...] = ()) -> P
     if kind == "shared":
         argv += ["-shared", "-fPIC"]
     argv += ["-o", tmp_name, *map(str, sources), *libs]
-    verbose.show(argv)
-    env = dict(os.environ, **mpi.env())
-    proc = subprocess.run(argv, capture_output=True, text=True, env=env)
-    if proc.returncode != 0:
+    done = proc.run(argv, env_add=mpi.env())
+    if not done.ok:
         os.unlink(tmp_name)
         log = out_dir / "build.log"
-        log.write_text(" ".join(argv) + "\n\n" + proc.stdout + proc.stderr)
-        first = next((ln for ln in (proc.stderr or proc.stdout).splitlines() if "error" in ln),
-                     (proc.stderr or proc.stdout or "no output").strip().splitlines()[0])
+        log.write_text(" ".join(argv) + "\n\n" + done.stdout + done.stderr)
+        first = next((ln for ln in (done.stderr or done.stdout).splitlines() if "error" in ln),
+                     (done.stderr or done.stdout or "no output").strip().splitlines()[0])
         raise ShoalError(f"building {target} with {mpi.name} failed: {first.strip()} "
                          f"(full log: {log})")
     os.chmod(tmp_name, 0o755)

@@ -8,15 +8,15 @@ found on PATH.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import re
-import shutil
-import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from shoal import proc
 from shoal.errors import ShoalError
 
 KINDS = ("mpich", "openmpi")
@@ -66,14 +66,15 @@ class MPIInstall:
                 "abi": self.abi, "bindir": str(self.bindir)}
 
 
-def _run(argv: list[str]) -> str:
+def _run(argv: list[str], env_add: dict[str, str] | None = None, timeout: float = 30) -> str:
     try:
-        out = subprocess.run(argv, capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired):
+        out = proc.run(argv, env_add=env_add, timeout=timeout)
+    except ShoalError:
         return ""
     return out.stdout + out.stderr
 
 
+@functools.lru_cache(maxsize=None)   # asking an MPI who it is runs its tools: once per place
 def _identify(bindir: Path) -> MPIInstall | None:
     """Tell MPICH from Open MPI by the tools beside mpiexec, then ask them."""
     if not (bindir / "mpiexec").exists():
@@ -85,12 +86,8 @@ def _identify(bindir: Path) -> MPIInstall | None:
         if version:
             return MPIInstall("mpich", version.group(1), abi.group(1) if abi else "?", bindir)
     if (bindir / "ompi_info").exists():
-        env = dict(os.environ, OPAL_PREFIX=str(bindir.parent))
-        try:
-            text = subprocess.run([str(bindir / "ompi_info"), "--parsable"], capture_output=True,
-                                  text=True, timeout=60, env=env).stdout
-        except (OSError, subprocess.TimeoutExpired):
-            text = ""
+        text = _run([str(bindir / "ompi_info"), "--parsable"],
+                    {"OPAL_PREFIX": str(bindir.parent)}, timeout=60)
         version = re.search(r"^ompi:version:full:(\S+)", text, re.M)
         if version:
             libs = sorted(p.name for p in (bindir.parent / "lib").glob("libmpi.so.*"))
@@ -121,7 +118,7 @@ def resolve(spec: str | None = None) -> MPIInstall:
         found = _identify(_bundled(spec))
         if found and found.kind == spec:
             return found
-        on_path = shutil.which("mpiexec")
+        on_path = proc.find("mpiexec")
         if on_path:
             found = _identify(Path(on_path).resolve().parent)
             if found and found.kind == spec:
@@ -130,7 +127,7 @@ def resolve(spec: str | None = None) -> MPIInstall:
             f"no {spec} MPI found (looked in {_bundled(spec)} and on PATH); "
             "run 'make setup', or name one with --mpi PATH")
     if spec == "system":
-        on_path = shutil.which("mpiexec")
+        on_path = proc.find("mpiexec")
         found = _identify(Path(on_path).resolve().parent) if on_path else None
         if not found:
             raise ShoalError("no MPICH or Open MPI mpiexec on PATH; install one or use --mpi mpich")
@@ -153,7 +150,7 @@ def available() -> list[MPIInstall]:
         found = _identify(_bundled(kind))
         if found:
             seen.append(found)
-    on_path = shutil.which("mpiexec")
+    on_path = proc.find("mpiexec")
     if on_path:
         found = _identify(Path(on_path).resolve().parent)
         if found and all(found.bindir != s.bindir for s in seen):

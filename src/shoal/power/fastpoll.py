@@ -22,15 +22,13 @@ from __future__ import annotations
 import errno
 import hashlib
 import os
-import shutil
 import signal
-import subprocess
 import threading
 from pathlib import Path
 
 import numpy as np
 
-from shoal import verbose
+from shoal import proc
 
 #: Periods at or below this use the C poller when it is available.
 FAST_PERIOD_S = 0.010
@@ -129,7 +127,7 @@ def binary() -> Path:
     target = cache_root() / "powerpoll" / digest / "powerpoll"
     if target.is_file():
         return target
-    compiler = shutil.which(os.environ.get("CC", "cc"))
+    compiler = proc.find(os.environ.get("CC", "cc"))
     if compiler is None:
         raise Unavailable(f"no C compiler ({os.environ.get('CC', 'cc')}) to build the 1 kHz poller")
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -137,8 +135,7 @@ def binary() -> Path:
     source.write_text(C_SOURCE)
     tmp = target.parent / f"powerpoll.{os.getpid()}.tmp"
     argv = [compiler, "-O2", "-o", str(tmp), str(source)]
-    verbose.show(argv)
-    done = subprocess.run(argv, capture_output=True, text=True)
+    done = proc.run(argv)
     if done.returncode != 0:
         raise Unavailable(f"building the 1 kHz poller failed: {done.stderr.strip().splitlines()[-1:]}")
     os.replace(tmp, target)
@@ -164,12 +161,11 @@ class FastPoller:
         self.width = len(fds)
         batch = max(1, round(0.2 / period_s))  # ~5 wake-ups/s for the Python side
         argv = [str(binary()), str(int(period_s * 1e9)), str(batch), *map(str, fds)]
-        verbose.show(argv)
         try:
-            self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                                         pass_fds=fds)
-        except OSError as exc:
-            raise Unavailable(f"cannot start the 1 kHz poller: {exc.strerror}") from None
+            self.proc = proc.start(argv, stdout=proc.PIPE, stdin=proc.DEVNULL, pass_fds=fds,
+                                   text=False)
+        except proc.CannotStart as exc:
+            raise Unavailable(f"cannot start the 1 kHz poller: {exc.reason}") from None
         self.dtype = np.dtype([("t", "=f8"), ("v", "=i8", (self.width,))])
         self.thread = threading.Thread(target=self._drain, name="shoal-power-fastpoll", daemon=True)
         self.thread.start()
@@ -207,7 +203,7 @@ class FastPoller:
 
     def stop(self) -> None:
         if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
+            self.proc.send_signal(signal.SIGTERM)   # it flushes its last batch, then exits
         self.proc.wait()
         self.thread.join()
         self.proc.stdout.close()

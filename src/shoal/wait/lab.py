@@ -22,12 +22,11 @@ knobs without the library: Open MPI's ``mpi_yield_when_idle``, MPICH's
 from __future__ import annotations
 
 import json
-import subprocess
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from shoal import verbose
+from shoal import proc
 from shoal.errors import ShoalError
 from shoal.mpi import build
 from shoal.mpi.discover import MPIInstall
@@ -99,19 +98,18 @@ def run_program(mpi: MPIInstall, contender: Contender, ranks: int, args: list[st
     if contender.mode is not None:
         job = apply(job, contender.mode)
     argv, env = job.command()
-    verbose.show(argv, {**env, **job.rank_env})
     t0 = time.monotonic()
     try:
-        proc = subprocess.run(argv, env=job.popen_env(), capture_output=True, text=True,
-                              timeout=timeout_s)
-    except subprocess.TimeoutExpired as exc:
+        done = proc.run(argv, env=job.popen_env(), show_env={**env, **job.rank_env},
+                        timeout=timeout_s)
+    except proc.CommandTimeout as exc:
         raise ShoalError(f"{args[0]} under {contender.label} did not finish in {timeout_s:.0f} s") from exc
     t1 = time.monotonic()
-    lines = [json.loads(ln) for ln in proc.stdout.splitlines() if ln.startswith("{")]
-    if proc.returncode != 0 or not lines:
-        first = next((ln for ln in proc.stderr.splitlines() if ln.strip()), "no output")
+    lines = [json.loads(ln) for ln in done.stdout.splitlines() if ln.startswith("{")]
+    if done.returncode != 0 or not lines:
+        first = next((ln for ln in done.stderr.splitlines() if ln.strip()), "no output")
         raise ShoalError(f"{args[0]} under {contender.label} failed "
-                         f"(exit {proc.returncode}): {first.strip()}")
+                         f"(exit {done.returncode}): {first.strip()}")
     return lines[0], t0, t1
 
 

@@ -1,0 +1,507 @@
+"""Every external command shoal runs goes through here.
+
+One place, so that every command
+
+- is found by absolute path (``PATH``, then ``/usr/local/sbin``, ``/usr/sbin``
+  and ``/sbin``, which Debian leaves off an ordinary user's ``PATH``); a
+  missing tool is one line naming the Debian package that provides it;
+- is echoed under ``--verbose`` (``shoal.verbose``), ready to paste;
+- starts in its own session, so it and everything it starts (mpiexec, its
+  proxies, the ranks, even those that move to their own process group) can be
+  found again and stopped together: SIGTERM to all of them, a grace period,
+  then SIGKILL, and waited for — on a timeout, on an error, and when SIGINT,
+  SIGTERM or SIGHUP reach shoal;
+- keeps the tail of its stderr for the one-line error message;
+- can be replaced by a test (``substitute``).
+
+Two shapes: ``run()`` runs to completion (optionally capturing output);
+``start()`` returns a ``Process`` handle for long-running work (MPI jobs,
+samplers, forwarders) that stops its whole tree when closed.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import os
+import signal
+import subprocess
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import IO, Any, Callable, Iterable, Iterator
+
+from shoal import verbose
+from shoal.errors import ShoalError
+
+PIPE = subprocess.PIPE
+DEVNULL = subprocess.DEVNULL
+#: ``stderr=TAIL``: read stderr and keep its last lines (``Process.stderr_tail``).
+TAIL = -10
+
+#: Seconds between SIGTERM and SIGKILL when a command is stopped.
+GRACE_S = 2.0
+#: Directories searched after PATH: Debian keeps ip, tc, ... there and leaves
+#: them off an ordinary user's PATH.
+SBIN_DIRS = ("/usr/local/sbin", "/usr/sbin", "/sbin")
+#: The Debian package that provides a tool, for the "not found" line.
+PACKAGES = {
+    "ip": "iproute2", "tc": "iproute2", "bridge": "iproute2",
+    "unshare": "util-linux", "nsenter": "util-linux", "setpriv": "util-linux",
+    "mount": "mount", "umount": "mount",
+    "ssh": "openssh-client", "scontrol": "slurm-client", "srun": "slurm-client",
+    "cc": "gcc", "gcc": "gcc", "make": "make",
+    "systemd-run": "systemd", "sysctl": "procps",
+}
+_TAIL_LINES = 20
+
+
+class ToolMissing(ShoalError):
+    """A program shoal needs is not installed (or not found where Debian puts it)."""
+
+
+class CannotStart(ShoalError):
+    """The operating system refused to start a command (``reason`` says why)."""
+
+    def __init__(self, program: str, reason: str) -> None:
+        super().__init__(f"cannot start {program}: {reason}")
+        self.reason = reason
+
+
+class CommandFailed(ShoalError):
+    """A command shoal ran exited non-zero (``run(check=True)``)."""
+
+
+class CommandTimeout(ShoalError):
+    """A command did not finish in time; it was stopped with everything it started."""
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP reached shoal. A KeyboardInterrupt, so every cleanup
+    written for Ctrl-C (stop the job, keep what is measured) runs for it too."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+# -- finding tools ----------------------------------------------------------------
+def search_dirs() -> list[str]:
+    """Directories searched for tools, in order: PATH, then the sbin directories."""
+    dirs = [d for d in os.environ.get("PATH", os.defpath).split(os.pathsep) if d]
+    return dirs + [d for d in SBIN_DIRS if d not in dirs]
+
+
+def find(name: str) -> str | None:
+    """Absolute path of an executable, or None. Never raises: unreadable or
+    missing directories on PATH are skipped."""
+    if os.sep in name:
+        return os.path.abspath(name) if _executable(name) else None
+    for directory in search_dirs():
+        candidate = os.path.join(directory, name)
+        if _executable(candidate):
+            return os.path.abspath(candidate)
+    return None
+
+
+def _executable(path: str) -> bool:
+    try:
+        return os.path.isfile(path) and os.access(path, os.X_OK)
+    except (OSError, ValueError):
+        return False
+
+
+def tool(name: str, purpose: str = "", package: str | None = None) -> str:
+    """Absolute path of a tool shoal needs, or ToolMissing naming its package."""
+    found = find(name)
+    if found:
+        return found
+    package = package or PACKAGES.get(name)
+    why = f" ({purpose})" if purpose else ""
+    install = (f"install the Debian package {package} (apt-get install {package})"
+               if package else "install it")
+    where = "on PATH" if os.sep in name else f"on PATH or in {', '.join(SBIN_DIRS)}"
+    raise ToolMissing(f"'{name}' is needed{why} but was not found {where}; {install}")
+
+
+def _resolve(argv: list[str]) -> list[str]:
+    argv = [str(a) for a in argv]
+    if not argv:
+        raise ValueError("empty command")
+    if os.sep not in argv[0]:
+        argv[0] = tool(argv[0])
+    return argv
+
+
+# -- results ----------------------------------------------------------------------
+@dataclass
+class Result:
+    """A finished command: its exit status and whatever output was captured."""
+
+    argv: list[str]
+    returncode: int
+    stdout: Any = ""
+    stderr: Any = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0
+
+    def tail(self, lines: int = 3) -> str:
+        """The last non-empty lines of stderr (else stdout), joined with ' | '."""
+        return _tail_text(self.stderr or self.stdout, lines)
+
+    def error_line(self, what: str | None = None) -> str:
+        """One line saying which command failed, how, and what it last said."""
+        return _error_line(what or os.path.basename(self.argv[0]), self.returncode, self.tail())
+
+
+def _tail_text(text: Any, lines: int) -> str:
+    if isinstance(text, bytes):
+        text = text.decode(errors="replace")
+    kept = [ln.strip() for ln in (text or "").splitlines() if ln.strip()]
+    return " | ".join(kept[-lines:])
+
+
+def _error_line(what: str, code: int | None, tail: str) -> str:
+    how = f"was killed by {signal.Signals(-code).name}" if code is not None and code < 0 \
+        else f"failed (exit status {code})"
+    return f"{what} {how}" + (f": {tail}" if tail else "")
+
+
+# -- fakes for tests --------------------------------------------------------------
+Handler = Callable[[list[str], dict[str, str]], "Result | None"]
+_substitutes: list[Handler] = []
+
+
+@contextlib.contextmanager
+def substitute(handler: Handler) -> Iterator[None]:
+    """Within the block, ``run()`` asks ``handler(argv, env_add)`` first; a
+    Result it returns stands for the command, None lets it run for real."""
+    _substitutes.append(handler)
+    try:
+        yield
+    finally:
+        _substitutes.remove(handler)
+
+
+# -- running ----------------------------------------------------------------------
+def run(argv: list[str], *, env: dict[str, str] | None = None,
+        env_add: dict[str, str] | None = None, input: str | bytes | None = None,
+        capture: bool = True, text: bool = True, timeout: float | None = None,
+        check: bool = False, what: str | None = None, cwd: str | None = None,
+        show: bool = True, show_env: dict[str, str] | None = None) -> Result:
+    """Run a command to completion.
+
+    ``env`` replaces the environment (default: shoal's own), ``env_add`` is
+    added on top and shown under --verbose. With ``capture`` stdout and
+    stderr are returned, else they go where shoal's go. ``timeout`` stops the
+    command and all it started, then raises CommandTimeout; ``check`` turns a
+    non-zero exit into CommandFailed (``what`` names the command in both).
+    ``show_env`` is what --verbose prints as the added environment when the
+    caller passes a whole ``env`` (default ``env_add``).
+    """
+    argv = _resolve(argv)
+    if show:
+        verbose.show(argv, show_env if show_env is not None else env_add)
+    for handler in list(_substitutes):
+        faked = handler(argv, dict(env_add or {}))
+        if faked is not None:
+            return _checked(faked, check, what)
+    out = PIPE if capture else None
+    with start(argv, env=env, env_add=env_add, cwd=cwd, text=text, show=False,
+               stdin=PIPE if input is not None else None, stdout=out,
+               stderr=out) as process:
+        try:
+            stdout, stderr = process.popen.communicate(input, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            process.stop()
+            tail = _tail_text(_drain(process), 3)
+            name = what or os.path.basename(argv[0])
+            raise CommandTimeout(f"{name} did not finish within {timeout:g} s and was stopped"
+                                 + (f"; it last said: {tail}" if tail else "")) from None
+    result = Result(argv, process.returncode, stdout if capture else "",
+                    stderr if capture else "")
+    return _checked(result, check, what)
+
+
+def _drain(process: "Process") -> Any:
+    try:
+        return process.popen.communicate(timeout=1)[1] or ""
+    except (subprocess.TimeoutExpired, ValueError, OSError):
+        return ""
+
+
+def _checked(result: Result, check: bool, what: str | None) -> Result:
+    if check and not result.ok:
+        raise CommandFailed(result.error_line(what))
+    return result
+
+
+def start(argv: list[str], *, env: dict[str, str] | None = None,
+          env_add: dict[str, str] | None = None, stdin: Any = None, stdout: Any = None,
+          stderr: Any = None, text: bool = True, bufsize: int = -1,
+          pass_fds: Iterable[int] = (), cwd: str | None = None, show: bool = True,
+          show_env: dict[str, str] | None = None,
+          also: Callable[[], Iterable[int]] | None = None) -> "Process":
+    """Start a command in its own session and return its handle.
+
+    ``stdin``/``stdout``/``stderr`` take PIPE, DEVNULL, a file, or None
+    (inherit); ``stderr=TAIL`` keeps the last lines for error messages.
+    ``also`` names more processes that belong to the job but may have left
+    its session (an MPI's daemons); they are stopped with it.
+    """
+    argv = _resolve(argv)
+    if show:
+        verbose.show(argv, show_env if show_env is not None else env_add)
+    full_env = dict(os.environ if env is None else env)
+    full_env.update(env_add or {})
+    keep_tail = stderr == TAIL
+    try:
+        popen = subprocess.Popen(argv, env=full_env, stdin=stdin, stdout=stdout,
+                                 stderr=PIPE if keep_tail else stderr, text=text,
+                                 bufsize=bufsize, pass_fds=tuple(pass_fds), cwd=cwd,
+                                 start_new_session=True)
+    except OSError as exc:
+        raise CannotStart(argv[0], exc.strerror or str(exc)) from None
+    process = Process(argv, popen, also)
+    if keep_tail:
+        process._pump_tail()
+    return process
+
+
+@dataclass(eq=False)
+class Process:
+    """A running command and everything it starts (its session)."""
+
+    argv: list[str]
+    popen: subprocess.Popen
+    also: Callable[[], Iterable[int]] | None = None
+    _tail: collections.deque = field(default_factory=lambda: collections.deque(maxlen=_TAIL_LINES))
+    _pumps: list[threading.Thread] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        with _live_lock:
+            _live.add(self)
+
+    # Popen's streams and status, for callers that talk to the command.
+    @property
+    def pid(self) -> int:
+        return self.popen.pid
+
+    @property
+    def stdin(self) -> IO | None:
+        return self.popen.stdin
+
+    @property
+    def stdout(self) -> IO | None:
+        return self.popen.stdout
+
+    @property
+    def stderr(self) -> IO | None:
+        return self.popen.stderr
+
+    @property
+    def returncode(self) -> int | None:
+        return self.popen.returncode
+
+    def poll(self) -> int | None:
+        code = self.popen.poll()
+        if code is not None:
+            self._forget()
+        return code
+
+    def wait(self, timeout: float | None = None) -> int | None:
+        """Exit status, or None if still running after ``timeout`` seconds."""
+        try:
+            code = self.popen.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return None
+        self._forget()
+        return code
+
+    def stderr_tail(self, lines: int = 3) -> str:
+        """The last lines of stderr (``stderr=TAIL``), joined with ' | '."""
+        for pump in self._pumps:
+            pump.join(timeout=0.5)
+        return " | ".join(list(self._tail)[-lines:])
+
+    def error_line(self, what: str | None = None) -> str:
+        return _error_line(what or os.path.basename(self.argv[0]), self.returncode,
+                           self.stderr_tail())
+
+    def send_signal(self, signum: int) -> None:
+        """Send a signal to every process of the command (e.g. forward SIGINT)."""
+        for pid in self._members():
+            _kill(pid, signum)
+
+    def stop(self, grace_s: float = GRACE_S) -> int | None:
+        """Stop the command and everything it started; return its exit status.
+
+        SIGTERM to every member, up to ``grace_s`` for them to go, then SIGKILL
+        to what is left; new processes started meanwhile are caught too.
+        Signals to shoal wait until this is done, so a second Ctrl-C cannot
+        leave half a job behind.
+        """
+        with _signals_held():
+            if self.popen.poll() is not None and not self._members():
+                self._forget()
+                return self.popen.returncode
+            for signum, patience in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 5.0)):
+                deadline, sent = time.monotonic() + patience, set()
+                while True:
+                    self.popen.poll()
+                    members = self._members()
+                    if not members and self.popen.returncode is not None:
+                        break
+                    for pid in members - sent:   # each once: a second SIGTERM means "hurry" to some
+                        _kill(pid, signum)
+                    sent |= members
+                    if time.monotonic() >= deadline:
+                        break
+                    time.sleep(0.02)
+            try:
+                self.popen.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass
+            for stream in (self.popen.stdin,):
+                with contextlib.suppress(OSError):
+                    if stream:
+                        stream.close()
+            self._forget()
+            return self.popen.returncode
+
+    def __enter__(self) -> "Process":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.popen.poll() is None or self._members():
+            self.stop()
+        self._forget()
+
+    # -- internals ----------------------------------------------------------------
+    def _members(self) -> set[int]:
+        """Live processes of this command: its session, their descendants, and ``also``."""
+        table = process_table()
+        sid = self.popen.pid
+        members = {pid for pid, info in table.items() if info.session == sid}
+        if self.popen.returncode is None:   # once reaped, the pid may be someone else's
+            members.add(sid)
+        members |= descendants(table, members)
+        if self.also is not None:
+            with contextlib.suppress(Exception):
+                members |= set(self.also())
+        members.discard(os.getpid())
+        # A zombie has exited; only its parent's wait removes it.
+        return {pid for pid in members if pid in table and table[pid].state != "Z"}
+
+    def _pump_tail(self) -> None:
+        def pump() -> None:
+            with contextlib.suppress(ValueError, OSError):
+                for line in self.popen.stderr:
+                    if isinstance(line, bytes):
+                        line = line.decode(errors="replace")
+                    if line.strip():
+                        self._tail.append(line.strip())
+
+        thread = threading.Thread(target=pump, name="shoal-stderr-tail", daemon=True)
+        thread.start()
+        self._pumps.append(thread)
+
+    def _forget(self) -> None:
+        with _live_lock:
+            _live.discard(self)
+
+
+def _kill(pid: int, signum: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.kill(pid, signum)
+
+
+# -- the process table ------------------------------------------------------------
+@dataclass(frozen=True)
+class ProcInfo:
+    ppid: int
+    pgrp: int
+    session: int
+    state: str
+
+
+def process_table() -> dict[int, ProcInfo]:
+    """Every process this one can see: pid -> parent, group, session, state."""
+    table: dict[int, ProcInfo] = {}
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return table
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as fh:
+                fields = fh.read().rsplit(b")", 1)[1].split()
+            table[int(entry)] = ProcInfo(int(fields[1]), int(fields[2]), int(fields[3]),
+                                         fields[0].decode())
+        except (OSError, IndexError, ValueError):
+            continue  # gone meanwhile
+    return table
+
+
+def descendants(table: dict[int, ProcInfo], roots: set[int]) -> set[int]:
+    """Every process below ``roots`` in the parent tree."""
+    children: dict[int, list[int]] = collections.defaultdict(list)
+    for pid, info in table.items():
+        children[info.ppid].append(pid)
+    found: set[int] = set()
+    todo = list(roots)
+    while todo:
+        for child in children.get(todo.pop(), ()):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    return found
+
+
+# -- signals reaching shoal -------------------------------------------------------
+_live: set[Process] = set()
+_live_lock = threading.Lock()
+_HELD = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
+
+
+@contextlib.contextmanager
+def _signals_held() -> Iterator[None]:
+    """Hold SIGINT/SIGTERM/SIGHUP (delivered afterwards) while a job is being stopped."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+#: The signal (SIGTERM/SIGHUP) that asked shoal to stop, for its exit status.
+received: int | None = None
+
+
+def _raise_terminated(signum: int, frame: Any) -> None:
+    global received
+    received = signum
+    raise Terminated(signum)
+
+
+def install_signal_handlers() -> None:
+    """SIGTERM and SIGHUP unwind shoal like Ctrl-C does (raising Terminated),
+    so running commands are stopped and finished results kept."""
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(signum) in (signal.SIG_DFL, None):
+            signal.signal(signum, _raise_terminated)
+
+
+def stop_all() -> None:
+    """Stop every command still running (shoal is exiting)."""
+    with _live_lock:
+        running = list(_live)
+    for process in running:
+        process.stop()
