@@ -36,6 +36,12 @@ DEFAULT_IDLE_W = 2.5663
 DEFAULT_BUSY_W = 5.934
 
 
+def linear_energy_J(idle_W: float, busy_W: float, cores: float, wall_s: float, cpu_s: float) -> float:
+    """The model integrated over a window: idle power for ``wall_s`` plus the busy share of ``cpu_s``
+    CPU-seconds on a device of ``cores`` cores (u = cpu_s / (wall_s x cores))."""
+    return idle_W * wall_s + (busy_W - idle_W) * cpu_s / cores
+
+
 def proc_stat_times() -> tuple[int, int]:
     """(busy, total) jiffies of the ``cpu`` line of /proc/stat."""
     path = proc_root() / "stat"

@@ -1,0 +1,375 @@
+"""`shoal pallex`: stages that run while a duty-cycled device boots (seed 004).
+
+    shoal pallex check STAGES                 check a stage file (or a scenario: ic ice icc icu1 icu2 icu3)
+    shoal pallex units STAGES --out DIR       systemd units, verified with systemd-analyze
+    shoal pallex run STAGES [--profile rpi3]  run the stages here on the profile's boot timeline
+    shoal pallex lifetime [--profile rpi3]    battery lifetime (eq. 3) and the seed's tables checked
+    shoal pallex lab [--profile rpi3]         the four scenarios, baseline against Pallex
+    shoal pallex profile [--from DIR]         a boot profile from systemd-analyze and a meter log
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from shoal import render
+from shoal.errors import ShoalError
+
+ORDER = 60
+
+
+def _params(items: list[str]) -> dict[str, str]:
+    out = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ShoalError(f"--param {item!r}: use NAME=VALUE")
+        out[key] = value
+    return out
+
+
+def _rates(text: str) -> list[float]:
+    try:
+        if ".." in text:
+            lo, hi = (float(v) for v in text.split(".."))
+            return [float(n) for n in range(int(lo), int(hi) + 1)]
+        return [float(v) for v in text.split(",") if v]
+    except ValueError:
+        raise ShoalError(f"--rates {text!r}: give a list (1,12,60) or a range (1..60) of cycles per hour") from None
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("pallex", help="stages that run while a duty-cycled device boots (seed 004)",
+                              description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="pallex_command", metavar="SUBCOMMAND")
+    p.set_defaults(func=lambda args: (p.print_help(), 0)[1])
+
+    c = sub.add_parser("check", help="check a stage file")
+    c.add_argument("stages")
+    c.add_argument("--json", action="store_true")
+    c.set_defaults(func=cmd_check)
+
+    u = sub.add_parser("units", help="generate systemd units for a stage file")
+    u.add_argument("stages")
+    u.add_argument("--out", required=True, help="directory for the unit files")
+    u.add_argument("--python", default=None, help="Python for {python} in commands (default: this one)")
+    u.add_argument("--param", action="append", default=[], metavar="NAME=VALUE")
+    u.add_argument("--socket-dir", default="/run/pallex")
+    u.add_argument("--record", default=None, help="the done/deadline services also append to this file")
+    u.add_argument("--no-verify", action="store_true", help="skip systemd-analyze verify")
+    u.add_argument("--root", default=None, help="also install into this root with systemctl --root and enable")
+    u.set_defaults(func=cmd_units)
+
+    r = sub.add_parser("run", help="run a stage file here on a boot profile's timeline")
+    r.add_argument("stages")
+    r.add_argument("--profile", default="rpi3", help="boot profile: a device (rpi3, rpi0w) or a file")
+    r.add_argument("--mode", choices=("pallex", "baseline"), default="pallex")
+    r.add_argument("--eager", action="store_true", help="start receivers when their units are ready")
+    r.add_argument("--time-scale", type=float, default=1.0, help="multiply the profile's times (e.g. 0.2)")
+    r.add_argument("--param", action="append", default=[], metavar="NAME=VALUE")
+    r.add_argument("--power", default="auto", metavar="SPEC",
+                   help="energy of this machine's run with shoal.power (default auto); 'none' to skip")
+    r.add_argument("--out", default=None)
+    r.add_argument("--json", action="store_true")
+    r.set_defaults(func=cmd_run)
+
+    lt = sub.add_parser("lifetime", help="battery lifetime (seed 004 eq. 3) per unit configuration")
+    lt.add_argument("--profile", default="rpi3")
+    _battery_args(lt)
+    lt.add_argument("--plot", default=None, metavar="DIR", help="write the lifetime figure here")
+    lt.add_argument("--json", action="store_true")
+    lt.set_defaults(func=cmd_lifetime)
+
+    lb = sub.add_parser("lab", help="seed 004's scenarios, baseline against Pallex")
+    lb.add_argument("--profile", default="rpi3")
+    lb.add_argument("--scenarios", default="ic,ice,icc,icu1,icu2,icu3")
+    lb.add_argument("--rounds", type=int, default=3)
+    lb.add_argument("--quick", action="store_true", help="one round, boot timeline at 0.3x")
+    lb.add_argument("--time-scale", type=float, default=None)
+    lb.add_argument("--host-speed", type=float, default=1.0,
+                    help="this machine's core speed relative to the profiles' reference core (default 1)")
+    _battery_args(lb)
+    lb.add_argument("--out", default=None)
+    lb.add_argument("--json", action="store_true")
+    lb.set_defaults(func=cmd_lab)
+
+    pr = sub.add_parser("profile", help="a boot profile from systemd-analyze (and a meter log)")
+    pr.add_argument("--from", dest="source", default=None, metavar="DIR",
+                    help="saved outputs (time.txt, blame.txt, critical-chain.txt) instead of this machine's")
+    pr.add_argument("--device", default="device")
+    pr.add_argument("--meter-log", default=None, metavar="CSV",
+                    help="a meter's log covering the boot (wall-clock times, watts): energy per phase")
+    pr.add_argument("--bootloader-s", type=float, default=None)
+    pr.add_argument("--config", default="EU", help="name of this unit configuration (default EU)")
+    pr.add_argument("--out", default=None, metavar="FILE", help="write the [boot.DEVICE] table here")
+    pr.add_argument("--json", action="store_true")
+    pr.set_defaults(func=cmd_profile)
+
+
+def _battery_args(p) -> None:
+    p.add_argument("--capacity-mAh", type=float, default=2400.0, help="default 2400 (seed 004)")
+    p.add_argument("--voltage", type=float, default=5.0, help="default 5 V (seed 004)")
+    p.add_argument("--usable", type=float, default=1.0, help="usable fraction of the capacity (default 1)")
+    p.add_argument("--sleep-W", type=float, default=0.0, help="draw while off (default 0, as eq. 3)")
+    p.add_argument("--rates", default="1,2,5,10,12,20,30,40,50,60", help="cycles per hour")
+
+
+# -- check / units -------------------------------------------------------------------
+def cmd_check(args) -> int:
+    from shoal.pallex import stagefile
+
+    app = stagefile.resolve(args.stages)
+    info = {"app": app.name, "stages": app.order, "sinks": app.sinks(),
+            "edges": [{"from": e.src, "to": e.dst, "bytes": e.bytes} for e in app.edges],
+            "units": app.units(), "deadline_s": app.deadline_s}
+    if args.json:
+        print(json.dumps(info))
+    else:
+        print(f"{app.path}: ok, app {app.name}: {len(app.stages)} stage(s) {', '.join(app.order)}; "
+              f"{len(app.edges)} data edge(s); sinks {', '.join(app.sinks())}; deadline {app.deadline_s:g} s")
+    return 0
+
+
+def cmd_units(args) -> int:
+    from shoal.pallex import stagefile, units
+
+    app = stagefile.resolve(args.stages)
+    texts = units.generate(app, python=args.python, socket_dir=args.socket_dir, record=args.record,
+                           params=_params(args.param))
+    paths = units.write(texts, Path(args.out))
+    print(f"wrote {len(paths)} units to {args.out}: {', '.join(p.name for p in paths)}")
+    code = 0
+    if not args.no_verify:
+        verdict = units.verify(paths)
+        for line in verdict.warnings:
+            print(f"systemd-analyze: {line}", file=sys.stderr)
+        print(f"systemd-analyze verify: exit {verdict.returncode}, {len(verdict.warnings)} warning(s)")
+        code = 0 if verdict.ok else 1
+    if args.root:
+        units.install(Path(args.out), Path(args.root), app)
+        print(f"installed into {args.root} and enabled {units.prefix(app)}.target")
+    return code
+
+
+# -- run -------------------------------------------------------------------------------
+def cmd_run(args) -> int:
+    from shoal import hostfacts
+    from shoal.pallex import boot, project, runner, stagefile
+    from shoal.runs.store import Run
+
+    app = stagefile.resolve(args.stages)
+    profile = boot.load(args.profile)
+    if args.time_scale <= 0:
+        raise ShoalError("--time-scale must be above 0")
+    s = args.time_scale
+    timeline = {u: profile.unit_ready_s(u) * s for u in app.units()}
+    not_before = project.userspace_end_s(app, profile) * s if args.mode == "baseline" else 0.0
+    session = None
+    if args.power != "none":
+        from shoal import power
+
+        session = power.open_session(args.power).start()
+    record = Run.create("pallex-run", ["shoal", "pallex", "run", args.stages], args.out, app=app.name,
+                        stage_file=app.path, profile=profile.describe(), mode=args.mode, time_scale=s,
+                        host=hostfacts.collect())
+    try:
+        result = runner.Runner(app, timeline, systemd_ready_s=profile.systemd_ready_s * s, not_before_s=not_before,
+                               mode=args.mode, eager=args.eager, params=_params(args.param)).run()
+    finally:
+        if session is not None:
+            session.stop()
+    rows = [{"stage": r.name, "status": r.status, "ready_s": r.ready_s, "trigger_s": r.trigger_s,
+             "start_s": r.start_s, "end_s": r.end_s, "cpu_s": r.cpu_s, "exit_code": r.exit_code,
+             "reason": r.reason} for r in result.stages.values()]
+    record.append("stages", rows)
+    record.append("edges", result.edges)
+    energy = None
+    if session is not None:
+        from shoal.power import COLUMNS
+
+        record.append("power", session.samples(), columns=COLUMNS)
+        energy = [{k: e[k] for k in ("key", "kind", "energy_J", "mean_power_W", "coverage")}
+                  for e in session.energy_between(result.t0_mono, result.t0_mono + max(result.end_s, 1e-3), wait=False)]
+    for rec in result.stages.values():
+        (record.path / f"{rec.name}.log").write_text(rec.log)
+    record.finish("complete" if result.outcome == "done" else result.outcome, outcome=result.outcome,
+                  end_s=result.end_s, problems=result.problems, done_reports=result.done_reports, energy=energy)
+    if args.json:
+        print(json.dumps({**result.describe(), "energy": energy, "run": str(record.path)}))
+    else:
+        table = render.narrow_table(["stage", "status", "ready", "data", "start", "end", "CPU"], left=("stage", "status"),
+                                    title=f"{app.name} ({args.mode}) on {profile.device}: {result.outcome} "
+                                          f"at {render.seconds(result.end_s)}")
+        for r in result.stages.values():
+            table.add_row(r.name, r.status, *(render.seconds(v) if v is not None else "-" for v in
+                                              (r.ready_s, r.trigger_s, r.start_s, r.end_s, r.cpu_s)))
+        from rich.console import Console
+
+        console = Console()
+        console.print(table)
+        for e in result.edges:
+            console.print(f"edge {e['from']} -> {e['to']}: {e['sent_bytes']} B sent, {e['received_bytes']} B "
+                          f"received, {'identical' if e['identical'] else 'NOT identical'}", highlight=False)
+        for line in result.problems:
+            console.print(f"problem: {line}", highlight=False)
+        for e in energy or []:
+            if e["energy_J"] is not None:
+                console.print(f"energy here ({e['kind']}, {e['key']}): {render.joules(e['energy_J'])}", highlight=False)
+        console.print(f"run: {record.path}", highlight=False)
+    return 0 if result.outcome == "done" else 1
+
+
+# -- lifetime ---------------------------------------------------------------------------
+def cmd_lifetime(args) -> int:
+    from shoal.model import lifetime
+    from shoal.pallex import boot, seedtables
+
+    profile = boot.load(args.profile)
+    battery = lifetime.battery_J(args.capacity_mAh, args.voltage, args.usable)
+    rates = _rates(args.rates)
+    rows = []
+    for name, us in sorted(profile.userspace.items()):
+        energy = profile.bootloader_kernel_J + us.energy_J + profile.shutdown_J
+        seconds = profile.bootloader_kernel_s + us.duration_s + profile.shutdown_s
+        rows.append({"config": name, "cycle_J": energy, "cycle_s": seconds,
+                     "max_cycles_per_h": lifetime.max_cycles_per_h(seconds),
+                     **{f"lifetime_h_at_{n:g}": lifetime.lifetime_h(battery, energy, n, args.sleep_W, seconds)
+                        for n in rates}})
+    implied = []
+    for scenario, (dur, en, life) in seedtables.GAINS.get(profile.device, {}).items():
+        if en is not None and life is not None:
+            fixed = profile.bootloader_kernel_J + profile.shutdown_J
+            ratio = seedtables.implied_post_kernel_ratio(en / 100, life / 100)
+            implied.append({"scenario": scenario, "paper_energy_gain": en / 100, "paper_lifetime_gain": life / 100,
+                            "implied_U_over_B": ratio, "implied_baseline_cycle_J": fixed * (1 + ratio),
+                            "implied_pallex_cycle_J": fixed * (1 + (1 - en / 100) * ratio)})
+    out = {"profile": profile.device, "battery_J": battery, "sleep_W": args.sleep_W, "boot_only": rows,
+           "seed_gains_implied": implied, "table_problems": seedtables.check_tables()}
+    if args.plot:
+        from shoal.pallex import figures
+
+        cycles = {i["scenario"]: {"baseline": (i["implied_baseline_cycle_J"], 0.0),
+                                  "pallex": (i["implied_pallex_cycle_J"], 0.0)} for i in implied}
+        fig = figures.lifetime_figure(cycles, battery, 0.0, [float(n) for n in range(1, 61)],
+                                      f"{profile.device}: lifetimes implied by seed 004's reported gains")
+        Path(args.plot).mkdir(parents=True, exist_ok=True)
+        path = Path(args.plot) / f"lifetime-{profile.device}.png"
+        fig.savefig(path, dpi=120)
+        out["figure"] = str(path)
+    if args.json:
+        print(json.dumps(out))
+        return 0
+    from rich.console import Console
+
+    console = Console()
+    console.print(f"battery {render.joules(battery)} ({args.capacity_mAh:g} mAh at {args.voltage:g} V x "
+                  f"{args.usable:g}), off-state draw {render.watts(args.sleep_W)}", highlight=False)
+    shown = [n for n in rates if n in (1, 12, 60)] or rates[:3]
+    table = render.narrow_table(["config", "cycle\nenergy", "cycle\ntime", *[f"at {n:g}/h" for n in shown]],
+                                left=("config",), title=f"{profile.device}: boot-only cycle (no application)")
+    for r in rows:
+        table.add_row(r["config"], render.joules(r["cycle_J"]), render.seconds(r["cycle_s"]),
+                      *[f"{r[f'lifetime_h_at_{n:g}']:.1f} h" for n in shown])
+    console.print(table)
+    if implied:
+        t2 = render.narrow_table(["scenario", "energy\ngain", "lifetime\ngain", "implied\nU/B"], left=("scenario",),
+                                 title="seed 004's reported gains and the post-kernel energy they imply")
+        for i in implied:
+            t2.add_row(i["scenario"], render.percent(i["paper_energy_gain"]), render.percent(i["paper_lifetime_gain"]),
+                       f"{i['implied_U_over_B']:.2f}")
+        console.print(t2)
+    for p in out["table_problems"]:
+        console.print(f"seed 004 table: {p['cell']}: {p['problem']}", highlight=False)
+    if "figure" in out:
+        console.print(f"figure: {out['figure']}", highlight=False)
+    return 0
+
+
+# -- lab ---------------------------------------------------------------------------------
+def cmd_lab(args) -> int:
+    from shoal import hostfacts
+    from shoal.cluster import profiles as device_profiles
+    from shoal.model import lifetime
+    from shoal.pallex import boot, figures, lab, stagefile
+    from shoal.runs.store import Run
+
+    profile = boot.load(args.profile)
+    devices = device_profiles.load()
+    if profile.device not in devices:
+        raise ShoalError(f"no device profile {profile.device!r} for the boot profile; add [profiles.{profile.device}]")
+    device = devices[profile.device]
+    scenarios = [s for s in args.scenarios.split(",") if s]
+    for s in scenarios:
+        if s not in stagefile.SCENARIOS:
+            raise ShoalError(f"unknown scenario {s!r} (known: {', '.join(stagefile.SCENARIOS)})")
+    rounds = 1 if args.quick else args.rounds
+    scale = args.time_scale or (0.3 if args.quick else 1.0)
+    if rounds < 1 or scale <= 0 or args.host_speed <= 0:
+        raise ShoalError("--rounds must be >= 1, --time-scale and --host-speed above 0")
+    battery = lifetime.battery_J(args.capacity_mAh, args.voltage, args.usable)
+    record = Run.create("pallex-lab", ["shoal", "pallex", "lab", *sys.argv[3:]], args.out,
+                        profile=profile.describe(), device=device.describe(), scenarios=scenarios, rounds=rounds,
+                        time_scale=scale, host_speed=args.host_speed, battery_J=battery, sleep_W=args.sleep_W,
+                        host=hostfacts.collect())
+    outcomes = []
+    for s in scenarios:
+        print(f"pallex lab: {s} ({rounds} round(s), baseline and pallex)", file=sys.stderr)
+        o = lab.run_scenario(s, profile, device, rounds=rounds, time_scale=scale, host_speed=args.host_speed,
+                             battery_J=battery, sleep_W=args.sleep_W)
+        record.append("cycles", [{k: v for k, v in c.items() if k != "demands"} | {"demands": json.dumps(c.get("demands"))}
+                                 for c in o.cycles])
+        record.append("stages", o.stages)
+        outcomes.append(o)
+    summary = lab.summarise(outcomes, profile.device)
+    record.rewrite("summary", summary, list(summary[0].keys()))
+    order = lab.ordering(summary)
+    cycles = {r["scenario"]: {m: (r[f"{m}_device_energy_J"], r[f"{m}_device_duration_s"]) for m in ("baseline", "pallex")}
+              for r in summary if r["baseline_device_energy_J"] is not None}
+    fig = figures.lifetime_figure(cycles, battery, args.sleep_W, _rates("1..60"),
+                                  f"{profile.device}: lifetime, baseline (dashed) and Pallex (solid)")
+    fig.savefig(record.path / "lifetime.png", dpi=120)
+    problems = [p for o in outcomes for p in o.problems]
+    record.finish("complete" if not problems else "problems", ordering=order, problems=problems)
+    if args.json:
+        print(json.dumps({"summary": summary, "ordering": order, "problems": problems, "run": str(record.path)}))
+        return 0 if not problems else 1
+    from rich.console import Console
+
+    console = Console()
+    t = render.narrow_table(["scenario", "baseline", "pallex", "duration\ngain", "energy\ngain", "lifetime\ngain",
+                             "paper", "ratio", "life @1/h", "@60/h"], left=("scenario",),
+                            title=f"{profile.device} (modelled device energy; gains of the post-kernel part, "
+                                  f"lifetime of the whole cycle)")
+    for r in summary:
+        if r["lifetime_gain"] is None:
+            t.add_row(r["scenario"], *["-"] * 9)
+            continue
+        t.add_row(r["scenario"], render.joules(r["baseline_device_energy_J"]), render.joules(r["pallex_device_energy_J"]),
+                  render.percent(r["duration_gain"]), render.percent(r["energy_gain"]), render.percent(r["lifetime_gain"]),
+                  render.percent(r["paper_lifetime_gain"]) if r["paper_lifetime_gain"] is not None else "-",
+                  f"{r['lifetime_ratio']:.2f}" if r["lifetime_ratio"] is not None else "-",
+                  f"{r['pallex_lifetime_h_at_1']:.0f} h", f"{r['pallex_lifetime_h_at_60']:.1f} h")
+    console.print(t)
+    console.print(f"ordering: {json.dumps(order)}", highlight=False)
+    for p in problems:
+        console.print(f"problem: {p}", highlight=False)
+    console.print(f"run: {record.path}", highlight=False)
+    return 0 if not problems else 1
+
+
+def cmd_profile(args) -> int:
+    from shoal.pallex import sdanalyze
+
+    result = sdanalyze.build(args.source, device=args.device, meter_log=args.meter_log,
+                             bootloader_s=args.bootloader_s, config=args.config)
+    text = sdanalyze.to_toml(result)
+    if args.out:
+        Path(args.out).write_text(text)
+    if args.json:
+        print(json.dumps(result))
+    else:
+        print(text, end="")
+    return 0

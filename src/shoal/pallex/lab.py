@@ -1,0 +1,149 @@
+"""`shoal pallex lab`: seed 004's scenarios, baseline against Pallex, on a device profile.
+
+Each scenario's stages really run here (the runner, the boot profile's unit
+times, scaled by ``time_scale``); uploads go to a loopback HTTP server. Each
+measured cycle is checked (bytes identical on every edge, AES known answers,
+KNN label = the frame's digit, uploaded SHA-256 = captured) and carried over
+to the device (project.py). Gains are the seed's: duration and energy of the
+post-kernel part, lifetime from the whole cycle's energy (eq. 3).
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+
+from shoal.cluster.profiles import DeviceProfile
+from shoal.model import lifetime
+from shoal.pallex import project, seedtables, stagefile
+from shoal.pallex.boot import BootProfile
+from shoal.pallex.cloud import Cloud
+from shoal.pallex.runner import CycleResult, Runner
+
+CYCLE_RATES = (1, 2, 5, 10, 12, 20, 30, 40, 50, 60)
+NETWORK_INDEPENDENT = ("ic", "ice", "icc")
+NETWORK_DEPENDENT = ("icu1", "icu2", "icu3")
+
+
+@dataclass
+class ScenarioOutcome:
+    scenario: str
+    cycles: list[dict] = field(default_factory=list)  # one row per measured cycle
+    stages: list[dict] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+
+def check(scenario: str, result: CycleResult, cloud: Cloud | None, uploads_before: int) -> list[str]:
+    """What is wrong with one measured cycle (empty when every check passed)."""
+    bad = [f"outcome {result.outcome}"] if result.outcome != "done" else []
+    bad += result.problems
+    bad += [f"edge {e['from']} -> {e['to']}: bytes not identical" for e in result.edges if not e["identical"]]
+    sink = {r["stage"]: r.get("result", {}) for r in result.done_reports}
+    if scenario == "ice" and sink.get("capenc", {}).get("self_test") != "passed":
+        bad.append("AES-256 known-answer tests did not pass")
+    if scenario == "icc":
+        frame = result.stages["cap"].report.get("result", {}).get("frames", [{}])[0]
+        if sink.get("clas", {}).get("labels") != [frame.get("digit")]:
+            bad.append(f"KNN label {sink.get('clas', {}).get('labels')} != digit {frame.get('digit')}")
+    if scenario.startswith("icu") and cloud is not None:
+        sent = [f["sha256"] for f in result.stages["cap"].report.get("result", {}).get("frames", [])]
+        got = [r["sha256"] for r in cloud.received[uploads_before:]]
+        if sorted(sent) != sorted(got) or len(sent) != int(scenario[3:]):
+            bad.append(f"uploaded {len(got)} frame(s), captured {len(sent)}; SHA-256 differ" if sent != got else
+                       f"expected {scenario[3:]} frames")
+    return bad
+
+
+def run_scenario(scenario: str, boot: BootProfile, device: DeviceProfile, *, rounds: int = 1,
+                 time_scale: float = 1.0, host_speed: float = 1.0, battery_J: float = 43200.0,
+                 sleep_W: float = 0.0, on_cycle=None) -> ScenarioOutcome:
+    app = stagefile.resolve(scenario)
+    out = ScenarioOutcome(scenario)
+    timeline = {u: boot.unit_ready_s(u) * time_scale for u in app.units()}
+    t_u = project.userspace_end_s(app, boot)
+    with Cloud() as cloud:
+        for k in range(rounds):
+            for mode in ("baseline", "pallex"):  # interleaved, so machine load hits both alike
+                before = len(cloud.received)
+                runner = Runner(app, timeline, systemd_ready_s=boot.systemd_ready_s * time_scale,
+                                not_before_s=t_u * time_scale if mode == "baseline" else 0.0, mode=mode,
+                                params={"upload_url": cloud.url})
+                result = runner.run()
+                problems = check(scenario, result, cloud, before)
+                row = {"scenario": scenario, "round": k, "mode": mode, "device": device.name,
+                       "host_end_s": result.end_s, "outcome": result.outcome, "ok": not problems,
+                       "problems": "; ".join(problems)}
+                if not problems:
+                    dem = project.demands(result)
+                    row["demands"] = {k: [v.work_s, v.cpu_s] for k, v in dem.items()}
+                    fill_projection(row, app, boot, device, host_speed, battery_J, sleep_W)
+                else:
+                    out.problems.extend(f"{scenario} {mode} round {k}: {p}" for p in problems)
+                out.cycles.append(row)
+                for rec in result.stages.values():
+                    out.stages.append({"scenario": scenario, "round": k, "mode": mode, "stage": rec.name,
+                                       "status": rec.status, "ready_s": rec.ready_s, "trigger_s": rec.trigger_s,
+                                       "start_s": rec.start_s, "end_s": rec.end_s, "cpu_s": rec.cpu_s,
+                                       "reason": rec.reason})
+                if on_cycle:
+                    on_cycle(row)
+    return out
+
+
+def fill_projection(row: dict, app, boot: BootProfile, device: DeviceProfile, host_speed: float,
+                    battery_J: float, sleep_W: float) -> dict:
+    """The device columns of one measured cycle, from its stages' demands."""
+    dem = {k: project.StageDemand(*v) for k, v in row["demands"].items()}
+    proj = project.project(app, dem, boot, device, row["mode"], host_speed)
+    row.update(host_speed=host_speed, device_duration_s=proj.duration_s, device_post_kernel_s=proj.post_kernel_s,
+               device_energy_J=proj.energy_J, device_post_kernel_J=proj.post_kernel_J,
+               userspace_end_s=proj.userspace_end_s)
+    for n in (1, 12, 60):
+        row[f"lifetime_h_at_{n}"] = lifetime.lifetime_h(battery_J, proj.energy_J, n, sleep_W, proj.duration_s)
+    return row
+
+
+def summarise(outcomes: list[ScenarioOutcome], board: str) -> list[dict]:
+    """Median gains per scenario (over rounds) next to the seed's, with their ratios."""
+    rows = []
+    for o in outcomes:
+        pairs = {}
+        for c in o.cycles:
+            if c["ok"]:
+                pairs.setdefault(c["round"], {})[c["mode"]] = c
+        gains = {"duration": [], "energy": [], "lifetime": []}
+        for pair in pairs.values():
+            if len(pair) == 2:
+                b, p = pair["baseline"], pair["pallex"]
+                gains["duration"].append(1 - p["device_post_kernel_s"] / b["device_post_kernel_s"])
+                gains["energy"].append(1 - p["device_post_kernel_J"] / b["device_post_kernel_J"])
+                gains["lifetime"].append(lifetime.gain(1 / b["device_energy_J"], 1 / p["device_energy_J"]))
+        seed = seedtables.GAINS.get(board, {}).get(o.scenario, (None, None, None))
+        row = {"scenario": o.scenario, "rounds": len(gains["lifetime"])}
+        for (what, values), paper in zip(gains.items(), seed):
+            med = statistics.median(values) if values else None
+            row[f"{what}_gain"] = med
+            row[f"{what}_gain_min"] = min(values) if values else None
+            row[f"{what}_gain_max"] = max(values) if values else None
+            row[f"paper_{what}_gain"] = None if paper is None else paper / 100.0
+            row[f"{what}_ratio"] = None if med is None or not paper else med / (paper / 100.0)
+        base = [c for c in o.cycles if c["ok"] and c["mode"] == "baseline"]
+        pal = [c for c in o.cycles if c["ok"] and c["mode"] == "pallex"]
+        for label, group in (("baseline", base), ("pallex", pal)):
+            for key in ("device_duration_s", "device_energy_J", "lifetime_h_at_1", "lifetime_h_at_12",
+                        "lifetime_h_at_60"):
+                row[f"{label}_{key}"] = statistics.median(c[key] for c in group) if group else None
+        rows.append(row)
+    return rows
+
+
+def ordering(summary: list[dict]) -> dict:
+    """The seed's ordering: IC&U3 gains most; IC&C least of the networking-independent scenarios."""
+    gain = {r["scenario"]: r["lifetime_gain"] for r in summary if r["lifetime_gain"] is not None}
+    out = {"all_ahead": bool(gain) and all(g > 0 for g in gain.values())}
+    if "icu3" in gain:
+        out["icu3_gains_most"] = gain["icu3"] == max(gain.values())
+    independent = {s: gain[s] for s in NETWORK_INDEPENDENT if s in gain}
+    if "icc" in independent and len(independent) > 1:
+        out["icc_least_of_independent"] = independent["icc"] == min(independent.values())
+    return out

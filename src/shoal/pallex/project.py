@@ -1,0 +1,107 @@
+"""Carry a cycle measured on this machine over to a device, from its boot and device profiles.
+
+Per stage, the run gives the work time (spawn to work done, less the time
+spent waiting for inputs) and the CPU seconds (wait4). On the device the
+waiting part stays and the CPU part scales by host_speed / device speed
+(the speeds of shoal's device profiles, relative to the reference core):
+
+    d(s) = max(0, work - cpu) + cpu x host_speed / speed
+
+The device's schedule is the earliest-start schedule (schedule.py) with the
+stages' units ready at the boot profile's times (Pallex) or every stage held
+until userspace is done (baseline: the application started from rc.local),
+where "userspace done" T_u is the unit configuration's T_usi, or later if a
+stage's unit comes later. Energy, all modelled and labelled so:
+
+    E = E_btl+knl + P_usi x min(T_end, T_u) + E_after + E_sdn
+    E_after = idle_W x max(0, T_end - T_u) + (busy_W - idle_W) x cpu_after / cores
+
+CPU work during userspace initialisation costs nothing extra: the tables put
+P_usi at 96 % (RPi3) and 100 % (RPi Zero W) of busy_W already. It also
+assumes the work does not slow userspace down (true on the RPi3's four
+cores; optimistic on the single-core Zero W, whose CPU the seed reports
+~100 % busy during P_usi).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from shoal.cluster.profiles import DeviceProfile
+from shoal.pallex import schedule
+from shoal.pallex.boot import BootProfile
+from shoal.pallex.runner import CycleResult
+from shoal.pallex.stagefile import App
+from shoal.power.model import linear_energy_J
+
+
+@dataclass(frozen=True)
+class StageDemand:
+    """What a stage needs on the device: seconds of work and, of those, CPU seconds."""
+
+    work_s: float
+    cpu_s: float
+
+
+@dataclass(frozen=True)
+class Projection:
+    mode: str
+    userspace_end_s: float  # T_u, after the kernel phase
+    app_end_s: float  # after the kernel phase
+    duration_s: float  # power-on to power-off
+    post_kernel_s: float  # the part Pallex changes: userspace + application
+    energy_J: float
+    post_kernel_J: float
+    plan: dict  # stage -> (start, finish) after the kernel phase
+
+    def describe(self) -> dict:
+        return asdict(self)
+
+
+def demands(result: CycleResult) -> dict[str, StageDemand]:
+    """Work and CPU seconds of each stage of a measured cycle (this machine)."""
+    out = {}
+    for name, rec in result.stages.items():
+        rep = rec.report
+        if rec.start_s is None or not rep or rep.get("t_work_done") is None:
+            raise ValueError(f"stage {name} did not finish its work ({rec.status}: {rec.reason})")
+        spawn_wall = result.t0_wall + rec.start_s
+        waited = (rep["t_inputs"] - rep["t_start"]) if rep.get("t_inputs") else 0.0
+        work = max(0.0, rep["t_work_done"] - spawn_wall - waited)
+        cpu = max(0.0, (rec.cpu_s or 0.0) - rep.get("stand_in_cpu_s", 0.0))
+        out[name] = StageDemand(work, min(cpu, work))
+    return out
+
+
+def device_durations(dem: dict[str, StageDemand], speed: float, host_speed: float = 1.0) -> dict[str, float]:
+    return {s: max(0.0, d.work_s - d.cpu_s) + d.cpu_s * host_speed / speed for s, d in dem.items()}
+
+
+def userspace_end_s(app: App, boot: BootProfile) -> float:
+    units = [boot.unit_ready_s(u) for u in app.units()]
+    return max([boot.config(app.config).duration_s, *units])
+
+
+def project(app: App, dem: dict[str, StageDemand], boot: BootProfile, device: DeviceProfile,
+            mode: str, host_speed: float = 1.0) -> Projection:
+    durations = device_durations(dem, device.speed, host_speed)
+    t_u = userspace_end_s(app, boot)
+    if mode == "baseline":
+        ready = {s: t_u for s in app.stages}
+    else:
+        ready = {s: max([boot.systemd_ready_s, *[boot.unit_ready_s(u) for u in app.stages[s].units]])
+                 for s in app.stages}
+    plan = schedule.earliest(app, ready, durations)
+    t_end = schedule.end(app, plan)
+    p_usi = boot.config(app.config).power_W
+    cpu_after = 0.0
+    for name, (start, finish) in plan.items():
+        cpu_dev = durations[name] - max(0.0, dem[name].work_s - dem[name].cpu_s)
+        if finish > start:
+            cpu_after += cpu_dev * max(0.0, finish - max(start, t_u)) / (finish - start)
+    after = linear_energy_J(device.idle_W, device.busy_W, device.cores, max(0.0, t_end - t_u), cpu_after)
+    post_J = p_usi * min(t_end, t_u) + after
+    return Projection(mode=mode, userspace_end_s=t_u, app_end_s=t_end,
+                      duration_s=boot.bootloader_kernel_s + t_end + boot.shutdown_s, post_kernel_s=t_end,
+                      energy_J=boot.bootloader_kernel_J + post_J + boot.shutdown_J, post_kernel_J=post_J,
+                      plan={k: [round(v[0], 6), round(v[1], 6)] for k, v in plan.items()})

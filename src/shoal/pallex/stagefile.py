@@ -1,0 +1,333 @@
+"""The stage file: an application's stages, their dependencies and data edges, checked.
+
+    [app]
+    name = "icc"
+    deadline_s = 60                 # from the start of userspace (systemd's start)
+    config = "EU"                   # unit configuration the baseline boots with
+    on_success = "poweroff-force"   # what ends the cycle: none | poweroff | poweroff-force | ...
+    on_failure = "poweroff-force"
+
+    [stages.cap]
+    command = ["{python}", "-m", "shoal.pallex.apps.capture"]
+    [stages.clas]
+    command = ["{python}", "-m", "shoal.pallex.apps.knn_classify"]
+    needs = ["cap", "load"]         # D(s): stages that must finish (or send) first
+    requires_units = []             # D'(s): units it needs (Requires= + After=)
+    wants_units = []                # units it would like (Wants= + After=)
+
+    [[edges]]                       # data: from sends, to receives; also a need
+    from = "cap"
+    to = "clas"
+    bytes = 2_499_000               # expected size
+
+``{python}`` in a command stands for the Python that runs shoal. A need
+carried by a data edge is met when the data arrive (socket activation); a
+need without one is met when that stage exits.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from shoal.errors import ShoalError
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib  # type: ignore[no-redef]
+
+ACTIONS = ("none", "poweroff", "poweroff-force", "poweroff-immediate", "halt", "halt-force",
+           "halt-immediate", "reboot", "reboot-force", "reboot-immediate", "exit")
+UNIT_SUFFIXES = (".service", ".target", ".socket", ".mount", ".device", ".path", ".timer", ".swap")
+SOCKET_DIR = "/run/pallex"
+RESERVED = ("done", "deadline")
+_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
+_APP_KEYS = {"name", "description", "deadline_s", "config", "on_success", "on_failure"}
+_STAGE_KEYS = {"command", "needs", "requires_units", "wants_units", "description"}
+_EDGE_KEYS = {"from", "to", "bytes"}
+UNIX_PATH_MAX = 107  # sun_path holds 108 bytes with the terminating NUL (unix(7))
+
+
+class StageFileError(ShoalError):
+    """A stage file that cannot run: one line naming the stage and the fix."""
+
+
+@dataclass(frozen=True)
+class Stage:
+    name: str
+    command: tuple[str, ...]
+    needs: tuple[str, ...] = ()
+    requires_units: tuple[str, ...] = ()
+    wants_units: tuple[str, ...] = ()
+    description: str = ""
+
+    def argv(self, python: str | None = None, params: dict[str, str] | None = None) -> list[str]:
+        """The command with ``{python}`` and ``{PARAM}`` replaced."""
+        values = {**(params or {}), "python": python or sys.executable}
+        out = []
+        for arg in self.command:
+            for key, value in values.items():
+                arg = arg.replace("{" + key + "}", str(value))
+            out.append(arg)
+        return out
+
+    @property
+    def units(self) -> tuple[str, ...]:
+        return self.requires_units + self.wants_units
+
+
+@dataclass(frozen=True)
+class Edge:
+    src: str
+    dst: str
+    bytes: int = 0
+
+    @property
+    def name(self) -> str:
+        return f"{self.src}-{self.dst}"
+
+
+@dataclass
+class App:
+    name: str
+    stages: dict[str, Stage]
+    edges: list[Edge]
+    deadline_s: float = 120.0
+    config: str = "EU"
+    on_success: str = "poweroff-force"
+    on_failure: str = "poweroff-force"
+    description: str = ""
+    path: str = ""
+    order: list[str] = field(default_factory=list)  # topological
+    params: dict[str, str] = field(default_factory=dict)  # {NAME} in commands
+
+    def inputs(self, stage: str) -> list[Edge]:
+        return [e for e in self.edges if e.dst == stage]
+
+    def outputs(self, stage: str) -> list[Edge]:
+        return [e for e in self.edges if e.src == stage]
+
+    def ordering_needs(self, stage: str) -> list[str]:
+        """Needs not carried by data: met when that stage exits."""
+        carried = {e.src for e in self.inputs(stage)}
+        return [n for n in self.stages[stage].needs if n not in carried]
+
+    def sinks(self) -> list[str]:
+        """Stages whose results leave the application: no output edges, nothing needs them."""
+        needed = {n for s in self.stages.values() for n in s.needs}
+        return [s for s in self.order if not self.outputs(s) and s not in needed]
+
+    def socket_path(self, edge: Edge, base: str = SOCKET_DIR) -> str:
+        return f"{base}/{self.name}/{edge.name}.sock"
+
+    def done_path(self, base: str = SOCKET_DIR) -> str:
+        return f"{base}/{self.name}/done.sock"
+
+    def units(self) -> list[str]:
+        return sorted({u for s in self.stages.values() for u in s.units})
+
+
+def load(path: str | Path) -> App:
+    """Read and check a stage file; StageFileError (exit 2) names what is wrong."""
+    path = Path(path)
+    try:
+        with open(path, "rb") as fh:
+            data = tomllib.load(fh)
+    except FileNotFoundError:
+        raise StageFileError(f"stage file {path} does not exist; give the path of a stage file "
+                             "(or a scenario name: ic, ice, icc, icu1, icu2, icu3)") from None
+    except OSError as exc:
+        raise StageFileError(f"cannot read stage file {path}: {exc.strerror}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise StageFileError(f"{path}: not valid TOML ({exc})") from None
+    return parse(data, str(path))
+
+
+def _strings(value, where: str, what: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise StageFileError(f"{where}: {what} must be a list of non-empty strings, got {value!r}")
+    return tuple(value)
+
+
+def _unknown(table: dict, known: set[str], where: str) -> None:
+    extra = sorted(set(table) - known)
+    if extra:
+        raise StageFileError(f"{where}: unknown key {extra[0]!r} (known: {', '.join(sorted(known))})")
+
+
+def parse(data: dict, where: str = "stage file") -> App:
+    """Check a parsed stage file and build the App."""
+    _unknown(data, {"app", "stages", "edges", "params"}, where)
+    params = data.get("params", {})
+    if not isinstance(params, dict) or not all(isinstance(v, (str, int, float)) for v in params.values()):
+        raise StageFileError(f"{where}: [params] must map names to strings or numbers")
+    app = data.get("app")
+    if not isinstance(app, dict) or not isinstance(app.get("name"), str):
+        raise StageFileError(f"{where}: needs an [app] table with a name, e.g. [app] name = \"icc\"")
+    _unknown(app, _APP_KEYS, f"{where} [app]")
+    name = app["name"]
+    if not _NAME.match(name):
+        raise StageFileError(f"{where}: app name {name!r} may hold only letters, digits, '_', '.', '-'")
+    deadline = app.get("deadline_s", 120.0)
+    if isinstance(deadline, bool) or not isinstance(deadline, (int, float)) or deadline <= 0:
+        raise StageFileError(f"{where}: [app] deadline_s must be a positive number of seconds, got {deadline!r}")
+    for key in ("on_success", "on_failure"):
+        if app.get(key, "poweroff-force") not in ACTIONS:
+            raise StageFileError(f"{where}: [app] {key} = {app[key]!r} is not one of {', '.join(ACTIONS)}")
+    stages_in = data.get("stages")
+    if not isinstance(stages_in, dict) or not stages_in:
+        raise StageFileError(f"{where}: no stages; add at least one [stages.NAME] with a command")
+    stages: dict[str, Stage] = {}
+    for sname, table in stages_in.items():
+        at = f"{where}: stage {sname!r}"
+        if not isinstance(table, dict):
+            raise StageFileError(f"{at} must be a table")
+        if not _NAME.match(sname):
+            raise StageFileError(f"{at}: the name may hold only letters, digits, '_', '.', '-'")
+        if sname in RESERVED:
+            raise StageFileError(f"{at}: {sname!r} names the completion units; call the stage otherwise")
+        _unknown(table, _STAGE_KEYS, at)
+        command = table.get("command")
+        if isinstance(command, str):
+            command = shlex.split(command)
+        if not command:
+            raise StageFileError(f"{at} has no command; add command = [\"/path/to/program\", ...]")
+        command = _strings(command, at, "command")
+        needs = _strings(table.get("needs", []), at, "needs")
+        units = {}
+        for key in ("requires_units", "wants_units"):
+            units[key] = _strings(table.get(key, []), at, key)
+            for unit in units[key]:
+                if not unit.endswith(UNIT_SUFFIXES) or "/" in unit:
+                    raise StageFileError(f"{at}: {key} entry {unit!r} is not a unit name "
+                                         f"(ends in one of {', '.join(UNIT_SUFFIXES)})")
+        stages[sname] = Stage(sname, command, needs, units["requires_units"], units["wants_units"],
+                              str(table.get("description", "")))
+    for stage in stages.values():
+        for need in stage.needs:
+            if need not in stages:
+                raise StageFileError(f"{where}: stage {stage.name!r} needs unknown stage {need!r} "
+                                     f"(stages: {', '.join(stages)})")
+            if need == stage.name:
+                raise StageFileError(f"{where}: stage {stage.name!r} needs itself; remove it from its needs")
+    edges = _edges(data.get("edges", []), stages, where)
+    order = _topological(stages, where)
+    result = App(name=name, stages=stages, edges=edges, deadline_s=float(deadline),
+                 config=str(app.get("config", "EU")), on_success=app.get("on_success", "poweroff-force"),
+                 on_failure=app.get("on_failure", "poweroff-force"),
+                 description=str(app.get("description", "")), path=where, order=order,
+                 params={k: str(v) for k, v in params.items()})
+    for stage in stages.values():
+        for token in re.findall(r"\{([A-Za-z_][A-Za-z0-9_]*)\}", " ".join(stage.command)):
+            if token != "python" and token not in result.params:
+                raise StageFileError(f"{where}: stage {stage.name!r} uses {{{token}}} but [params] has no "
+                                     f"{token}; add it to [params]")
+    _deadlocks(result, where)
+    for edge in edges:
+        if len(result.socket_path(edge)) > UNIX_PATH_MAX:
+            raise StageFileError(f"{where}: socket path {result.socket_path(edge)} is longer than "
+                                 f"{UNIX_PATH_MAX} bytes (unix(7)); shorten the app or stage names")
+    return result
+
+
+def _edges(items, stages: dict[str, Stage], where: str) -> list[Edge]:
+    if not isinstance(items, list):
+        raise StageFileError(f"{where}: edges must be [[edges]] tables")
+    edges: list[Edge] = []
+    for k, table in enumerate(items):
+        at = f"{where}: data edge {k + 1}"
+        if not isinstance(table, dict):
+            raise StageFileError(f"{at} must be a table with from, to and bytes")
+        _unknown(table, _EDGE_KEYS, at)
+        src, dst = table.get("from"), table.get("to")
+        for end in (src, dst):
+            if end not in stages:
+                raise StageFileError(f"{at}: unknown stage {end!r} (stages: {', '.join(stages)})")
+        if src == dst:
+            raise StageFileError(f"{at}: stage {src!r} sends to itself")
+        size = table.get("bytes", 0)
+        if isinstance(size, bool) or not isinstance(size, int) or size < 0:
+            raise StageFileError(f"{at} ({src} -> {dst}): bytes must be a whole number >= 0, got {size!r}")
+        if src not in stages[dst].needs:
+            raise StageFileError(f"{where}: data edge {src} -> {dst}: stage {dst!r} does not list {src!r} "
+                                 f"in needs; add it (a data edge is also a stage dependency)")
+        if any(e.src == src and e.dst == dst for e in edges):
+            raise StageFileError(f"{at}: a second edge {src} -> {dst}; send everything over one edge")
+        edges.append(Edge(src, dst, size))
+    return edges
+
+
+def _find_cycle(graph: dict[str, list[str]]) -> list[str] | None:
+    """A cycle of ``graph`` (node -> successors) as a list of nodes, or None."""
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in graph.get(node, []):
+            if state.get(nxt) == 1:
+                return stack[stack.index(nxt):] + [nxt]
+            if nxt not in state:
+                found = visit(nxt)
+                if found:
+                    return found
+        stack.pop()
+        state[node] = 2
+        return None
+
+    for node in graph:
+        if node not in state:
+            found = visit(node)
+            if found:
+                return found
+    return None
+
+
+def _topological(stages: dict[str, Stage], where: str) -> list[str]:
+    cycle = _find_cycle({s: list(st.needs) for s, st in stages.items()})
+    if cycle:
+        path = " -> ".join(reversed(cycle))
+        raise StageFileError(f"{where}: dependency cycle {path}; stage {cycle[0]!r} can never start, "
+                             "remove one of these needs")
+    order: list[str] = []
+    placed: set[str] = set()
+    while len(order) < len(stages):
+        for name, stage in stages.items():
+            if name not in placed and all(n in placed for n in stage.needs):
+                order.append(name)
+                placed.add(name)
+    return order
+
+
+def _deadlocks(app: App, where: str) -> None:
+    """A sender waits for its receiver to read; a receiver waits for its ordering needs to exit."""
+    waits: dict[str, list[str]] = {s: [] for s in app.stages}
+    for edge in app.edges:
+        waits[edge.src].append(edge.dst)
+    for stage in app.stages:
+        waits[stage].extend(app.ordering_needs(stage))
+    cycle = _find_cycle(waits)
+    if cycle:
+        raise StageFileError(f"{where}: stages {' -> '.join(cycle)} would wait for each other forever "
+                             f"(a sender waits for its receiver to read, a receiver for the stages it "
+                             f"needs to exit); stage {cycle[0]!r} must not wait for {cycle[1]!r}")
+
+
+SCENARIOS = ("ic", "ice", "icc", "icu1", "icu2", "icu3")
+
+
+def scenario_path(name: str) -> Path:
+    """The built-in stage file of one of seed 004's scenarios."""
+    return Path(__file__).resolve().parent / "scenarios" / f"{name}.toml"
+
+
+def resolve(spec: str) -> App:
+    """A stage file path, or the name of a built-in scenario."""
+    if spec in SCENARIOS:
+        return load(scenario_path(spec))
+    return load(spec)
