@@ -305,17 +305,25 @@ def _topological(stages: dict[str, Stage], where: str) -> list[str]:
 
 
 def _deadlocks(app: App, where: str) -> None:
-    """A sender waits for its receiver to read; a receiver waits for its ordering needs to exit."""
-    waits: dict[str, list[str]] = {s: [] for s in app.stages}
-    for edge in app.edges:
-        waits[edge.src].append(edge.dst)
+    """Refuse stages that would wait for each other forever although their needs are acyclic.
+
+    Events: a stage's start and its exit. A sender exits only once each
+    receiver has started and read its data; a stage starts only once every
+    need without data has exited; a stage exits after it starts.
+    """
+    waits: dict[str, list[str]] = {}
     for stage in app.stages:
-        waits[stage].extend(app.ordering_needs(stage))
+        waits[f"exit {stage}"] = [f"start {stage}"] + [f"start {e.dst}" for e in app.outputs(stage)]
+        waits[f"start {stage}"] = [f"exit {p}" for p in app.ordering_needs(stage)]
     cycle = _find_cycle(waits)
     if cycle:
-        raise StageFileError(f"{where}: stages {' -> '.join(cycle)} would wait for each other forever "
-                             f"(a sender waits for its receiver to read, a receiver for the stages it "
-                             f"needs to exit); stage {cycle[0]!r} must not wait for {cycle[1]!r}")
+        first = next(k for k, e in enumerate(cycle) if e.startswith("start"))
+        cycle = cycle[first:-1] + cycle[:first] + [cycle[first]]
+        chain = ", which waits for ".join(cycle)
+        stage = cycle[0].split()[1]
+        raise StageFileError(f"{where}: stages would wait for each other forever: {chain} (a sender exits only "
+                             f"once its receivers read; a need without data waits for that stage's exit); "
+                             f"stage {stage!r} never starts: carry one of those needs as a data edge or drop it")
 
 
 SCENARIOS = ("ic", "ice", "icc", "icu1", "icu2", "icu3")
