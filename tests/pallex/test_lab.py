@@ -37,7 +37,7 @@ def test_run_cli_on_a_profile(tmp_path, shoal):
     assert proc.returncode == 1
     out = json.loads(proc.stdout)
     assert out["outcome"] == "failed" and out["stages"]["upl"]["status"] == "failed"
-    assert out["stages"]["upl"]["ready_s"] == pytest.approx(0.74)  # network-online.target at 7.4 s x 0.1
+    assert out["stages"]["upl"]["ready_s"] == pytest.approx(0.86)  # network-online.target at 8.6 s x 0.1
     stages = pd.read_csv(tmp_path / "r" / "stages.csv")
     assert list(stages["stage"]) == ["cap", "upl"]
 

@@ -56,7 +56,7 @@ def check(scenario: str, result: CycleResult, cloud: Cloud | None, uploads_befor
 
 def run_scenario(scenario: str, boot: BootProfile, device: DeviceProfile, *, rounds: int = 1,
                  time_scale: float = 1.0, host_speed: float = 1.0, battery_J: float = 43200.0,
-                 sleep_W: float = 0.0, on_cycle=None) -> ScenarioOutcome:
+                 sleep_W: float = 0.0, link_bps: float | None = None, on_cycle=None) -> ScenarioOutcome:
     app = stagefile.resolve(scenario)
     out = ScenarioOutcome(scenario)
     timeline = {u: boot.unit_ready_s(u) * time_scale for u in app.units()}
@@ -75,8 +75,8 @@ def run_scenario(scenario: str, boot: BootProfile, device: DeviceProfile, *, rou
                        "problems": "; ".join(problems)}
                 if not problems:
                     dem = project.demands(result)
-                    row["demands"] = {k: [v.work_s, v.cpu_s] for k, v in dem.items()}
-                    fill_projection(row, app, boot, device, host_speed, battery_J, sleep_W)
+                    row["demands"] = {k: [v.work_s, v.cpu_s, v.network_B] for k, v in dem.items()}
+                    fill_projection(row, app, boot, device, host_speed, battery_J, sleep_W, link_bps)
                 else:
                     out.problems.extend(f"{scenario} {mode} round {k}: {p}" for p in problems)
                 out.cycles.append(row)
@@ -91,10 +91,10 @@ def run_scenario(scenario: str, boot: BootProfile, device: DeviceProfile, *, rou
 
 
 def fill_projection(row: dict, app, boot: BootProfile, device: DeviceProfile, host_speed: float,
-                    battery_J: float, sleep_W: float) -> dict:
+                    battery_J: float, sleep_W: float, link_bps: float | None = None) -> dict:
     """The device columns of one measured cycle, from its stages' demands."""
     dem = {k: project.StageDemand(*v) for k, v in row["demands"].items()}
-    proj = project.project(app, dem, boot, device, row["mode"], host_speed)
+    proj = project.project(app, dem, boot, device, row["mode"], host_speed, link_bps)
     row.update(host_speed=host_speed, device_duration_s=proj.duration_s, device_post_kernel_s=proj.post_kernel_s,
                device_energy_J=proj.energy_J, device_post_kernel_J=proj.post_kernel_J,
                userspace_end_s=proj.userspace_end_s)

@@ -5,7 +5,10 @@ spent waiting for inputs) and the CPU seconds (wait4). On the device the
 waiting part stays and the CPU part scales by host_speed / device speed
 (the speeds of shoal's device profiles, relative to the reference core):
 
-    d(s) = max(0, work - cpu) + cpu x host_speed / speed
+    d(s) = max(0, work - cpu) + cpu x host_speed / speed + network bytes x 8 / link rate
+
+(the stage's network traffic went over loopback here; on the device it
+crosses the device's link: Wi-Fi in seed 004's upload scenarios)
 
 The device's schedule is the earliest-start schedule (schedule.py) with the
 stages' units ready at the boot profile's times (Pallex) or every stage held
@@ -37,10 +40,11 @@ from shoal.power.model import linear_energy_J
 
 @dataclass(frozen=True)
 class StageDemand:
-    """What a stage needs on the device: seconds of work and, of those, CPU seconds."""
+    """What a stage needs on the device: seconds of work, of those CPU seconds, and network bytes."""
 
     work_s: float
     cpu_s: float
+    network_B: int = 0
 
 
 @dataclass(frozen=True)
@@ -69,12 +73,14 @@ def demands(result: CycleResult) -> dict[str, StageDemand]:
         waited = (rep["t_inputs"] - rep["t_start"]) if rep.get("t_inputs") else 0.0
         work = max(0.0, rep["t_work_done"] - spawn_wall - waited)
         cpu = max(0.0, (rec.cpu_s or 0.0) - rep.get("stand_in_cpu_s", 0.0))
-        out[name] = StageDemand(work, min(cpu, work))
+        out[name] = StageDemand(work, min(cpu, work), int(rep.get("network_bytes", 0)))
     return out
 
 
-def device_durations(dem: dict[str, StageDemand], speed: float, host_speed: float = 1.0) -> dict[str, float]:
-    return {s: max(0.0, d.work_s - d.cpu_s) + d.cpu_s * host_speed / speed for s, d in dem.items()}
+def device_durations(dem: dict[str, StageDemand], speed: float, host_speed: float = 1.0,
+                     link_bps: float | None = None) -> dict[str, float]:
+    net = (lambda d: d.network_B * 8.0 / link_bps) if link_bps else (lambda d: 0.0)
+    return {s: max(0.0, d.work_s - d.cpu_s) + d.cpu_s * host_speed / speed + net(d) for s, d in dem.items()}
 
 
 def userspace_end_s(app: App, boot: BootProfile) -> float:
@@ -83,8 +89,8 @@ def userspace_end_s(app: App, boot: BootProfile) -> float:
 
 
 def project(app: App, dem: dict[str, StageDemand], boot: BootProfile, device: DeviceProfile,
-            mode: str, host_speed: float = 1.0) -> Projection:
-    durations = device_durations(dem, device.speed, host_speed)
+            mode: str, host_speed: float = 1.0, link_bps: float | None = None) -> Projection:
+    durations = device_durations(dem, device.speed, host_speed, link_bps)
     t_u = userspace_end_s(app, boot)
     if mode == "baseline":
         ready = {s: t_u for s in app.stages}
@@ -96,7 +102,7 @@ def project(app: App, dem: dict[str, StageDemand], boot: BootProfile, device: De
     p_usi = boot.config(app.config).power_W
     cpu_after = 0.0
     for name, (start, finish) in plan.items():
-        cpu_dev = durations[name] - max(0.0, dem[name].work_s - dem[name].cpu_s)
+        cpu_dev = dem[name].cpu_s * host_speed / device.speed
         if finish > start:
             cpu_after += cpu_dev * max(0.0, finish - max(start, t_u)) / (finish - start)
     after = linear_energy_J(device.idle_W, device.busy_W, device.cores, max(0.0, t_end - t_u), cpu_after)

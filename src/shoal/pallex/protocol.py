@@ -171,6 +171,8 @@ class StageIO:
         self.summary: dict = {}
         # CPU seconds spent standing in for hardware (the synthetic camera), not the stage's own work.
         self.stand_in_cpu_s = 0.0
+        # Bytes this stage moved over a network (here: loopback), so a device's link can be charged for them.
+        self.network_bytes = 0
         self.t_inputs: float | None = None
 
     def __enter__(self) -> "StageIO":
@@ -245,6 +247,7 @@ class StageIO:
             "stage": self.stage, "ok": ok and not errors, "error": "; ".join(errors) or None,
             "t_start": self.t_start, "t_inputs": self.t_inputs, "t_work_done": t_work, "t_end": time.time(),
             "received": self.received, "stand_in_cpu_s": self.stand_in_cpu_s,
+            "network_bytes": self.network_bytes,
             "sent": {d: {"bytes": s.bytes, "messages": s.messages, "sha256": s.hash.hexdigest(),
                          "t_connect": s.t_connect, "t_read": s.t_done} for d, s in self.senders.items()},
             "result": self.summary,

@@ -18,19 +18,14 @@ Without one, energies are left out and say so.
 from __future__ import annotations
 
 import math
-import os
 import re
-import subprocess
 import time
 from pathlib import Path
 
 import numpy as np
 
-from shoal import verbose
+from shoal import proc
 from shoal.errors import ShoalError
-
-_SPAN = re.compile(r"(?:(\d+)min\s*)?(?:(\d+(?:\.\d+)?)(ms|us|µs|s))?")
-
 
 def seconds(text: str) -> float:
     """'1min 2.345s', '345ms', '1.2s', '120us' -> seconds."""
@@ -85,15 +80,12 @@ def parse_blame(text: str) -> dict[str, float]:
 
 
 def _live(command: list[str]) -> str:
-    argv = ["/usr/bin/systemd-analyze", *command]
-    if not os.access(argv[0], os.X_OK):
-        raise ShoalError("systemd-analyze not found; install systemd, or give --from DIR with saved outputs")
-    verbose.show(argv)
-    proc = subprocess.run(argv, capture_output=True, text=True, timeout=60)
-    if proc.returncode != 0:
-        raise ShoalError(f"systemd-analyze {command[0]} failed: {proc.stderr.strip().splitlines()[-1:] or ['?']}"
-                         f"; on a machine not booted with systemd save the outputs on the device and use --from DIR")
-    return proc.stdout
+    tool = proc.tool("systemd-analyze", "to read this machine's boot", package="systemd")
+    result = proc.run([tool, *command], timeout=60)
+    if not result.ok:
+        raise ShoalError(result.error_line(f"systemd-analyze {command[0]}")
+                         + "; on a machine not booted with systemd, save the outputs on the device and use --from DIR")
+    return result.stdout
 
 
 def _saved(directory: Path, name: str, required: bool = True) -> str:

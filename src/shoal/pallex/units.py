@@ -18,26 +18,18 @@ Design (docs/pallex.md has the why of each line):
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from shoal import verbose
+from shoal import proc
 from shoal.errors import ShoalError
 from shoal.pallex.stagefile import SOCKET_DIR, App, Edge
 
-SYSTEMD_ANALYZE = "/usr/bin/systemd-analyze"
-SYSTEMCTL = "/usr/bin/systemctl"
 
-
-def _tool(path: str) -> str:
-    found = path if os.access(path, os.X_OK) else shutil.which(os.path.basename(path))
-    if not found:
-        raise ShoalError(f"{os.path.basename(path)} not found; install systemd (Debian: apt-get install systemd)")
-    return found
+def _tool(name: str) -> str:
+    return proc.tool(name, "to check and install systemd units", package="systemd")
 
 
 def prefix(app: App) -> str:
@@ -161,14 +153,12 @@ class Verdict:
 
 def verify(paths: list[Path]) -> Verdict:
     """``systemd-analyze verify`` on the files: pass = exit 0 and nothing on stderr."""
-    tool = _tool(SYSTEMD_ANALYZE)
     dirs = sorted({str(Path(p).resolve().parent) for p in paths})
-    env = dict(os.environ, SYSTEMD_UNIT_PATH=":".join(dirs) + ":", SYSTEMD_LOG_COLOR="0")
-    argv = [tool, "verify", "--man=no", *[str(p) for p in paths]]
-    verbose.show(argv, {"SYSTEMD_UNIT_PATH": env["SYSTEMD_UNIT_PATH"]})
-    proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
-    lines = [l for l in (proc.stderr + proc.stdout).splitlines() if l.strip()]
-    return Verdict(proc.returncode == 0 and not lines, proc.returncode, lines)
+    # The units' own directory first; the trailing ':' appends systemd's default search path.
+    result = proc.run([_tool("systemd-analyze"), "verify", "--man=no", *[str(p) for p in paths]],
+                      env_add={"SYSTEMD_UNIT_PATH": ":".join(dirs) + ":", "SYSTEMD_LOG_COLOR": "0"}, timeout=120)
+    lines = [line for line in (result.stderr + result.stdout).splitlines() if line.strip()]
+    return Verdict(result.returncode == 0 and not lines, result.returncode, lines)
 
 
 def install(unit_dir: Path, root: Path, app: App) -> list[str]:
@@ -178,9 +168,7 @@ def install(unit_dir: Path, root: Path, app: App) -> list[str]:
     for path in sorted(unit_dir.iterdir()):
         if path.name.startswith(prefix(app)):
             shutil.copy2(path, dest / path.name)
-    argv = [_tool(SYSTEMCTL), f"--root={root}", "enable", f"{prefix(app)}.target"]
-    verbose.show(argv)
-    proc = subprocess.run(argv, capture_output=True, text=True, timeout=60)
-    if proc.returncode != 0:
-        raise ShoalError(f"systemctl --root={root} enable failed: {proc.stderr.strip() or proc.stdout.strip()}")
-    return [l for l in (proc.stdout + proc.stderr).splitlines() if l.strip()]
+    result = proc.run([_tool("systemctl"), f"--root={root}", "enable", f"{prefix(app)}.target"], timeout=60)
+    if not result.ok:
+        raise ShoalError(result.error_line(f"systemctl --root={root} enable"))
+    return [line for line in (result.stdout + result.stderr).splitlines() if line.strip()]

@@ -26,6 +26,7 @@ def main(argv: list[str] | None = None) -> None:
         for n, data in enumerate(io.receive()[args.src]):
             request = urllib.request.Request(f"{args.url.rstrip('/')}/{n}", data=data, method="PUT",
                                              headers={"Content-Type": "application/octet-stream"})
+            io.network_bytes += len(data)
             with urllib.request.urlopen(request, timeout=args.timeout) as response:
                 uploads.append({"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data),
                                 "status": response.status})

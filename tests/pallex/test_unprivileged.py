@@ -1,0 +1,98 @@
+"""Nothing in Pallex needs root: the runner, units, lifetime and lab as uid 65534.
+
+The ordinary user cannot run the project's .venv when its Python lives below
+/root (pyenv); the test then runs shoal from a virtual environment made from
+the system's /usr/bin/python3 in /tmp (made once, then reused; keyed by the
+repository and its pyproject.toml).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root to switch to an unprivileged user")
+
+
+REPO = Path(__file__).resolve().parents[2]
+NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+
+
+def _runs_as_nobody(python: str) -> bool:
+    # A child started by the child: exec of a path below an unreadable directory fails only there.
+    probe = subprocess.run([*NOBODY, python, "-c", "import subprocess, sys; "
+                            "sys.exit(subprocess.run([sys.executable, '-c', 'import shoal']).returncode)"],
+                           capture_output=True, text=True, cwd="/tmp")
+    return probe.returncode == 0
+
+
+@pytest.fixture(scope="session")
+def user_python() -> str:
+    if _runs_as_nobody(sys.executable):
+        return sys.executable
+    key = hashlib.sha256(str(REPO).encode() + (REPO / "pyproject.toml").read_bytes()).hexdigest()[:12]
+    venv = Path(f"/tmp/shoal-user-venv-{key}")
+    with open(f"/tmp/shoal-user-venv-{key}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (venv / ".ready").exists():
+            shutil.rmtree(venv, ignore_errors=True)
+            subprocess.run(["/usr/bin/python3", "-m", "venv", str(venv)], check=True)
+            subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check",
+                            "-e", str(REPO)], check=True, timeout=1200)
+            (venv / ".ready").touch()
+    python = str(venv / "bin" / "python")
+    assert _runs_as_nobody(python), f"{python} does not run as uid 65534"
+    return python
+
+
+def _as_nobody(python: str, tmp_path, *args: str) -> subprocess.CompletedProcess:
+    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(tmp_path), "MPLCONFIGDIR": str(tmp_path / "mpl"),
+           "SHOAL_RUNS": str(tmp_path / "runs"), "LANG": "C.UTF-8"}
+    return subprocess.run([*NOBODY, python, "-m", "shoal", *args], capture_output=True, text=True, env=env,
+                          cwd=tmp_path, timeout=300)
+
+
+
+@pytest.fixture
+def shared_dir():
+    """A directory the ordinary user can reach (pytest's own tmp_path sits below a root-only one)."""
+    path = Path(tempfile.mkdtemp(prefix="pallex-user-", dir="/tmp"))
+    path.chmod(0o777)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def test_pallex_end_to_end_as_an_ordinary_user(shared_dir, user_python):
+    tmp_path = shared_dir
+    check = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "id", "-u"],
+                           capture_output=True, text=True)
+    assert check.stdout.strip() == "65534"
+    run = _as_nobody(user_python, tmp_path, "pallex", "run", "icc", "--time-scale", "0.1", "--power", "auto", "--json",
+                     "--out", str(tmp_path / "run"))
+    assert run.returncode == 0, run.stderr
+    out = json.loads(run.stdout)
+    assert out["outcome"] == "done" and out["done_reports"][0]["result"]["labels"] == [0]
+    assert all(e["identical"] for e in out["edges"])
+    assert (tmp_path / "run" / "stages.csv").stat().st_uid == 65534
+
+    units = _as_nobody(user_python, tmp_path, "pallex", "units", "icu2", "--out", str(tmp_path / "units"),
+                       "--root", str(tmp_path / "root"))
+    assert units.returncode == 0, units.stderr
+    assert "exit 0, 0 warning(s)" in units.stdout
+
+    life = _as_nobody(user_python, tmp_path, "pallex", "lifetime", "--json", "--plot", str(tmp_path / "fig"))
+    assert life.returncode == 0, life.stderr
+    assert json.loads(life.stdout)["battery_J"] == 43200.0
+
+    lab = _as_nobody(user_python, tmp_path, "pallex", "lab", "--scenarios", "icu1", "--quick", "--json", "--out", str(tmp_path / "lab"))
+    assert lab.returncode == 0, lab.stderr
+    assert json.loads(lab.stdout)["summary"][0]["lifetime_gain"] > 0
