@@ -133,6 +133,11 @@ def _resolve(argv: list[str]) -> list[str]:
     return argv
 
 
+#: ``start(also=...)``: given every pid seen in a job and the process table,
+#: the job's processes that left its session and tree.
+Also = Callable[[set, dict], Iterable[int]]
+
+
 # -- results ----------------------------------------------------------------------
 @dataclass
 class Result:
@@ -190,7 +195,8 @@ def run(argv: list[str], *, env: dict[str, str] | None = None,
         env_add: dict[str, str] | None = None, input: str | bytes | None = None,
         capture: bool = True, text: bool = True, timeout: float | None = None,
         check: bool = False, what: str | None = None, cwd: str | None = None,
-        show: bool = True, show_env: dict[str, str] | None = None) -> Result:
+        show: bool = True, show_env: dict[str, str] | None = None,
+        also: Also | None = None) -> Result:
     """Run a command to completion.
 
     ``env`` replaces the environment (default: shoal's own), ``env_add`` is
@@ -209,7 +215,7 @@ def run(argv: list[str], *, env: dict[str, str] | None = None,
         if faked is not None:
             return _checked(faked, check, what)
     out = PIPE if capture else None
-    with start(argv, env=env, env_add=env_add, cwd=cwd, text=text, show=False,
+    with start(argv, env=env, env_add=env_add, cwd=cwd, text=text, show=False, also=also,
                stdin=PIPE if input is not None else None, stdout=out,
                stderr=out) as process:
         try:
@@ -242,14 +248,14 @@ def start(argv: list[str], *, env: dict[str, str] | None = None,
           env_add: dict[str, str] | None = None, stdin: Any = None, stdout: Any = None,
           stderr: Any = None, text: bool = True, bufsize: int = -1,
           pass_fds: Iterable[int] = (), cwd: str | None = None, show: bool = True,
-          show_env: dict[str, str] | None = None,
-          also: Callable[[], Iterable[int]] | None = None) -> "Process":
+          show_env: dict[str, str] | None = None, also: Also | None = None) -> "Process":
     """Start a command in its own session and return its handle.
 
     ``stdin``/``stdout``/``stderr`` take PIPE, DEVNULL, a file, or None
     (inherit); ``stderr=TAIL`` keeps the last lines for error messages.
-    ``also`` names more processes that belong to the job but may have left
-    its session (an MPI's daemons); they are stopped with it.
+    ``also(pids seen in the job, process table)`` names more processes that
+    belong to the job but left its session and tree (an MPI's daemons); they
+    are stopped with it.
     """
     argv = _resolve(argv)
     if show:
@@ -276,7 +282,8 @@ class Process:
 
     argv: list[str]
     popen: subprocess.Popen
-    also: Callable[[], Iterable[int]] | None = None
+    also: Also | None = None
+    _seen: set[int] = field(default_factory=set)
     _tail: collections.deque = field(default_factory=lambda: collections.deque(maxlen=_TAIL_LINES))
     _pumps: list[threading.Thread] = field(default_factory=list)
 
@@ -356,6 +363,8 @@ class Process:
                         break
                     for pid in members - sent:   # each once: a second SIGTERM means "hurry" to some
                         _kill(pid, signum)
+                        if signum == signal.SIGTERM:
+                            _kill(pid, signal.SIGCONT)   # a stopped process must run to see it
                     sent |= members
                     if time.monotonic() >= deadline:
                         break
@@ -389,8 +398,11 @@ class Process:
             members.add(sid)
         members |= descendants(table, members)
         if self.also is not None:
-            with contextlib.suppress(Exception):
-                members |= set(self.also())
+            self._seen |= members | {sid}
+            extra: set[int] = set()
+            with contextlib.suppress(OSError, ValueError):
+                extra = set(self.also(self._seen, table))
+            members |= extra | descendants(table, extra)
         members.discard(os.getpid())
         # A zombie has exited; only its parent's wait removes it.
         return {pid for pid in members if pid in table and table[pid].state != "Z"}

@@ -268,5 +268,7 @@ def _energy(request: BenchRequest, where: "clusters.Cluster", run: Run) -> Itera
 
 def _transport_env() -> dict[str, str]:
     """MPI transport settings in the environment: they change what is measured."""
-    prefixes = ("MPIR_CVAR_", "MPICH_", "UCX_", "FI_", "OMPI_MCA_", "PRTE_MCA_", "SHOAL_WAIT")
+    from shoal.mpi import kinds
+
+    prefixes = (*kinds.setting_prefixes(), "SHOAL_WAIT")
     return {k: v for k, v in sorted(os.environ.items()) if k.startswith(prefixes)}

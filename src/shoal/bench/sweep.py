@@ -162,10 +162,7 @@ class Sweep:
         """Run one job over ``todo``; return (points finished, failure or None)."""
         argv = [str(self.program), "--points",
                 ",".join(f"{p.test}:{p.size_B}" for p in todo), *self.options.program_args()]
-        job = config.make_job(argv)
-        cmd, env_add = job.command()
-        process = proc.start(cmd, env=job.popen_env(), show_env=env_add, stdout=proc.PIPE,
-                             stderr=proc.TAIL)
+        process = config.make_job(argv).start(stdout=proc.PIPE, stderr=proc.TAIL)
         lines: queue.Queue[str | None] = queue.Queue()
         threading.Thread(target=_pump, args=(process.stdout, lines.put), daemon=True).start()
         finished = 0

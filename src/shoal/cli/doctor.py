@@ -7,13 +7,14 @@ import dataclasses
 import json
 
 from shoal import doctor
+from shoal.mpi import kinds
 
 ORDER = 90
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("doctor", help="check MPI, compilers, namespaces, cgroups and power sources")
-    p.add_argument("--mpi", default=None, help="MPI to check (default: mpich)")
+    p.add_argument("--mpi", default=None, help=f"MPI to check (default: {kinds.default()})")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=run)
 

@@ -2,14 +2,13 @@
 
 Two forms::
 
-    shoal run --wait backoff [--mpi openmpi] -n 4 -- ./app args...
+    shoal run --wait backoff [--mpi MPI] -n 4 -- ./app args...
         shoal builds libshoalwait for the MPI and launches the ranks itself
         (through shoal.mpi.launch, LD_PRELOAD and SHOAL_WAIT* per rank)
     shoal run --wait backoff -- mpiexec -n 4 ./app args...
-        your own launcher line, run as given; shoal only adds the environment
-        (MPICH's hydra forwards it; for Open MPI shoal names the variables in
-        OMPI_MCA_mca_base_env_list). The MPI is the one that mpiexec belongs to
-        unless --mpi says otherwise.
+        your own launcher line, run as given; shoal only adds the environment,
+        in the form that MPI's launcher forwards to the ranks. The MPI is the
+        one that mpiexec belongs to unless --mpi says otherwise.
 
 Afterwards the per-rank telemetry is summarised (table on stderr, or one
 JSON object on stdout with --json). The exit code is the program's.
@@ -27,13 +26,12 @@ from pathlib import Path
 
 from shoal import proc
 from shoal.errors import Interrupted, ShoalError
-from shoal.mpi import discover
+from shoal.mpi import discover, kinds
 from shoal.mpi.launch import Job
 from shoal.wait import library, telemetry
 from shoal.wait.modes import MODES_HELP, parse_classes, parse_mode
 
 ORDER = 30
-LAUNCHERS = {"mpiexec", "mpirun", "mpiexec.hydra", "prterun", "orterun"}
 
 
 def register(subparsers) -> None:
@@ -42,7 +40,7 @@ def register(subparsers) -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--wait", default="backoff", metavar="MODE",
                    help=f"wait mode: {MODES_HELP} (default backoff)")
-    p.add_argument("--mpi", default=None, help="mpich, openmpi, system or a path (default mpich)")
+    p.add_argument("--mpi", default=None, help=kinds.choices_help())
     p.add_argument("-n", "--ranks", type=int, default=None, help="number of ranks")
     p.add_argument("--classes", default=None,
                    help="call classes to rewrite: comma list of p2p, send, coll (default all)")
@@ -73,7 +71,7 @@ def run(args) -> int:
     if args.classes is not None:
         parse_classes(args.classes)
     program = _program(args.program)
-    injected = Path(program[0]).name in LAUNCHERS
+    injected = Path(program[0]).name in kinds.launcher_names()
     if injected and args.ranks is not None:
         raise ShoalError("-n goes to your own mpiexec in the 'shoal run -- mpiexec ...' form; "
                          "drop shoal's -n")
@@ -97,14 +95,12 @@ def run(args) -> int:
         if injected:
             env = library.forwarding_env(
                 library.wait_env(mode.text, mpi, tel_dir, args.classes), mpi)
-            argv = [launcher, *program[1:]]
-            full_env = {**os.environ, **mpi.env(), **env}
+            process = proc.start([launcher, *program[1:]], env={**os.environ, **mpi.env(), **env},
+                                 show_env=env, also=mpi.impl.strays)
         else:
             job = library.apply(Job(mpi, args.ranks, [_executable(program[0]), *program[1:]]),
                                 mode.text, tel_dir, args.classes)
-            argv, env = job.command()
-            full_env = job.popen_env()
-        process = proc.start(argv, env=full_env, show_env=env)
+            process = job.start()
         try:
             code = process.wait()
         except KeyboardInterrupt:

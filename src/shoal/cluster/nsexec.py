@@ -1,14 +1,14 @@
 """The launcher helper: start a process inside an emulated device, like ssh would.
 
-MPI launchers call it where they would call ssh (MPICH hydra through
-``-launcher-exec``, Open MPI's PRRTE through ``plm_ssh_agent``), by way of the
+MPI launchers call it where they would call ssh (each MPI's module in
+``shoal.mpi.kinds`` names it as its launcher agent), by way of the
 per-cluster shim ``<state>/<id>/ssh``::
 
     nsexec --cluster ID [ssh options] HOST COMMAND...   # ssh mode
     nsexec --cluster ID --run NODE -- PROGRAM ARGS...   # direct mode, no shell
 
-Both launchers hand ssh a command meant for a remote shell (hydra quotes the
-proxy path, PRRTE passes ``VAR=...;export VAR;prted ...`` as one word), so in
+Launchers hand ssh a command meant for a remote shell (one quotes the proxy
+path, another passes ``VAR=...;export VAR;daemon ...`` as one word), so in
 ssh mode the words are joined with spaces and run by ``/bin/sh -c`` exactly as
 sshd would. The host name never reaches a shell: it must be a device of the
 cluster, matched literally. The process then joins the device's cgroups, gets

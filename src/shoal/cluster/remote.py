@@ -1,7 +1,7 @@
 """Real clusters: ssh-reachable hosts and Slurm allocations.
 
-The MPI's own launcher does the work (hydra or PRRTE over ssh, or their
-Slurm support inside an allocation); shoal checks beforehand that every host
+The MPI's own launcher does the work (over ssh, or through its Slurm
+support inside an allocation); shoal checks beforehand that every host
 can run the job and says, one line per host, what is wrong.
 """
 

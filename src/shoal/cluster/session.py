@@ -26,21 +26,9 @@ def transport_env(mpi: MPIInstall) -> tuple[dict[str, str], list[str]]:
     """(rank environment, launcher options) that force traffic onto the emulated links.
 
     Shared memory between devices must not be used, or messages would bypass
-    the shaped links. MPICH shares memory only between ranks of one host
-    name, so ranks of one device still use it (as on the real board) while
-    UCX, which finds peers on the same kernel by itself, is held to TCP; Open
-    MPI gets the TCP BTL with ob1, and both its BTL and its runtime's out-of-band
-    channel are pinned to the emulated subnet (its default interface choice
-    may pick an address another device cannot reach).
+    the shaped links; each MPI's module says how (``namespace_transport``).
     """
-    if mpi.kind == "mpich":
-        return ({"UCX_TLS": "tcp,self", "UCX_NET_DEVICES": "eth0",
-                 "FI_PROVIDER": "tcp"}, [])
-    subnet = str(SUBNET)
-    return ({}, ["--mca", "btl", "tcp,self", "--mca", "pml", "ob1",
-                 "--mca", "btl_tcp_if_include", subnet,
-                 "--mca", "oob_tcp_if_include", subnet,
-                 "--prtemca", "oob_tcp_if_include", subnet])
+    return mpi.impl.namespace_transport(str(SUBNET))
 
 
 class Cluster:

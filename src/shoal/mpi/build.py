@@ -9,6 +9,7 @@ says what it is::
     cflags = ["-O2"]
     libs = ["-lm"]
 
+The MPI's module says what its compiler wrapper needs (environment, flags).
 The cache key holds the MPI identity (kind, version, ABI, place) and a hash
 of the sources and flags, so a changed MPI or source rebuilds; a build
 writes to a temporary name and renames, so concurrent builds are safe.
@@ -23,7 +24,7 @@ from pathlib import Path
 
 from shoal import proc
 from shoal.errors import ShoalError
-from shoal.mpi.discover import MPIInstall
+from shoal.mpi.base import MPIInstall
 
 try:
     import tomllib
@@ -61,7 +62,7 @@ def build(target: str, mpi: MPIInstall, extra_cflags: tuple[str, ...] = ()) -> P
     tdir, spec = _target_spec(target)
     sources = _sources(tdir, spec)
     headers = sorted(tdir.glob("*.h")) + sorted((NATIVE_DIR / "common").glob("*.h"))
-    cflags = list(spec.get("cflags", ["-O2"])) + list(extra_cflags)
+    cflags = list(spec.get("cflags", ["-O2"])) + mpi.impl.cflags(mpi) + list(extra_cflags)
     libs = list(spec.get("libs", []))
     kind = spec.get("kind", "exe")
     digest = hashlib.sha256()
@@ -81,7 +82,7 @@ def build(target: str, mpi: MPIInstall, extra_cflags: tuple[str, ...] = ()) -> P
     if kind == "shared":
         argv += ["-shared", "-fPIC"]
     argv += ["-o", tmp_name, *map(str, sources), *libs]
-    done = proc.run(argv, env_add=mpi.env())
+    done = proc.run(argv, env_add=mpi.impl.build_env(mpi))
     if not done.ok:
         os.unlink(tmp_name)
         log = out_dir / "build.log"

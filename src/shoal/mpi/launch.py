@@ -1,9 +1,12 @@
 """The one place where mpiexec command lines are made.
 
 Everything that starts MPI ranks (benchmarks, workloads, waitlab, clusters)
-describes the job as a ``Job`` and asks ``command()`` for the argv and
-environment. Process management stays with the MPI's own launcher (MPICH
-hydra, Open MPI PRRTE); shoal only says where and how to start.
+describes the job as a ``Job`` and starts it with ``start()`` or ``run()``
+(through ``shoal.proc``, so it is shown under --verbose and stopped as a
+whole, daemons included), or asks ``command()`` for the argv and
+environment. Process management stays with the MPI's own launcher; the MPI's
+module in ``shoal.mpi.kinds`` says how to address it, shoal only says where
+and how to start.
 """
 
 from __future__ import annotations
@@ -12,8 +15,9 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from shoal import proc
 from shoal.errors import ShoalError
-from shoal.mpi.discover import MPIInstall
+from shoal.mpi.base import MPIInstall
 
 
 @dataclass(frozen=True)
@@ -40,7 +44,7 @@ class Job:
     mpi: MPIInstall
     ranks: int
     argv: list[str]
-    # Environment for every rank (passed with -genv / -x so remote ranks get it too).
+    # Environment for every rank (on the launcher's command line, so remote ranks get it too).
     rank_env: dict[str, str] = field(default_factory=dict)
     # None: all ranks on this machine. Otherwise ranks are placed on these hosts in order.
     hosts: list[HostSlots] | None = None
@@ -56,7 +60,7 @@ class Job:
     exec_prefix: list[str] = field(default_factory=list)
 
     def command(self) -> tuple[list[str], dict[str, str]]:
-        """Return (argv, environment additions) for subprocess."""
+        """Return (argv, environment additions) for the launch."""
         if self.ranks < 1:
             raise ShoalError(f"need at least 1 rank, got {self.ranks}")
         if self.hosts is not None and sum(h.slots for h in self.hosts) < self.ranks:
@@ -64,39 +68,34 @@ class Job:
             raise ShoalError(f"{self.ranks} ranks do not fit on {len(self.hosts)} hosts with "
                              f"{total} slots; add hosts or slots, or use fewer ranks")
         env = {**self.mpi.env(), **self.launcher_env}
-        if self.mpi.kind == "mpich":
-            argv = [str(self.mpi.mpiexec), "-n", str(self.ranks)]
-            if self.hosts is not None:
-                argv += ["-hosts", ",".join(f"{h.host}:{h.slots}" for h in self.hosts)]
-            if self.launcher_exec:
-                argv += ["-launcher", "ssh", "-launcher-exec", self.launcher_exec]
-            for key, value in self.rank_env.items():
-                argv += ["-genv", key, value]
-        else:
-            argv = [str(self.mpi.mpiexec), "-n", str(self.ranks)]
-            if self.hosts is not None:
-                argv += ["--host", ",".join(f"{h.host}:{h.slots}" for h in self.hosts)]
-            else:
-                # A 2-core machine runs 4-rank tests: allow more ranks than cores.
-                argv += ["--map-by", ":OVERSUBSCRIBE"]
-            if self.launcher_exec:
-                argv += ["--prtemca", "plm_ssh_agent", self.launcher_exec]
-            for key, value in self.rank_env.items():
-                argv += ["-x", f"{key}={value}"]
+        argv = self.mpi.impl.launch_args(self)
         argv += list(self.extra_args)
         argv += [str(a) for a in self.argv]
         return [*self.exec_prefix, *argv], env
 
     def popen_env(self) -> dict[str, str]:
-        """Full environment for subprocess: ours plus what the launch needs."""
+        """Full environment of the launcher: ours plus what the launch needs."""
         _, env = self.command()
         merged = dict(os.environ)
         merged.update(env)
-        # Ranks get rank_env through -genv/-x; a preload meant for them stays off the launcher.
+        # Ranks get rank_env on the launcher's command line; a preload meant for them
+        # stays off the launcher.
         merged.update({k: v for k, v in self.rank_env.items() if k != "LD_PRELOAD"})
         # The MPI's own tools first on PATH, so helpers it spawns are its own.
         merged["PATH"] = f"{self.mpi.bindir}{os.pathsep}{merged.get('PATH', '')}"
         return merged
+
+    def start(self, **kwargs) -> proc.Process:
+        """Start the job (``shoal.proc.start`` options: stdout, stderr, ...)."""
+        argv, env = self.command()
+        return proc.start(argv, env=self.popen_env(), show_env=env, also=self.mpi.impl.strays,
+                          **kwargs)
+
+    def run(self, **kwargs) -> proc.Result:
+        """Run the job to completion (``shoal.proc.run`` options: timeout, capture, ...)."""
+        argv, env = self.command()
+        return proc.run(argv, env=self.popen_env(), show_env=env, also=self.mpi.impl.strays,
+                        **kwargs)
 
 
 def program_path(path: Path | str) -> str:

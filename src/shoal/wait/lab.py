@@ -15,8 +15,7 @@ full, burst, lock
 
 Contenders per MPI: every wait mode of libshoalwait (busy is the MPI's own
 spinning, linear is 003's setting: 1 ns steps up to 1 us), and the MPI's own
-knobs without the library: Open MPI's ``mpi_yield_when_idle``, MPICH's
-``MPIR_CVAR_ENABLE_HEAVY_YIELD`` and ``MPIR_CVAR_CH4_PROGRESS_THROTTLE``.
+knobs without the library (``wait_knobs`` of its module in shoal.mpi.kinds).
 """
 
 from __future__ import annotations
@@ -37,13 +36,6 @@ from shoal.wait.modes import parse_mode
 
 EXPERIMENTS = ("A", "D", "full", "burst", "lock")
 DEFAULT_MODES = ("busy", "yield", "sleep:100", "linear:1,1000,1", "backoff", "auto")
-
-# The MPI's own ways to wait less, run without libshoalwait.
-NATIVE_OPTIONS = {
-    "openmpi": {"ompi:yield_when_idle": {"OMPI_MCA_mpi_yield_when_idle": "1"}},
-    "mpich": {"mpich:heavy_yield": {"MPIR_CVAR_ENABLE_HEAVY_YIELD": "1"},
-              "mpich:progress_throttle": {"MPIR_CVAR_CH4_PROGRESS_THROTTLE": "1"}},
-}
 
 RESULT_COLUMNS = [
     "experiment", "mpi", "contender", "mode", "status", "wall_s", "cpu_s", "cpu_load",
@@ -67,7 +59,7 @@ def contenders(mpi: MPIInstall, modes: tuple[str, ...] = DEFAULT_MODES,
     found = [Contender(parse_mode(m).text, m) for m in modes]
     if native:
         found += [Contender(label, None, env)
-                  for label, env in NATIVE_OPTIONS.get(mpi.kind, {}).items()]
+                  for label, env in mpi.impl.wait_knobs.items()]
     return found
 
 
@@ -97,11 +89,9 @@ def run_program(mpi: MPIInstall, contender: Contender, ranks: int, args: list[st
     job = Job(mpi, ranks, [str(exe), *args], rank_env=dict(contender.env))
     if contender.mode is not None:
         job = apply(job, contender.mode)
-    argv, env = job.command()
     t0 = time.monotonic()
     try:
-        done = proc.run(argv, env=job.popen_env(), show_env={**env, **job.rank_env},
-                        timeout=timeout_s)
+        done = job.run(timeout=timeout_s)
     except proc.CommandTimeout as exc:
         raise ShoalError(f"{args[0]} under {contender.label} did not finish in {timeout_s:.0f} s") from exc
     t1 = time.monotonic()

@@ -3,7 +3,7 @@
 The library is compiled with the MPI's own mpicc (``shoal.mpi.build``
 caches it per MPI identity); a launch gets it through ``LD_PRELOAD`` and the
 ``SHOAL_WAIT*`` variables in ``Job.rank_env``, which ``shoal.mpi.launch``
-passes to every rank (``-genv`` for MPICH, ``-x`` for Open MPI).
+passes to every rank on the launcher's command line.
 """
 
 from __future__ import annotations
@@ -13,14 +13,13 @@ import os
 from pathlib import Path
 
 from shoal.mpi import build
-from shoal.mpi.discover import MPIInstall
+from shoal.mpi.base import MPIInstall
 from shoal.mpi.launch import Job
 from shoal.wait.modes import parse_classes, parse_mode
 
 TARGET = "shoalwait"
-# Variables libshoalwait reads; Open MPI forwards them when named in
-# mca_base_env_list (used when shoal only sets the environment of a
-# user-written mpiexec line).
+# Variables libshoalwait reads, which a user-written mpiexec line must pass
+# on to its ranks (some launchers pass only what they are told to).
 ENV_NAMES = ("LD_PRELOAD", "SHOAL_WAIT", "SHOAL_WAIT_CLASSES", "SHOAL_WAIT_TELEMETRY",
              "SHOAL_WAIT_SLACK_NS", "SHOAL_WAIT_SEND_EAGER_B")
 
@@ -58,12 +57,6 @@ def apply(job: Job, mode: str, telemetry_dir: Path | str | None = None,
 
 
 def forwarding_env(env: dict[str, str], mpi: MPIInstall) -> dict[str, str]:
-    """Environment for a user-written mpiexec line so its ranks see ``env``.
-
-    MPICH's hydra passes its whole environment to the ranks; Open MPI passes
-    only variables named in ``mca_base_env_list``.
-    """
-    out = dict(env)
-    if mpi.kind == "openmpi":
-        out["OMPI_MCA_mca_base_env_list"] = ";".join(k for k in env if k in ENV_NAMES)
-    return out
+    """Environment for a user-written mpiexec line so its ranks see ``env``
+    (the MPI's module says how its launcher forwards variables)."""
+    return mpi.impl.forward_env(env, ENV_NAMES)

@@ -1,0 +1,143 @@
+"""What shoal needs to know about an MPI implementation, in one interface.
+
+Each implementation is one module in ``shoal.mpi.kinds`` defining a subclass
+of ``Implementation`` as ``IMPLEMENTATION``; nothing outside this package
+names an MPI. Adding a system MPI, Intel MPI or MVAPICH is one new module
+there: how to recognise an installation, how its launcher takes ranks,
+hosts and environment, how to keep traffic on emulated links, how to kill
+a whole job, its own tuning knobs, and what its PMPI layer needs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Iterable
+
+from shoal import proc
+from shoal.errors import ShoalError
+
+if TYPE_CHECKING:
+    from shoal.mpi.launch import Job
+
+
+@dataclass(frozen=True)
+class MPIInstall:
+    """One installation: its implementation (kind), version, ABI and where its tools are."""
+
+    kind: str  # the name of its module in shoal.mpi.kinds
+    version: str
+    abi: str
+    bindir: Path
+
+    @property
+    def impl(self) -> "Implementation":
+        from shoal.mpi import kinds
+
+        return kinds.get(self.kind)
+
+    @property
+    def mpicc(self) -> Path:
+        return self.bindir / "mpicc"
+
+    @property
+    def mpiexec(self) -> Path:
+        return self.bindir / "mpiexec"
+
+    @property
+    def name(self) -> str:
+        return f"{self.impl.title} {self.version}"
+
+    @property
+    def identity(self) -> str:
+        """Stable key for build caches: changes when kind, version, ABI or place change."""
+        digest = hashlib.sha256(f"{self.kind}|{self.version}|{self.abi}|{self.bindir}".encode())
+        return f"{self.kind}-{self.version}-{digest.hexdigest()[:10]}"
+
+    def env(self) -> dict[str, str]:
+        """Environment additions every launch with this MPI needs."""
+        return self.impl.env(self)
+
+    def describe(self) -> dict[str, str]:
+        return {"kind": self.kind, "name": self.name, "version": self.version,
+                "abi": self.abi, "bindir": str(self.bindir)}
+
+
+def tool_output(argv: list[str], env_add: dict[str, str] | None = None,
+                timeout: float = 30) -> str:
+    """What one of an MPI's own tools prints (stdout and stderr), or "" if it cannot run."""
+    try:
+        done = proc.run(argv, env_add=env_add, timeout=timeout)
+    except ShoalError:
+        return ""
+    return done.stdout + done.stderr
+
+
+class Implementation:
+    """One MPI implementation. Subclasses set the names and override what differs."""
+
+    #: Short name: ``--mpi KIND``, cache keys, manifests ("mpich").
+    kind: str = ""
+    #: How people write it ("MPICH").
+    title: str = ""
+    #: Place in ``--mpi`` help and in ``available()``; the lowest is the default.
+    order: int = 100
+    #: The tool beside mpiexec that tells this MPI apart (and its version).
+    companion: str = ""
+    #: Launcher program names besides ``mpiexec``/``mpirun`` (``shoal run -- LAUNCHER ...``).
+    launcher_names: tuple[str, ...] = ()
+    #: Environment variable prefixes that tune it: recorded with every benchmark run.
+    setting_prefixes: tuple[str, ...] = ()
+    #: The MPI's own ways to wait less (label -> rank environment), for waitlab.
+    wait_knobs: dict[str, dict[str, str]] = {}
+
+    # -- discovery ------------------------------------------------------------------
+    def bundled_bindir(self, prefix: Path) -> Path | None:
+        """Where shoal's own environment (``sys.prefix``) holds this MPI, if it does."""
+        return None
+
+    def identify(self, bindir: Path) -> MPIInstall | None:
+        """This MPI if ``bindir`` (which has an mpiexec) holds it, asked through its own tools."""
+        return None
+
+    def from_launcher_version(self, text: str, bindir: Path) -> MPIInstall | None:
+        """This MPI if ``mpiexec --version`` printed ``text`` (no companion tools found)."""
+        return None
+
+    # -- building -------------------------------------------------------------------
+    def build_env(self, mpi: MPIInstall) -> dict[str, str]:
+        """Environment its compiler wrapper (mpicc) needs (default: the launch's)."""
+        return self.env(mpi)
+
+    def cflags(self, mpi: MPIInstall) -> list[str]:
+        """Compiler flags every native target needs with this MPI."""
+        return []
+
+    # -- launching ------------------------------------------------------------------
+    def env(self, mpi: MPIInstall) -> dict[str, str]:
+        """Environment every launch with this MPI needs (for mpiexec itself)."""
+        return {}
+
+    def launch_args(self, job: "Job") -> list[str]:
+        """mpiexec and its options for ``job``: ranks, hosts, launcher agent, rank
+        environment (the program and ``job.extra_args`` are added after)."""
+        raise NotImplementedError
+
+    def namespace_transport(self, subnet: str) -> tuple[dict[str, str], list[str]]:
+        """(rank environment, launcher options) that keep traffic between emulated
+        devices (network namespaces of one kernel) on their shaped links, never
+        on shared memory or loopback, and on the emulated ``subnet``."""
+        return {}, []
+
+    def forward_env(self, env: dict[str, str], names: Iterable[str]) -> dict[str, str]:
+        """Environment for a user-written mpiexec line so its ranks see ``names`` of ``env``."""
+        return dict(env)
+
+    # -- stopping -------------------------------------------------------------------
+    def strays(self, job: set[int], table: dict[int, proc.ProcInfo]) -> set[int]:
+        """Processes of a job that left its session and process tree (daemons of
+        its launcher), given every pid seen in the job so far; they are stopped
+        with it."""
+        return set()
+

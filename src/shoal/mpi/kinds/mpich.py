@@ -1,0 +1,60 @@
+"""MPICH (and derivatives with its hydra launcher): the wheel shoal installs by default."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from shoal.mpi.base import Implementation, MPIInstall, tool_output
+
+
+class MPICH(Implementation):
+    kind = "mpich"
+    title = "MPICH"
+    companion = "mpichversion"
+    order = 10
+    launcher_names = ("mpiexec.hydra",)
+    setting_prefixes = ("MPIR_CVAR_", "MPICH_", "UCX_", "FI_")
+    wait_knobs = {"mpich:heavy_yield": {"MPIR_CVAR_ENABLE_HEAVY_YIELD": "1"},
+                  "mpich:progress_throttle": {"MPIR_CVAR_CH4_PROGRESS_THROTTLE": "1"}}
+
+    def bundled_bindir(self, prefix: Path) -> Path:
+        return prefix / "bin"
+
+    def identify(self, bindir: Path) -> MPIInstall | None:
+        if not (bindir / self.companion).exists():
+            return None
+        text = tool_output([str(bindir / self.companion)])
+        version = re.search(r"MPICH Version:\s*(\S+)", text)
+        abi = re.search(r"MPICH ABI:\s*(\S+)", text)
+        if not version:
+            return None
+        return MPIInstall(self.kind, version.group(1), abi.group(1) if abi else "?", bindir)
+
+    def from_launcher_version(self, text: str, bindir: Path) -> MPIInstall | None:
+        if "HYDRA" not in text:
+            return None
+        version = re.search(r"Version:\s*(\S+)", text)
+        return MPIInstall(self.kind, version.group(1) if version else "?", "?", bindir)
+
+    def launch_args(self, job) -> list[str]:
+        argv = [str(job.mpi.mpiexec), "-n", str(job.ranks)]
+        if job.hosts is not None:
+            argv += ["-hosts", ",".join(f"{h.host}:{h.slots}" for h in job.hosts)]
+        if job.launcher_exec:
+            argv += ["-launcher", "ssh", "-launcher-exec", job.launcher_exec]
+        for key, value in job.rank_env.items():
+            argv += ["-genv", key, value]
+        return argv
+
+    def namespace_transport(self, subnet: str) -> tuple[dict[str, str], list[str]]:
+        # MPICH shares memory only between ranks of one host name, so ranks of
+        # one device still use it (as on the real board); UCX finds peers on
+        # the same kernel by itself and is held to TCP on the device's link.
+        return {"UCX_TLS": "tcp,self", "UCX_NET_DEVICES": "eth0", "FI_PROVIDER": "tcp"}, []
+
+    def forward_env(self, env: dict[str, str], names) -> dict[str, str]:
+        return dict(env)  # hydra passes its whole environment to the ranks
+
+
+IMPLEMENTATION = MPICH()

