@@ -90,10 +90,10 @@ def test_sources_json_with_rapl(kernel, env):
 
 
 @pytest.mark.parametrize("args, message, code", [
-    (["--source", "bogus", "--", "true"], "shoal: unknown power source 'bogus'", 2),
-    (["--source", "rapl,nonsense", "--", "true"], "shoal: unknown power source 'nonsense'", 2),
-    (["--source", "model:1", "--", "true"], "shoal: model takes two numbers", 2),
-    (["--rate", "5000", "--", "true"], "shoal: sampling rate 5000.0 Hz is out of range", 2),
+    (["--source", "bogus", "--", "true"], "shoal: argument --source: unknown power source 'bogus'", 2),
+    (["--source", "rapl,nonsense", "--", "true"], "shoal: argument --source: unknown power source 'nonsense'", 2),
+    (["--source", "model:1", "--", "true"], "shoal: argument --source: model takes two numbers", 2),
+    (["--rate", "5000", "--", "true"], "shoal: argument --rate: must be above 0 and at most 1000, got 5000", 2),
     (["--source", "rapl", "--", "true"], "shoal: power source rapl: no RAPL", 2),
     (["--", "no-such-command-here"], "shoal: cannot run 'no-such-command-here'", 127),
     ([], "shoal: no command to measure", 2),

@@ -25,9 +25,12 @@ def test_spec_items_and_commas_inside_arguments():
     ("none,rapl", "cannot be combined"),
     ("log:", "give a file"),
     ("model:3,2", "IDLE_W <= BUSY_W"),
-    ("model:1,x", "not a number"),
+    ("model:1,x", "'x' must be a number"),
+    ("model:nan,nan", "'nan' must be a finite number"),
+    ("model:-1,2", "'-1' must be at least 0"),
+    ("model:1,inf", "'inf' must be a finite number"),
     ("model:1,2,speed=3", "unknown"),
-    ("model:1,2,cores=0", "cores must be positive"),
+    ("model:1,2,cores=0", "'cores=0' must be above 0"),
     ("rapl,hwmon,wattmeter", "unknown power source 'wattmeter'"),
 ])
 def test_bad_specs(text, message):

@@ -18,9 +18,9 @@ from typing import Any, Iterator
 from shoal import cluster as clusters
 from shoal import hostfacts
 from shoal.bench import catalog
-from shoal.bench.sizes import parse_sizes
 from shoal.bench.sweep import Config, Events, Options, Point, Sweep
 from shoal.errors import ShoalError
+from shoal.inputs import grammar
 from shoal.mpi import build, discover
 from shoal.runs.store import Run
 
@@ -158,7 +158,7 @@ def plan(request: BenchRequest, placements: list[Placement] | None = None) -> Pl
     mpi = discover.resolve(request.mpi)
     program = build.build("bench", mpi)
     tests = catalog.select(catalog.load(program), request.tests)
-    sizes = parse_sizes(request.sizes)
+    sizes = grammar.parse("--sizes", grammar.sizes, request.sizes)
     if not request.on_cluster:
         for placement in placements:
             too_many = [t.name for t in tests if t.min_ranks > placement.ranks]

@@ -5,17 +5,20 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 
 from shoal import render
 from shoal.bench import heterogeneity, runner
-from shoal.bench.sizes import DEFAULT_SIZES, QUICK_SIZES, parse_size
+from shoal.bench.sizes import DEFAULT_SIZES, QUICK_SIZES
 from shoal.bench.sweep import Options
 from shoal.cli._progress import Progress
 from shoal.errors import ShoalError
+from shoal.inputs import options as typed
+from shoal.inputs.grammar import MAX_SLOTS, Bounds
 from shoal.mpi import kinds
 
 ORDER = 10
+# Repetitions per point at most: the native program keeps every sample in memory.
+MAX_REPS = 10**7
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -25,22 +28,22 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--tests", default=None,
                    help="suites and tests, comma-separated: mpbench, imb, all, or names such as "
                         "imb.PingPong, bandwidth (default: mpbench,imb)")
-    p.add_argument("--sizes", default=None,
+    p.add_argument("--sizes", default=None, type=typed.SIZES,
                    help=f"message sizes: list '8,1K,4M' or range '1..4M[:factor]' (default {DEFAULT_SIZES})")
-    p.add_argument("-n", "--ranks", default="2", help="MPI ranks, or a list to sweep: 2,4 (default 2)")
+    p.add_argument("-n", "--ranks", default=[2], type=typed.COUNTS, help="MPI ranks, or a list to sweep: 2,4 (default 2)")
     p.add_argument("--mpi", default=None, help=kinds.choices_help())
-    p.add_argument("--ci", type=float, default=None,
+    p.add_argument("--ci", type=typed.number(Bounds(0, 1, hi_open=True)), default=None,
                    help="stop a point when the 95%% CI half-width of the median is within this "
                         "fraction of it (default 0.02)")
-    p.add_argument("--budget", type=float, default=None, help="seconds per point at most (default 1)")
-    p.add_argument("--min-reps", type=int, default=None, help="repetitions before the CI is judged (default 10)")
-    p.add_argument("--max-reps", type=int, default=None, help="repetitions per point at most (default 100000)")
-    p.add_argument("--rep-time", type=float, default=None,
+    p.add_argument("--budget", type=typed.SECONDS_NUMBER, default=None, help="seconds per point at most (default 1)")
+    p.add_argument("--min-reps", type=typed.whole(1), default=None, help="repetitions before the CI is judged (default 10)")
+    p.add_argument("--max-reps", type=typed.whole(1, MAX_REPS), default=None, help="repetitions per point at most (default 100000)")
+    p.add_argument("--rep-time", type=typed.SECONDS_NUMBER, default=None,
                    help="target seconds per repetition; sets inner iterations (default 2e-4)")
-    p.add_argument("--warmup", type=int, default=None, help="untimed warm-up repetitions (default 2)")
-    p.add_argument("--flush", default="0", help="flush caches between repetitions with a buffer this big (e.g. 16M)")
+    p.add_argument("--warmup", type=typed.whole(0, MAX_REPS), default=None, help="untimed warm-up repetitions (default 2)")
+    p.add_argument("--flush", default=0, type=typed.SIZE, help="flush caches between repetitions with a buffer this big (e.g. 16M)")
     p.add_argument("--check", action="store_true", help="verify every received byte")
-    p.add_argument("--timeout", type=float, default=None,
+    p.add_argument("--timeout", type=typed.SECONDS_NUMBER, default=None,
                    help="seconds after which a point counts as hung (default 4*budget+20)")
     p.add_argument("--quick", action="store_true",
                    help=f"fast sweep: sizes {QUICK_SIZES}, CI 5%%, budget 0.2 s")
@@ -50,20 +53,20 @@ def register(sub: argparse._SubParsersAction) -> None:
     where.add_argument("--link", default=None,
                        help="link of every emulated device: ethernet-100m, gigabit, wifi-n, docsis-27m")
     where.add_argument("--cluster", default=None, metavar="FILE", help="inventory file (TOML)")
-    where.add_argument("--nodes", default=None,
+    where.add_argument("--nodes", default=None, type=typed.COUNTS_TEXT,
                        help="node counts to sweep on the cluster: 1..4, 1,2,4,6 (default: all nodes)")
-    where.add_argument("--ranks-per-node", type=int, default=1, help="ranks on each node (default 1)")
+    where.add_argument("--ranks-per-node", type=typed.whole(1, MAX_SLOTS), default=1, help="ranks on each node (default 1)")
     energy = p.add_argument_group("energy and waiting")
-    energy.add_argument("--power", default=None, metavar="SOURCE",
+    energy.add_argument("--power", default=None, type=typed.POWER_SPEC, metavar="SOURCE",
                         help="record joules per point: auto, rapl, hwmon, battery, http:URL#path, "
                              "log:FILE, model[:IDLE_W,BUSY_W] (emulated devices: their profile model)")
-    energy.add_argument("--idle", type=float, default=0.0, metavar="SECONDS",
+    energy.add_argument("--idle", type=typed.SECONDS_OR_ZERO_NUMBER, default=0.0, metavar="SECONDS",
                         help="measure the idle baseline this long before the sweep and report "
                              "energy above it")
-    energy.add_argument("--wait", default=None, metavar="MODE",
+    energy.add_argument("--wait", default=None, type=typed.WAIT_MODE, metavar="MODE",
                         help="run ranks under libshoalwait: busy, yield, sleep:US, linear, backoff, auto")
-    p.add_argument("--out", type=Path, default=None, help="run directory (default runs/bench-<time>)")
-    p.add_argument("--resume", type=Path, default=None, metavar="RUN",
+    p.add_argument("--out", type=typed.out_dir, default=None, help="run directory (default runs/bench-<time>)")
+    p.add_argument("--resume", type=typed.run_dir, default=None, metavar="RUN",
                    help="continue an interrupted run, measuring only missing points")
     p.add_argument("--json", action="store_true", help="print results as JSON instead of a table")
     p.set_defaults(func=run)
@@ -71,14 +74,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _options(args: argparse.Namespace) -> Options:
     quick = args.quick
-    for name in ("ci", "budget", "rep_time", "timeout"):
-        value = getattr(args, name)
-        if value is not None and value < 0:
-            raise ShoalError(f"--{name.replace('_', '-')} must not be negative, got {value}")
-    for name in ("min_reps", "max_reps", "warmup"):
-        value = getattr(args, name)
-        if value is not None and value < (0 if name == "warmup" else 1):
-            raise ShoalError(f"--{name.replace('_', '-')} must be at least 1, got {value}")
     opts = Options(
         ci=args.ci if args.ci is not None else (0.05 if quick else 0.02),
         budget_s=args.budget if args.budget is not None else (0.2 if quick else 1.0),
@@ -86,23 +81,14 @@ def _options(args: argparse.Namespace) -> Options:
         max_reps=args.max_reps if args.max_reps is not None else 100000,
         rep_time_s=args.rep_time,
         warmup=args.warmup,
-        flush_B=parse_size(args.flush),
+        flush_B=args.flush,
         check=args.check,
         point_timeout_s=args.timeout,
     )
     if opts.min_reps > opts.max_reps:
-        raise ShoalError(f"--min-reps {opts.min_reps} exceeds --max-reps {opts.max_reps}")
+        raise ShoalError(f"--min-reps {opts.min_reps} exceeds --max-reps {opts.max_reps}; "
+                         "lower --min-reps or raise --max-reps")
     return opts
-
-
-def _ranks(text: str) -> list[int]:
-    try:
-        ranks = [int(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise ShoalError(f"malformed --ranks '{text}': give a number or a list like 2,4") from None
-    if not ranks or min(ranks) < 1:
-        raise ShoalError(f"--ranks must list positive numbers, got '{text}'")
-    return ranks
 
 
 def run(args: argparse.Namespace) -> int:
@@ -112,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
         request = runner.BenchRequest(
             tests=args.tests or "mpbench,imb",
             sizes=args.sizes or (QUICK_SIZES if args.quick else DEFAULT_SIZES),
-            ranks=_ranks(args.ranks),
+            ranks=args.ranks,
             mpi=args.mpi,
             options=_options(args),
             emulate=args.emulate,
@@ -126,8 +112,6 @@ def run(args: argparse.Namespace) -> int:
         )
         if args.idle and not args.power:
             raise ShoalError("--idle measures a power baseline: add --power SOURCE")
-        if args.idle < 0:
-            raise ShoalError(f"--idle must not be negative, got {args.idle}")
         run_dir, plan = runner.start(request, ["shoal", *sys.argv[1:]], args.out)
     done_before = len(run_dir.rows("results")) + len(run_dir.rows("skipped"))
     if not args.json:

@@ -7,6 +7,8 @@ import json
 import time
 
 from shoal.errors import ShoalError
+from shoal.inputs import options as typed
+from shoal.inputs.grammar import MAX_MESSAGE_B, SPEED
 from shoal.mpi import kinds
 
 ORDER = 40
@@ -37,7 +39,7 @@ def register(subparsers) -> None:
     _where(matrix)
     matrix.add_argument("--attach", metavar="ID", help="use a cluster brought up with 'cluster up'")
     matrix.add_argument("--mpi", help=kinds.choices_help())
-    matrix.add_argument("--bytes", type=int, default=8 << 20,
+    matrix.add_argument("--bytes", type=typed.whole(1, MAX_MESSAGE_B), default=8 << 20,
                         help="bytes streamed per pair for bandwidth (default 8 MiB)")
     matrix.add_argument("--json", action="store_true")
     matrix.set_defaults(func=_matrix)
@@ -48,7 +50,7 @@ def _where(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--link", help="link type for every emulated device "
                         "(ethernet-100m, gigabit, wifi-n, docsis-27m, or one of yours)")
     parser.add_argument("--cluster", metavar="FILE", help="inventory file (TOML)")
-    parser.add_argument("--host-speed", type=float,
+    parser.add_argument("--host-speed", type=typed.number(SPEED),
                         help="this host's core speed on the profiles' scale (default 1.0)")
 
 

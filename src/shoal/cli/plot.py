@@ -3,32 +3,33 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from shoal.errors import ShoalError
+from shoal.inputs import grammar
+from shoal.inputs import options as typed
 from shoal.report.figures import plot_runs
 from shoal.runs.store import Run
 
 ORDER = 20
+FORMATS = ("png", "svg", "pdf")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("plot", help="plot benchmark results against message size",
                        description="One figure per test (log-log), one line per run and "
                                    "configuration, error bars = 95%% CI of the median.")
-    p.add_argument("runs", nargs="+", type=Path, metavar="RUN", help="run directories")
-    p.add_argument("--out", type=Path, default=None,
+    p.add_argument("runs", nargs="+", type=typed.run_dir, metavar="RUN", help="run directories")
+    p.add_argument("--out", type=typed.out_dir, default=None,
                    help="where to write figures (default: RUN/figures of the first run)")
-    p.add_argument("--format", default="png,svg", help="comma-separated formats (default png,svg)")
+    p.add_argument("--format", default=("png", "svg"),
+                   type=typed.typed(grammar.choices, FORMATS, "figure format"),
+                   help="comma-separated formats (default png,svg)")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     runs = [Run.open(path) for path in args.runs]
-    formats = tuple(f.strip() for f in args.format.split(",") if f.strip())
-    bad = [f for f in formats if f not in ("png", "svg", "pdf")]
-    if bad or not formats:
-        raise ShoalError(f"unknown figure format(s) {', '.join(bad) or '(none)'}; use png, svg or pdf")
+    formats = args.format
     out = args.out or runs[0].path / "figures"
     written = plot_runs(runs, out, formats)
     if not written:

@@ -19,6 +19,8 @@ from dataclasses import asdict
 
 from shoal import render as pretty
 from shoal.errors import ShoalError
+from shoal.inputs import options as typed
+from shoal.inputs.grammar import Bounds
 
 ORDER = 40
 FLUSH_S = 2.0
@@ -37,13 +39,13 @@ def register(subparsers) -> None:
                     "'shoal power sources' lists the power sources found on this machine.",
         usage="shoal power [--source SPEC] [--rate HZ] [--idle S] [--json] [--out DIR] -- COMMAND...\n"
               "       shoal power sources [--json]")
-    p.add_argument("--source", default="auto", metavar="SPEC", help=SPEC_HELP)
-    p.add_argument("--rate", type=float, default=10.0, metavar="HZ",
+    p.add_argument("--source", default="auto", type=typed.POWER_SPEC, metavar="SPEC", help=SPEC_HELP)
+    p.add_argument("--rate", type=typed.number(Bounds(0, 1000, lo_open=True)), default=10.0, metavar="HZ",
                    help="samples per second for sensors (default 10, at most 1000)")
-    p.add_argument("--idle", type=float, default=0.0, metavar="S",
+    p.add_argument("--idle", type=typed.SECONDS_OR_ZERO_NUMBER, default=0.0, metavar="S",
                    help="measure idle power for S seconds first and report energy above idle")
     p.add_argument("--json", action="store_true", help="print the summary as one JSON line on stdout")
-    p.add_argument("--out", default=None, metavar="DIR", help="run directory (default runs/power-...)")
+    p.add_argument("--out", default=None, type=typed.out_dir, metavar="DIR", help="run directory (default runs/power-...)")
     p.add_argument("command", nargs=argparse.REMAINDER, help="the command to measure, after --")
     p.set_defaults(func=run)
 
@@ -118,8 +120,6 @@ def measure(command: list[str], args) -> int:
     from shoal.power import COLUMNS, open_session
     from shoal.runs.store import Run
 
-    if args.idle < 0:
-        raise ShoalError(f"--idle must be a number of seconds >= 0, got {args.idle:g}")
     if proc.find(command[0]) is None:
         raise CommandNotRunnable(f"cannot run {command[0]!r}: not found or not executable; "
                                  "check the command name and PATH")

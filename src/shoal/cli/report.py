@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from shoal.errors import ShoalError
+from shoal.inputs import options as typed
 from shoal.runs.store import Run
 
 ORDER = 15
@@ -15,8 +15,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("report", help="write the HTML/markdown/JSON report of study runs",
                        description="A self-contained HTML page (opens offline), a markdown summary and "
                                    "a JSON of the key figures; several runs are compared side by side.")
-    p.add_argument("runs", nargs="+", type=Path, metavar="RUN", help="study run directories")
-    p.add_argument("--out", type=Path, default=None,
+    p.add_argument("runs", nargs="+", type=typed.run_dir, metavar="RUN", help="study run directories")
+    p.add_argument("--out", type=typed.out_dir, default=None,
                    help="directory for the report (default: RUN/report of the first run)")
     p.set_defaults(func=run)
 

@@ -26,6 +26,8 @@ from pathlib import Path
 
 from shoal import proc
 from shoal.errors import Interrupted, ShoalError
+from shoal.inputs import options as typed
+from shoal.inputs.grammar import MAX_SLOTS
 from shoal.mpi import discover, kinds
 from shoal.mpi.launch import Job
 from shoal.wait import library, telemetry
@@ -38,13 +40,13 @@ def register(subparsers) -> None:
     p = subparsers.add_parser(
         "run", help="run an MPI program whose idle ranks sleep instead of spinning",
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--wait", default="backoff", metavar="MODE",
+    p.add_argument("--wait", default="backoff", type=typed.WAIT_MODE, metavar="MODE",
                    help=f"wait mode: {MODES_HELP} (default backoff)")
     p.add_argument("--mpi", default=None, help=kinds.choices_help())
-    p.add_argument("-n", "--ranks", type=int, default=None, help="number of ranks")
+    p.add_argument("-n", "--ranks", type=typed.whole(1, MAX_SLOTS), default=None, help="number of ranks")
     p.add_argument("--classes", default=None,
                    help="call classes to rewrite: comma list of p2p, send, coll (default all)")
-    p.add_argument("--telemetry", default=None, metavar="DIR",
+    p.add_argument("--telemetry", default=None, type=typed.out_dir, metavar="DIR",
                    help="keep the per-rank telemetry JSON files in DIR")
     p.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
     p.add_argument("program", nargs=argparse.REMAINDER, help="-- PROGRAM ARGS...")

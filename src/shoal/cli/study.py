@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 from shoal.cli._progress import Progress
 from shoal.errors import ShoalError
+from shoal.inputs import options as typed
 from shoal.mpi import kinds
 from shoal.study import run as study_run
 from shoal.study.request import StudyRequest
@@ -29,46 +29,31 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--link", default=None, help="link of emulated devices (default: the profile's)")
     p.add_argument("--reference", default=None,
                    help="traditional system: a device profile to emulate (default nuc), host, or none")
-    p.add_argument("--nodes", default=None, help="node counts (default 1..N)")
+    p.add_argument("--nodes", default=None, type=typed.COUNTS_TEXT, help="node counts (default 1..N)")
     p.add_argument("--suite", default="mpbench", help="mpbench (default), imb, or mpbench,imb")
-    p.add_argument("--sizes", default=None, help="message sizes (default 8,128,2K,32K,512K)")
+    p.add_argument("--sizes", default=None, type=typed.SIZES, help="message sizes (default 8,128,2K,32K,512K)")
     p.add_argument("--quick", action="store_true", help="three sizes and a 90 s budget")
-    p.add_argument("--time-budget", type=float, default=None, metavar="SECONDS",
+    p.add_argument("--time-budget", type=typed.SECONDS_NUMBER, default=None, metavar="SECONDS",
                    help="measuring time to aim for (default 150, quick 90); sets each point's budget")
     p.add_argument("--mpi", default=None, help=kinds.choices_help())
-    p.add_argument("--power", default="auto", help="power source on real hosts and 'host' (default auto)")
-    p.add_argument("--data-rate", default=None, metavar="BYTES_PER_S",
+    p.add_argument("--power", default="auto", type=typed.POWER_SPEC, help="power source on real hosts and 'host' (default auto)")
+    p.add_argument("--data-rate", default=None, type=typed.RATE, metavar="BYTES_PER_S",
                    help="data stream produced at the devices, for the offload decision (e.g. 1M)")
     p.add_argument("--uplink", default=None, help="uplink to the datacenter: docsis2, ethernet, wifi, lte")
-    p.add_argument("--parallel-fraction", type=float, default=None,
+    p.add_argument("--parallel-fraction", type=typed.FRACTION_NUMBER, default=None,
                    help="parallel fraction f of the devices' processing (default 0.95)")
-    p.add_argument("--out", type=Path, default=None, help="run directory (default runs/study-<time>)")
-    p.add_argument("--resume", type=Path, default=None, metavar="RUN", help="continue an interrupted study")
+    p.add_argument("--out", type=typed.out_dir, default=None, help="run directory (default runs/study-<time>)")
+    p.add_argument("--resume", type=typed.run_dir, default=None, metavar="RUN", help="continue an interrupted study")
     p.set_defaults(func=run)
-
-
-def _rate(text: str) -> float:
-    """A data rate in B/s: 250000, 250k, 1.5M, 2G (decimal prefixes, optional 'B/s')."""
-    value = text.strip().removesuffix("/s").removesuffix("B")
-    scale = {"k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9}.get(value[-1:], 1.0)
-    try:
-        rate = float(value[:-1] if scale != 1.0 else value) * scale
-    except ValueError:
-        raise ShoalError(f"--data-rate {text}: give bytes per second, e.g. 250k or 1.5M") from None
-    if rate < 0:
-        raise ShoalError(f"--data-rate {text}: must not be negative")
-    return rate
 
 
 def _request(args: argparse.Namespace) -> StudyRequest:
     offload = {}
     if args.data_rate is not None:
-        offload["rate_Bps"] = _rate(args.data_rate)
+        offload["rate_Bps"] = args.data_rate
     if args.uplink is not None:
         offload["uplink"] = args.uplink
     if args.parallel_fraction is not None:
-        if not 0 <= args.parallel_fraction <= 1:
-            raise ShoalError(f"--parallel-fraction must be between 0 and 1, got {args.parallel_fraction}")
         offload["parallel_fraction"] = args.parallel_fraction
     cluster = args.cluster
     return StudyRequest(

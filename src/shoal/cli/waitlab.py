@@ -15,6 +15,7 @@ import json
 
 from shoal.errors import Interrupted, ShoalError
 from shoal.hostfacts import collect
+from shoal.inputs import options as typed
 from shoal.mpi import discover, kinds
 from shoal.runs.store import Run
 from shoal.wait import lab, plots
@@ -37,10 +38,10 @@ def register(subparsers) -> None:
                    help="comma list of A, D, full, burst, lock (default all)")
     p.add_argument("--no-native", action="store_true",
                    help="leave out the MPIs' own options (yield_when_idle, HEAVY_YIELD, ...)")
-    p.add_argument("--power", default=None, metavar="SPEC",
+    p.add_argument("--power", default=None, type=typed.POWER_SPEC, metavar="SPEC",
                    help="measure energy of each run with shoal.power (e.g. auto, rapl)")
-    p.add_argument("--out", default=None, help="run directory (default runs/waitlab-...)")
-    p.add_argument("--resume", default=None, metavar="RUN", help="continue an interrupted run")
+    p.add_argument("--out", default=None, type=typed.out_dir, help="run directory (default runs/waitlab-...)")
+    p.add_argument("--resume", default=None, type=typed.run_dir, metavar="RUN", help="continue an interrupted run")
     p.add_argument("--json", action="store_true", help="print the results rows as JSON")
     p.set_defaults(func=run)
 

@@ -11,7 +11,6 @@ This is the API the benchmark driver uses for node-count sweeps::
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from shoal.cluster import inventory as _inventory
@@ -141,26 +140,8 @@ def open(emulate: str | None = None, link: str | None = None, inventory: str | N
     return Cluster(None)
 
 
-_RANGE = re.compile(r"^(\d+)\.\.(\d+)(?::(\d+))?$")
-
-
 def parse_nodes(text: str, available: int | None = None) -> list[int]:
     """Parse ``--nodes``: ``4``, ``1..4``, ``1..8:2`` (step) or ``1,2,4,6``; sorted, unique."""
-    counts: set[int] = set()
-    for part in text.replace(" ", "").split(","):
-        match = _RANGE.match(part)
-        if match:
-            lo, hi, step = int(match.group(1)), int(match.group(2)), int(match.group(3) or 1)
-            if lo > hi or step < 1:
-                raise ShoalError(f"--nodes {text}: range {part} must go up (e.g. 1..4 or 2..8:2)")
-            counts.update(range(lo, hi + 1, step))
-        elif part.isdigit():
-            counts.add(int(part))
-        else:
-            raise ShoalError(f"--nodes {text}: {part!r} is not a count, a range like 1..4, "
-                             "or a list like 1,2,4")
-    if not counts or min(counts) < 1:
-        raise ShoalError(f"--nodes {text}: node counts start at 1")
-    if available is not None and max(counts) > available:
-        raise ShoalError(f"--nodes {text}: the cluster has only {available} nodes")
-    return sorted(counts)
+    from shoal.inputs import grammar
+
+    return grammar.parse("--nodes", grammar.counts, text, 1, available, what="node count")

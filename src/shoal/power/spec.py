@@ -81,31 +81,31 @@ def _split(spec: str) -> list[str]:
 
 def parse_model_args(arg: str) -> dict:
     """``IDLE_W,BUSY_W[,cores=N][,cgroup=G][,link_J_per_B=X]`` to keyword arguments."""
+    from shoal.inputs.grammar import NON_NEGATIVE, POSITIVE, GrammarError, number
+
     out: dict = {}
     numbers = []
     for token in [t.strip() for t in arg.split(",") if t.strip()]:
         key, eq, value = token.partition("=")
         try:
             if not eq:
-                numbers.append(float(token))
+                numbers.append(number(token, NON_NEGATIVE))
             elif key == "cores":
-                out["cores"] = float(value)
+                out["cores"] = number(value, POSITIVE)
             elif key == "link_J_per_B":
-                out["link_J_per_B"] = float(value)
+                out["link_J_per_B"] = number(value, NON_NEGATIVE)
             elif key == "cgroup":
                 out["cgroup"] = value
             else:
                 raise SpecError(f"model option {key!r} unknown; use cores=, cgroup=, link_J_per_B=")
-        except ValueError:
-            raise SpecError(f"model: {token!r} is not a number; use model:IDLE_W,BUSY_W") from None
+        except GrammarError as exc:
+            raise SpecError(f"model: {token!r} {exc}; use model:IDLE_W,BUSY_W") from None
     if len(numbers) not in (0, 2):
         raise SpecError(f"model takes two numbers IDLE_W,BUSY_W, got {len(numbers)} ({arg!r})")
     if numbers:
-        if numbers[0] < 0 or numbers[1] < numbers[0]:
+        if numbers[1] < numbers[0]:
             raise SpecError(f"model: need 0 <= IDLE_W <= BUSY_W, got {numbers[0]:g},{numbers[1]:g}")
         out["idle_W"], out["busy_W"] = numbers
-    if out.get("cores", 1) <= 0:
-        raise SpecError("model: cores must be positive")
     return out
 
 

@@ -1,0 +1,1 @@
+"""What users give shoal, checked before anything starts: grammars, option types, file schemas."""

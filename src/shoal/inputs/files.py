@@ -1,0 +1,119 @@
+"""The fields of every file shoal reads, declared once (checked by ``shoal.inputs.schema``).
+
+Inventories (``--cluster FILE``) and the ``[profiles.NAME]`` and
+``[links.NAME]`` tables of profile files and inventories. Every number is
+finite and within its range; unknown fields are refused so that a typo is
+never silently ignored. New file kinds (workloads, stage files) add their
+model here.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, ClassVar, Literal, Optional
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+
+from shoal.inputs.grammar import MAX_SLOTS
+
+MODES = ("emulated", "ssh", "slurm")
+_NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,30}[a-z0-9])?$")
+_ADDRESS = re.compile(r"^[A-Za-z0-9._:\[\]-]+$")
+
+
+class _Table(BaseModel):
+    """A TOML table: types as written (no "3" for 3), finite numbers, no unknown keys."""
+
+    model_config = ConfigDict(strict=True, extra="forbid", allow_inf_nan=False, frozen=True)
+    required_hint: ClassVar[str] = ""
+
+
+def _node_name(value: str) -> str:
+    if not _NAME.match(value):
+        raise ValueError("needs a name of lower-case letters, digits and '-', at most 32 "
+                         f"characters, got {value!r}")
+    return value
+
+
+def _address(value: str) -> str:
+    if not _ADDRESS.match(value) or value.startswith("-"):
+        raise ValueError(f"is not a host name or address: {value!r}")
+    return value
+
+
+def _power_spec(value: str) -> str:
+    from shoal.power import spec
+
+    spec.parse(value)  # a SpecError says what is wrong and the syntax
+    return value
+
+
+Positive = Annotated[float, Field(gt=0)]
+NonNegative = Annotated[float, Field(ge=0)]
+Text = Annotated[str, Field(min_length=1)]
+
+
+class ClusterTable(_Table):
+    mode: Literal["emulated", "ssh", "slurm"] = "ssh"
+    link: Optional[Text] = None
+    host_speed: Positive = 1.0
+    name: Optional[Text] = None
+
+
+class NodeTable(_Table):
+    required_hint: ClassVar[str] = "every node needs a name and a profile"
+    name: Annotated[str, AfterValidator(_node_name)]
+    address: Optional[Annotated[str, AfterValidator(_address)]] = None
+    slots: Optional[Annotated[int, Field(ge=1, le=MAX_SLOTS)]] = None
+    profile: Text
+    power: Annotated[str, AfterValidator(_power_spec)] = "model"
+    link: Optional[Text] = None
+
+
+class InventoryFile(_Table):
+    required_hint: ClassVar[str] = "an inventory needs at least one [[nodes]] table"
+    cluster: ClusterTable = ClusterTable()
+    nodes: Annotated[list[NodeTable], Field(min_length=1)]
+    # Checked entry by entry by ProfileTable and LinkTable, where they merge with the built-ins.
+    profiles: dict[str, dict[str, Any]] = {}
+    links: dict[str, dict[str, Any]] = {}
+
+
+class ProfileTable(_Table):
+    """One ``[profiles.NAME]`` table; ``FIELD_source`` keys say where a number came from."""
+
+    model_config = ConfigDict(extra="allow")
+    required_hint: ClassVar[str] = "every profile needs cores, speed, idle_W and busy_W"
+    cores: Annotated[int, Field(ge=1, le=MAX_SLOTS)]
+    speed: Positive
+    idle_W: NonNegative
+    busy_W: NonNegative
+    link: Text = "gigabit"
+    description: str = ""
+    clock_Hz: Optional[Positive] = None
+    max_W: Optional[NonNegative] = None
+    pstates: list[tuple[Positive, NonNegative]] = []
+
+    @model_validator(mode="after")
+    def _sources_and_watts(self) -> "ProfileTable":
+        for key, value in (self.model_extra or {}).items():
+            if not key.endswith("_source"):
+                raise ValueError(f"unknown field {key!r} (known: "
+                                 f"{', '.join(sorted(type(self).model_fields))}, FIELD_source)")
+            if not isinstance(value, str):
+                raise ValueError(f"{key} must be text naming where the number came from")
+        if self.busy_W < self.idle_W:
+            raise ValueError(f"needs idle_W <= busy_W, got {self.idle_W:g} and {self.busy_W:g}")
+        return self
+
+    @property
+    def sources(self) -> dict[str, str]:
+        return {k.removesuffix("_source"): v for k, v in (self.model_extra or {}).items()}
+
+
+class LinkTable(_Table):
+    required_hint: ClassVar[str] = "every link needs rate_bps (bits per second)"
+    rate_bps: Positive
+    latency_s: NonNegative = 0.0
+    loss: Annotated[float, Field(ge=0, lt=1)] = 0.0
+    source: str = ""
