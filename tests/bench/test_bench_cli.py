@@ -109,10 +109,16 @@ def test_point_that_exceeds_its_timeout_is_recorded_and_sweep_goes_on(tmp_path):
     (["--tests", "pingpang"], "unknown test 'pingpang'"),
     (["--tests", "allreduce"], "ambiguous"),
     (["--sizes", "4Q"], "malformed size '4Q'"),
-    (["--ranks", "two"], "malformed --ranks"),
+    (["--ranks", "two"], "argument -n/--ranks: 'two' is not a whole number"),
+    (["--ranks", "0"], "argument -n/--ranks: counts start at 1"),
+    (["--budget", "0"], "argument --budget: must be above 0"),
+    (["--budget", "nan"], "argument --budget: must be a finite number"),
+    (["--flush=-1M"], "argument --flush: malformed size"),
+    (["--out", ""], "argument --out: is empty"),
+    (["--out", "x" * 256], "argument --out: has a name of 256 bytes"),
     (["--tests", "imb.PingPong", "--ranks", "1"], "need(s) at least 2 ranks"),
     (["--mpi", "/nonexistent/mpi"], "--mpi /nonexistent/mpi"),
-    (["--ci", "-1"], "must not be negative"),
+    (["--ci", "-1"], "argument --ci: must be at least 0"),
     (["--resume", "/nonexistent/run"], "not a shoal run directory"),
 ])
 def test_bad_input_gives_one_line_and_nonzero_exit(tmp_path, args, expected):

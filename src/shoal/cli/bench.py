@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from shoal import render
@@ -14,6 +13,7 @@ from shoal.cli._progress import Progress
 from shoal.errors import ShoalError
 from shoal.inputs import options as typed
 from shoal.inputs.grammar import MAX_SLOTS, Bounds
+from shoal.runs import jsonout
 from shoal.mpi import kinds
 
 ORDER = 10
@@ -123,8 +123,9 @@ def run(args: argparse.Namespace) -> int:
     failures = run_dir.rows("failures")
     shares = heterogeneity.write(run_dir) if request.on_cluster else []
     if args.json:
-        print(json.dumps({"run": str(run_dir.path), "results": rows, "failures": failures,
-                          "collective_share": shares}, indent=1, default=str))
+        print(jsonout.dumps({"run": str(run_dir.path), "results": jsonout.typed_rows(rows),
+                             "failures": jsonout.typed_rows(failures),
+                             "collective_share": jsonout.typed_rows(shares)}, indent=1))
     else:
         _summary(rows, failures)
         if shares:

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import json
 import time
 
 from shoal.errors import ShoalError
 from shoal.inputs import options as typed
+from shoal.runs import jsonout
 from shoal.inputs.grammar import MAX_MESSAGE_B, SPEED
 from shoal.mpi import kinds
 
@@ -74,7 +74,7 @@ def _up(args) -> int:
     cluster.up()
     took = time.perf_counter() - start
     if args.json:
-        print(json.dumps(cluster.describe(), indent=1))
+        print(jsonout.dumps(cluster.describe(), indent=1))
         return 0
     _print_cluster(state.read(cluster.id))
     print(f"up in {took:.2f} s. Run ranks with --attach {cluster.id}; remove with "
@@ -113,7 +113,7 @@ def _status(args) -> int:
                        "up, inside a command's user namespace" if r.get("in_user_namespace") else "up"),
              "persistent": bool(r.get("persistent"))} for r in records]
     if args.json:
-        print(json.dumps(rows, indent=1))
+        print(jsonout.dumps(rows, indent=1))
         return 0
     if not rows:
         print("no emulated clusters")
@@ -152,7 +152,7 @@ def _matrix(args) -> int:
         rows = matrix.measure(c, mpi, bw_total_B=args.bytes)
     slow = matrix.slow_nodes(rows)
     if args.json:
-        print(json.dumps({"pairs": rows, "slow_nodes": slow}, indent=1))
+        print(jsonout.dumps({"pairs": rows, "slow_nodes": slow}, indent=1))
         return 0
     lat, bw = matrix.as_tables(rows)
     print("one-way latency (us)")

@@ -11,7 +11,6 @@ command's own output). The exit code is the command's.
 from __future__ import annotations
 
 import argparse
-import json
 import signal
 import sys
 import time
@@ -21,6 +20,7 @@ from shoal import render as pretty
 from shoal.errors import ShoalError
 from shoal.inputs import options as typed
 from shoal.inputs.grammar import Bounds
+from shoal.runs import jsonout
 
 ORDER = 40
 FLUSH_S = 2.0
@@ -96,7 +96,7 @@ def sources(as_json: bool) -> int:
                     "detail": "not detectable: give --source log:FILE.csv"})
     choice = registry.auto_choice(found)
     if as_json:
-        print(json.dumps({"sources": entries, "auto": choice}))
+        print(jsonout.dumps({"sources": entries, "auto": choice}))
         return 0
     from rich.console import Console
     from rich.table import Table
@@ -181,7 +181,7 @@ def measure(command: list[str], args) -> int:
     summary = {"command": command, "exit_code": exit_code, "duration_s": duration, "run": str(run.path),
                "notes": session.notes, "faults": faults, "sources": results}
     if args.json:
-        print(json.dumps(summary), flush=True)
+        print(jsonout.dumps(summary), flush=True)
     else:
         render(summary)
     return exit_code

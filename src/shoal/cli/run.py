@@ -17,7 +17,6 @@ JSON object on stdout with --json). The exit code is the program's.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import sys
@@ -30,6 +29,7 @@ from shoal.inputs import options as typed
 from shoal.inputs.grammar import MAX_SLOTS
 from shoal.mpi import discover, kinds
 from shoal.mpi.launch import Job
+from shoal.runs import jsonout
 from shoal.wait import library, telemetry
 from shoal.wait.modes import MODES_HELP, parse_classes, parse_mode
 
@@ -111,7 +111,7 @@ def run(args) -> int:
         records = telemetry.read_dir(tel_dir)
         rows = telemetry.summarize(records)
         if args.json:
-            print(json.dumps({"mode": mode.text, "mpi": mpi.name, "exit_code": code,
+            print(jsonout.dumps({"mode": mode.text, "mpi": mpi.name, "exit_code": code,
                               "ranks_reported": len(records), "summary": rows,
                               "telemetry_dir": str(tel_dir) if keep else None}))
         elif records:

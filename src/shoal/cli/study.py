@@ -6,7 +6,6 @@ import argparse
 import sys
 
 from shoal.cli._progress import Progress
-from shoal.errors import ShoalError
 from shoal.inputs import options as typed
 from shoal.mpi import kinds
 from shoal.study import run as study_run

@@ -11,12 +11,12 @@ whole lab takes about a minute per MPI.
 from __future__ import annotations
 
 import argparse
-import json
 
 from shoal.errors import Interrupted, ShoalError
 from shoal.hostfacts import collect
 from shoal.inputs import options as typed
 from shoal.mpi import discover, kinds
+from shoal.runs import jsonout
 from shoal.runs.store import Run
 from shoal.wait import lab, plots
 from shoal.wait.modes import parse_mode
@@ -102,7 +102,7 @@ def run(args) -> int:
     record.finish("complete" if not failed else "partial",
                   figures=[f.name for f in figures], failed=len(failed))
     if args.json:
-        print(json.dumps({"run": str(record.path), "results": record.rows("results")}))
+        print(jsonout.dumps({"run": str(record.path), "results": jsonout.typed_rows(record.rows("results"))}))
     else:
         _table(record)
         print(f"run: {record.path}")

@@ -170,7 +170,8 @@ def counts(text: str, lo: int = 1, hi: int | None = None, what: str = "count") -
 def _whole(text: str, part: str, role: str) -> int:
     text = text.strip()
     if not text.isdigit():
-        raise GrammarError(f"{role} {text!r} in {part!r} is not a whole number "
+        where = f"{text!r}" if text == part.strip() else f"{role} {text!r} in {part!r}"
+        raise GrammarError(f"{where} is not a whole number "
                            "(write a count, a range like 1..4 or a list like 1,2,4)")
     return int(text)
 

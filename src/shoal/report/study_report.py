@@ -4,7 +4,6 @@ JSON of the key figures, for one run or several side by side."""
 from __future__ import annotations
 
 import html
-import json
 import math
 from pathlib import Path
 from typing import Any
@@ -14,6 +13,7 @@ import matplotlib.pyplot as plt
 from shoal import render
 from shoal.report import study_figures as figs
 from shoal.report.html import Section, figure_svg, page, table_html
+from shoal.runs import jsonout
 from shoal.runs.store import Run
 from shoal.study.analysis import analyse, public
 
@@ -242,30 +242,5 @@ def write(runs: list[Run], out_dir: Path) -> dict[str, Path]:
              "json": out_dir / "findings.json"}
     paths["html"].write_text(html_text)
     paths["markdown"].write_text(markdown)
-    paths["json"].write_text(json.dumps(_finite(key), indent=1, default=_json_default, allow_nan=False))
+    paths["json"].write_text(jsonout.dumps(key, indent=1))
     return paths
-
-
-def _finite(value: Any) -> Any:
-    """JSON has no NaN or infinity: those become null."""
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_finite(v) for v in value]
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
-
-
-def _json_default(value: Any) -> Any:
-    import numpy as np
-
-    if isinstance(value, (np.integer,)):
-        return int(value)
-    if isinstance(value, (np.floating,)):
-        return None if not math.isfinite(value) else float(value)
-    if isinstance(value, np.ndarray):
-        return [_json_default(v) for v in value.tolist()]
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return str(value)
