@@ -24,6 +24,14 @@ def test_bench_writes_tidy_results_with_checked_bytes(tmp_path, kind):
     assert proc.returncode == 0, proc.stderr
     payload = json.loads(proc.stdout)
     assert payload["run"] == str(out)
+    # Numbers are JSON numbers, lists JSON arrays, flags JSON booleans (not their CSV text).
+    for row in payload["results"]:
+        assert type(row["nodes"]) is int and type(row["ranks"]) is int and type(row["size_B"]) is int
+        assert type(row["time_median_s"]) is float and row["time_median_s"] > 0
+        assert type(row["converged"]) is bool and type(row["reps"]) is int
+        assert isinstance(row["rank_mean_s"], list) and len(row["rank_mean_s"]) == 2
+        assert all(type(t) is float for t in row["rank_mean_s"])
+        assert row["energy_J"] is None and type(row["test"]) is str
     results = pd.read_csv(out / "results.csv")
     assert sorted(results["test"].unique()) == ["imb.Allreduce", "imb.PingPong", "mpbench.bandwidth"]
     assert len(results) == 6 and results["point_id"].is_unique
@@ -157,6 +165,33 @@ def test_plot_writes_png_and_svg_per_test(tmp_path):
         assert test in svg.read_text()
     bad = shoal("plot", str(out), "--format", "gif")
     assert bad.returncode == 2 and "unknown figure format" in bad.stderr
+    # A crash mid-append tears the last row: plotting leaves it out, nothing else.
+    table = out / "results.csv"
+    data = table.read_bytes()
+    table.write_bytes(data[: data.rstrip(b"\n").rfind(b"\n") + 30])
+    torn = shoal("plot", str(out), "--out", str(tmp_path / "torn"))
+    assert torn.returncode == 0 and "Traceback" not in torn.stderr, torn.stderr
+    assert (tmp_path / "torn" / "imb.PingPong.png").exists()
+
+
+def test_resume_after_a_torn_row_measures_only_that_point(tmp_path):
+    out = tmp_path / "run"
+    assert shoal("bench", "--tests", "imb.PingPong,mpbench.roundtrip", "--sizes", "8,1K,64K",
+                 "--out", str(out), *QUICK).returncode == 0
+    table = out / "results.csv"
+    complete = pd.read_csv(table)
+    data = table.read_bytes()
+    table.write_bytes(data[: data.rstrip(b"\n").rfind(b"\n") + 25])  # the last row torn
+    manifest = json.loads((out / "manifest.json").read_text())
+    (out / "manifest.json").write_text(json.dumps({**manifest, "status": "interrupted"}))
+    again = shoal("bench", "--resume", str(out))
+    assert again.returncode == 0, again.stderr
+    final = pd.read_csv(table)
+    assert len(final) == len(complete) == 6 and final["point_id"].is_unique
+    # Every complete row is kept as it was; only the torn point was measured again.
+    kept = final.set_index("point_id").loc[complete["point_id"].iloc[:-1], "time_median_s"]
+    assert list(kept) == list(complete["time_median_s"].iloc[:-1])
+    assert final["point_id"].iloc[-1] == complete["point_id"].iloc[-1]
 
 
 def test_power_model_gives_energy_per_point(tmp_path):

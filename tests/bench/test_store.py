@@ -47,3 +47,22 @@ def test_rewrite_replaces_a_derived_table(tmp_path):
     run.rewrite("derived", [{"a": 1}], columns=["a"])
     run.rewrite("derived", [{"b": 2}, {"b": 3}], columns=["b"])
     assert run.rows("derived") == [{"b": "2"}, {"b": "3"}]
+
+
+def test_a_torn_last_row_is_not_a_row_and_the_next_append_cuts_it(tmp_path):
+    run = Run.create("bench", ["shoal"], tmp_path / "r")
+    run.append("results", [{"point_id": f"p{i}", "time_s": i / 10} for i in range(3)])
+    path = run.table_path("results")
+    path.write_bytes(path.read_bytes()[:-3])  # a crash mid-row: "p2,0." without its newline
+    fresh = Run(run.path)
+    assert [r["point_id"] for r in fresh.rows("results")] == ["p0", "p1"]
+    assert list(fresh.read("results")["point_id"]) == ["p0", "p1"]
+    fresh.append("results", [{"point_id": "p2", "time_s": 0.2}])
+    assert path.read_text().splitlines() == ["point_id,time_s", "p0,0.0", "p1,0.1", "p2,0.2"]
+
+
+def test_a_table_that_is_not_text_is_one_error(tmp_path):
+    run = Run.create("bench", ["shoal"], tmp_path / "r")
+    run.table_path("results").write_bytes(b"point_id\n\xff\xfe\x00garbage\n")
+    with pytest.raises(ShoalError, match="not a shoal table"):
+        run.rows("results")

@@ -178,6 +178,12 @@ def test_cli_up_status_down_roundtrip():
         again = subprocess.run([sys.executable, "-m", "shoal", "cluster", "up", "--emulate", "2xstb",
                                 "--name", cluster_id], capture_output=True, text=True)
         assert again.returncode != 0 and "already up" in again.stderr
+        # Without ids, down removes only leftovers and says which cluster it kept up.
+        leftovers = subprocess.run([sys.executable, "-m", "shoal", "cluster", "down"],
+                                   capture_output=True, text=True)
+        assert leftovers.returncode == 0 and state.read(cluster_id) is not None
+        kept = [ln for ln in leftovers.stderr.splitlines() if ln.startswith("shoal: kept")]
+        assert len(kept) == 1 and cluster_id in kept[0] and "--all" in kept[0]
     finally:
         down = subprocess.run([sys.executable, "-m", "shoal", "cluster", "down", cluster_id],
                               capture_output=True, text=True)

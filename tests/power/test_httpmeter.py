@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -126,3 +128,33 @@ def test_meter_that_disappears(meter):
 def test_bad_http_spec_is_one_line():
     with pytest.raises(ShoalError, match="give a URL"):
         open_session("http:nowhere")
+
+
+def test_a_named_meter_that_does_not_answer_is_refused_before_the_run(meter, tmp_path):
+    url = meter.url
+    meter.close()  # nothing listens on its port any more
+    proc = subprocess.run([sys.executable, "-m", "shoal", "bench", "--tests", "imb.PingPong",
+                           "--sizes", "8", "--power", f"http:{url}#data.power_W",
+                           "--out", str(tmp_path / "run")], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2, proc.stderr
+    (line,) = proc.stderr.strip().splitlines()
+    assert line.startswith("shoal: power source http:") and "refused" in line.lower()
+    assert "check the URL" in line and "Traceback" not in proc.stderr
+
+
+def test_a_meter_that_fails_mid_sweep_is_a_warning_and_in_the_manifest(meter, tmp_path):
+    out = tmp_path / "run"
+    cmd = [sys.executable, "-m", "shoal", "bench", "--tests", "imb.PingPong", "--sizes", "8,1K,64K",
+           "--budget", "0.5", "--ci", "0", "--min-reps", "4", "--power", f"http:{meter.url}#data.power_W",
+           "--out", str(out)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not (out / "results.csv").exists():
+        time.sleep(0.05)
+    meter.close()  # the meter goes away during the sweep
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err
+    warnings = [ln for ln in err.splitlines() if ln.startswith("shoal: warning: power:")]
+    assert warnings and "http:127.0.0.1" in warnings[0] and "Traceback" not in err
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["power_faults"] and "refused" in " ".join(manifest["power_faults"]).lower()

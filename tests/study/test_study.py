@@ -115,7 +115,22 @@ def test_study_bad_input_is_one_line(tmp_path):
     for args, expected in [(["--reference", "toaster"], "no such device profile"),
                            (["--suite", "osu"], "--suite osu"),
                            (["--uplink", "carrier-pigeon", "--nodes", "1"], "known uplinks"),
-                           (["--parallel-fraction", "2"], "between 0 and 1")]:
+                           (["--parallel-fraction", "2"], "--parallel-fraction: must be at least 0 and at most 1")]:
         proc = _shoal("study", "--emulate", "2xminnowboard", *args, "--out", str(tmp_path / "x"))
         assert proc.returncode == 2, (args, proc.stderr)
         assert expected in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_report_on_a_torn_results_table_leaves_out_only_the_torn_row(study_run, tmp_path):
+    copy = tmp_path / "torn"
+    shutil.copytree(study_run, copy, ignore=shutil.ignore_patterns("report"))
+    table = copy / "results.csv"
+    data = table.read_bytes()
+    table.write_bytes(data[: data.rstrip(b"\n").rfind(b"\n") + 40])  # a crash mid-row
+    proc = _shoal("report", str(copy))
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr
+    findings = json.loads((copy / "report" / "findings.json").read_text())
+    shown = {p["point_id"] for t in findings["torn"]["tests"] for p in t["cluster"]}
+    complete = pd.read_csv(study_run / "results.csv")["point_id"].iloc[:-1]
+    assert shown <= set(complete)

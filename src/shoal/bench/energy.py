@@ -120,6 +120,8 @@ def open_meter(spec: str, where: Any, run: Run, idle_s: float = 0.0,
         faults = [f for s in sessions.values() for f in s.faults()]
         if faults:
             run.update_manifest(power_faults=faults)
+            for fault in faults:  # energy over the gaps is flagged partial: say why
+                print(f"shoal: warning: power: {fault}", file=sys.stderr)
     finally:
         for session in sessions.values():
             if session is not None:

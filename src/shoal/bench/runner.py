@@ -19,8 +19,8 @@ from shoal import cluster as clusters
 from shoal import hostfacts
 from shoal.bench import catalog
 from shoal.bench.sweep import Config, Events, Options, Point, Sweep
-from shoal.errors import ShoalError
-from shoal.inputs import grammar
+from shoal.errors import Interrupted, ShoalError
+from shoal.inputs import grammar, ranklimit
 from shoal.mpi import build, discover
 from shoal.runs.store import Run
 
@@ -45,6 +45,8 @@ class BenchRequest:
     idle_s: float = 0.0
     # libshoalwait mode the ranks run under (None: not loaded).
     wait: str | None = None
+    # Ranks per CPU (per device core on a cluster) at most; see shoal.inputs.ranklimit.
+    oversubscribe: float = ranklimit.DEFAULT_OVERSUBSCRIBE
 
     def to_manifest(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -140,6 +142,9 @@ def plan(request: BenchRequest, placements: list[Placement] | None = None) -> Pl
         raise ShoalError("--ranks is for this machine; on a cluster use --nodes and --ranks-per-node")
     if request.emulate and request.cluster:
         raise ShoalError("give either --emulate or --cluster FILE, not both")
+    if request.link and not request.emulate:
+        raise ShoalError("--link sets the link of emulated devices and needs --emulate SPEC; "
+                             "an inventory's links are set in its file")
     if request.ranks_per_node < 1:
         raise ShoalError(f"--ranks-per-node must be at least 1, got {request.ranks_per_node}")
     if not request.ranks or min(request.ranks) < 1:
@@ -147,10 +152,10 @@ def plan(request: BenchRequest, placements: list[Placement] | None = None) -> Pl
     if request.nodes and not request.on_cluster:
         raise ShoalError("--nodes needs a cluster: add --emulate 4xminnowboard or --cluster FILE")
     placements = placements or _placements(request)
+    sizes = grammar.parse("--sizes", grammar.sizes, request.sizes)
+    _check_ranks(request, placements, 2 * max(sizes) + request.options.flush_B)
     if request.power:
-        from shoal.power import spec
-
-        spec.parse(request.power)
+        _check_power(request)
     if request.wait:
         from shoal.wait import parse_mode
 
@@ -158,7 +163,6 @@ def plan(request: BenchRequest, placements: list[Placement] | None = None) -> Pl
     mpi = discover.resolve(request.mpi)
     program = build.build("bench", mpi)
     tests = catalog.select(catalog.load(program), request.tests)
-    sizes = grammar.parse("--sizes", grammar.sizes, request.sizes)
     if not request.on_cluster:
         for placement in placements:
             too_many = [t.name for t in tests if t.min_ranks > placement.ranks]
@@ -167,6 +171,43 @@ def plan(request: BenchRequest, placements: list[Placement] | None = None) -> Pl
                                  f"{max(t.min_ranks for t in tests)} ranks but --ranks gives "
                                  f"{placement.ranks}; raise --ranks or choose other tests")
     return Plan(request, mpi, program, tests, sizes, placements)
+
+
+def _check_power(request: BenchRequest) -> None:
+    """Open the named power sources once (then close them): a missing sensor or a meter
+    that does not answer is refused before the run starts, not found during it."""
+    from shoal.power import spec
+
+    items = spec.parse(request.power)
+    if request.emulate:
+        if request.power not in ("auto", "model"):
+            raise ShoalError(f"--power {request.power}: emulated devices have no sensors of their "
+                             "own; use --power model (each device's profile, driven by its CPU use)")
+        return
+    if request.on_cluster:
+        return  # the sources are on the hosts; their samplers report what they find
+    sources, _ = spec.build(items)
+    for source in sources:
+        source.close()
+
+
+def _check_ranks(request: BenchRequest, placements: list[Placement], buffer_B: int) -> None:
+    """Refuse rank counts beyond the slots, memory and process limits (before anything starts)."""
+    if not request.on_cluster:
+        for placement in placements:
+            ranklimit.check(placement.ranks, buffer_B, oversubscribe=request.oversubscribe)
+        return
+    from shoal.cluster import inventory
+
+    inv = (inventory.from_emulate(request.emulate, request.link) if request.emulate
+           else inventory.load(request.cluster))
+    widest = max(p.nodes for p in placements)
+    for node in inv.nodes[:widest]:
+        local = inv.mode == "emulated"  # every emulated device's ranks run on this machine
+        ranklimit.check(request.ranks_per_node, buffer_B, slots=node.slots, where=f"node {node.name}",
+                        option="--ranks-per-node", oversubscribe=request.oversubscribe,
+                        host_ranks=widest * request.ranks_per_node if local else None,
+                        host=None if local else ranklimit.HostLimits(node.slots, None, None))
 
 
 def start(request: BenchRequest, command: list[str], out: Path | None) -> tuple[Run, Plan]:
@@ -220,8 +261,17 @@ def measure(run: Run, the_plan: Plan, events: Events | None = None) -> None:
 
 
 def execute(run: Run, the_plan: Plan, events: Events | None = None) -> Run:
-    """Measure the plan and mark the run complete (or complete with failures)."""
-    measure(run, the_plan, events)
+    """Measure the plan and mark the run complete (or complete with failures).
+
+    A run that stops on an error ends ``failed`` with the reason in its manifest.
+    """
+    try:
+        measure(run, the_plan, events)
+    except Interrupted:
+        raise
+    except ShoalError as exc:
+        run.finish("failed", reason=str(exc))
+        raise
     failures = len(run.rows("failures"))
     run.finish("complete" if not failures else "complete-with-failures")
     return run

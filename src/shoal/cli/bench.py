@@ -12,6 +12,7 @@ from shoal.bench.sweep import Options
 from shoal.cli._progress import Progress
 from shoal.errors import ShoalError
 from shoal.inputs import options as typed
+from shoal.inputs import ranklimit
 from shoal.inputs.grammar import MAX_SLOTS, Bounds
 from shoal.runs import jsonout
 from shoal.mpi import kinds
@@ -68,6 +69,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", type=typed.out_dir, default=None, help="run directory (default runs/bench-<time>)")
     p.add_argument("--resume", type=typed.run_dir, default=None, metavar="RUN",
                    help="continue an interrupted run, measuring only missing points")
+    p.add_argument("--oversubscribe", type=typed.number(Bounds(1, 1024)), default=None, metavar="FACTOR",
+                   help="ranks per CPU (per core of a device) at most (default "
+                        f"{ranklimit.DEFAULT_OVERSUBSCRIBE}); more ranks are refused before anything starts")
     p.add_argument("--json", action="store_true", help="print results as JSON instead of a table")
     p.set_defaults(func=run)
 
@@ -109,6 +113,7 @@ def run(args: argparse.Namespace) -> int:
             power=args.power,
             idle_s=args.idle,
             wait=args.wait,
+            oversubscribe=args.oversubscribe or ranklimit.DEFAULT_OVERSUBSCRIBE,
         )
         if args.idle and not args.power:
             raise ShoalError("--idle measures a power baseline: add --power SOURCE")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 
 from shoal.errors import ShoalError
@@ -54,12 +55,19 @@ def _where(parser: argparse.ArgumentParser) -> None:
                         help="this host's core speed on the profiles' scale (default 1.0)")
 
 
+def _link_needs_emulate(args) -> None:
+    if args.link and not args.emulate:
+        raise ShoalError("--link sets the link of emulated devices and needs --emulate SPEC; "
+                         "an inventory's links are set in its file")
+
+
 def _up(args) -> int:
     from shoal.cluster import inventory, state
     from shoal.cluster.emulated import EmulatedCluster
 
     if bool(args.emulate) == bool(args.cluster):
         raise ShoalError("give either --emulate SPEC or --cluster FILE (an inventory with mode = \"emulated\")")
+    _link_needs_emulate(args)
     if args.emulate:
         inv = inventory.from_emulate(args.emulate, args.link, args.host_speed or 1.0)
     else:
@@ -134,6 +142,11 @@ def _down(args) -> int:
     missing = [i for i in args.ids if i not in removed]
     for cluster_id in removed:
         print(f"removed {cluster_id}")
+    kept = [r["id"] for r in state.records() if r["id"] not in removed]
+    if kept and not args.ids:
+        # Without ids only leftovers of crashed runs go: say what stays up, and how to remove it.
+        print(f"shoal: kept {len(kept)} cluster(s) up: {', '.join(kept)}; remove with "
+              f"'shoal cluster down {kept[0]}' or 'shoal cluster down --all'", file=sys.stderr)
     if missing:
         raise ShoalError(f"no emulated cluster named {', '.join(missing)} ('shoal cluster status' lists them)")
     return 0
@@ -144,9 +157,10 @@ def _matrix(args) -> int:
     from shoal.cluster import matrix
     from shoal.mpi import discover
 
-    mpi = discover.resolve(args.mpi)
     if not (args.emulate or args.cluster or args.attach):
         raise ShoalError("give --emulate SPEC, --cluster FILE or --attach ID")
+    _link_needs_emulate(args)
+    mpi = discover.resolve(args.mpi)
     with clusters.open(emulate=args.emulate, link=args.link, inventory=args.cluster,
                        attach_to=args.attach, host_speed=args.host_speed, calibrate=False) as c:
         rows = matrix.measure(c, mpi, bw_total_B=args.bytes)

@@ -26,7 +26,8 @@ from pathlib import Path
 from shoal import proc
 from shoal.errors import Interrupted, ShoalError
 from shoal.inputs import options as typed
-from shoal.inputs.grammar import MAX_SLOTS
+from shoal.inputs import ranklimit
+from shoal.inputs.grammar import MAX_SLOTS, Bounds
 from shoal.mpi import discover, kinds
 from shoal.mpi.launch import Job
 from shoal.runs import jsonout
@@ -44,6 +45,8 @@ def register(subparsers) -> None:
                    help=f"wait mode: {MODES_HELP} (default backoff)")
     p.add_argument("--mpi", default=None, help=kinds.choices_help())
     p.add_argument("-n", "--ranks", type=typed.whole(1, MAX_SLOTS), default=None, help="number of ranks")
+    p.add_argument("--oversubscribe", type=typed.number(Bounds(1, 1024)), default=None, metavar="FACTOR",
+                   help=f"ranks per CPU at most (default {ranklimit.DEFAULT_OVERSUBSCRIBE})")
     p.add_argument("--classes", default=None,
                    help="call classes to rewrite: comma list of p2p, send, coll (default all)")
     p.add_argument("--telemetry", default=None, type=typed.out_dir, metavar="DIR",
@@ -79,6 +82,9 @@ def run(args) -> int:
                          "drop shoal's -n")
     if not injected and args.ranks is None:
         raise ShoalError("say how many ranks with -n N (or give a whole mpiexec line after --)")
+    if args.ranks is not None:
+        ranklimit.check(args.ranks, option="-n",
+                        oversubscribe=args.oversubscribe or ranklimit.DEFAULT_OVERSUBSCRIBE)
     if injected:
         launcher = _executable(program[0])
         mpi = discover.resolve(args.mpi or launcher)

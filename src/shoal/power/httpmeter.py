@@ -23,7 +23,7 @@ import urllib.error
 import urllib.request
 from urllib.parse import urlsplit
 
-from shoal.power.base import MEASURED, NAN, POWER, Channel, Source
+from shoal.power.base import MEASURED, NAN, POWER, Channel, Source, SourceUnavailable
 from shoal.power.sysfs import SensorError
 
 DEFAULT_PERIOD_S = 0.18  # what a REST micro-server frontend sustains (RECS: ~180 ms)
@@ -98,6 +98,15 @@ class HttpMeterSource(Source):
             return extract_watts(body, self.keys)
         except MeterError as exc:
             raise MeterError(0, f"{self.url}: {exc.strerror}") from None
+
+    def probe(self) -> None:
+        """One reading before a run starts: a meter that does not answer is unavailable."""
+        try:
+            self.fetch()
+        except MeterError as exc:
+            raise SourceUnavailable(f"{exc.strerror}; check the URL and that the meter is on "
+                                    "(a meter that fails later in the run leaves gaps, flagged partial)"
+                                    ) from None
 
     def poll(self) -> list[tuple[float, list[float]]]:
         t0 = time.monotonic()

@@ -156,7 +156,9 @@ def build(items: list[Item], *, node: str = "", offset_s: float = 0.0,
                 sources.append(_sensor(item.kind, node))
             elif item.kind == "http":
                 url, _, path = item.arg.partition("#")
-                sources.append(HttpMeterSource(url, path, node=node))
+                meter = HttpMeterSource(url, path, node=node)
+                meter.probe()  # a meter named but not answering is an error, not a silent gap
+                sources.append(meter)
             elif item.kind == "log":
                 path, _, columns = item.arg.partition("#")
                 sources.append(MeterLogSource(path, columns, offset_s=offset_s,

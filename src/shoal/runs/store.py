@@ -12,12 +12,18 @@ Layout of one run (see docs/runs.md for every column)::
 Rows are appended and flushed as soon as a point finishes, so an
 interrupted run keeps everything it finished and ``--resume`` continues it.
 All tables are plain CSV with a header: ``pandas.read_csv`` reads them.
+
+A crash in the middle of an append leaves a torn last line (no newline
+after it). Like a journal whose last record is incomplete, it is not a
+row: readers leave it out and the next append cuts it off first, so every
+complete row is kept and only the torn one is measured again.
 """
 
 from __future__ import annotations
 
 import csv
 import datetime as _dt
+import io
 import json
 import os
 import secrets
@@ -54,13 +60,14 @@ class Run:
             stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%d-%H%M%S")
             out = runs_root() / f"{kind}-{stamp}-{secrets.token_hex(2)}"
         path = Path(out)
-        if (path / MANIFEST).exists():
-            raise ShoalError(f"{path} already holds a run; use --resume {path} to continue it "
-                             "or choose another --out")
         try:
+            if (path / MANIFEST).exists():
+                raise ShoalError(f"{path} already holds a run; use --resume {path} to continue it "
+                                 "or choose another --out")
             path.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise ShoalError(f"cannot create run directory {path}: {exc.strerror}") from exc
+            raise ShoalError(f"cannot create run directory {path}: {exc.strerror}; "
+                             "choose another --out") from None
         run = cls(path)
         run.write_manifest({
             "kind": kind,
@@ -110,14 +117,45 @@ class Run:
     def _header(self, table: str) -> list[str] | None:
         if table in self._columns:
             return self._columns[table]
-        path = self.table_path(table)
-        if path.exists() and path.stat().st_size > 0:
-            with open(path, newline="") as fh:
-                header = next(csv.reader(fh), None)
-            if header:
-                self._columns[table] = header
-                return header
+        header = next(csv.reader(io.StringIO(self._complete_text(table))), None)
+        if header:
+            self._columns[table] = header
+            return header
         return None
+
+    def _complete_text(self, table: str) -> str:
+        """The table's text up to its last newline: a torn last line is not part of it."""
+        path = self.table_path(table)
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            return ""
+        except OSError as exc:
+            raise ShoalError(f"cannot read {path}: {exc.strerror}") from None
+        try:
+            return data[: data.rfind(b"\n") + 1].decode("utf-8")
+        except UnicodeDecodeError:
+            raise ShoalError(f"{path} is not a shoal table (not text); the run directory is "
+                             "damaged: restore the file or measure again with a new --out") from None
+
+    def _cut_torn_line(self, path: Path) -> None:
+        """Drop a torn last line (a crash mid-append) so the next row starts on its own line."""
+        try:
+            with open(path, "rb+") as fh:
+                end = fh.seek(0, os.SEEK_END)
+                if end == 0:
+                    return
+                fh.seek(max(0, end - 65536))
+                tail = fh.read()
+                if tail.endswith(b"\n"):
+                    return
+                cut = tail.rfind(b"\n")
+                if cut < 0 and end > len(tail):
+                    raise ShoalError(f"{path} ends in a line longer than 64 KiB; the run directory "
+                                     "is damaged")
+                fh.truncate(end - len(tail) + cut + 1)
+        except FileNotFoundError:
+            return
 
     def append(self, table: str, rows: Iterable[dict[str, Any]],
                columns: list[str] | None = None) -> None:
@@ -130,8 +168,9 @@ class Run:
         rows = list(rows)
         if not rows:
             return
-        header = self._header(table)
         path = self.table_path(table)
+        self._cut_torn_line(path)
+        header = self._header(table)
         new = header is None
         if new:
             header = list(columns or rows[0].keys())
@@ -155,19 +194,26 @@ class Run:
         self.append(table, rows, columns=columns)
 
     def rows(self, table: str) -> list[dict[str, str]]:
-        path = self.table_path(table)
-        if not path.exists():
-            return []
-        with open(path, newline="") as fh:
-            return list(csv.DictReader(fh))
+        """Complete rows of a table (a torn or short row is not one)."""
+        text = self._complete_text(table)
+        try:
+            rows = list(csv.DictReader(io.StringIO(text, newline="")))
+        except csv.Error as exc:
+            raise ShoalError(f"{self.table_path(table)} is not valid CSV ({exc}); the run "
+                             "directory is damaged") from None
+        return [r for r in rows if None not in r and None not in r.values()]
 
     def read(self, table: str):  # -> pandas.DataFrame
         import pandas as pd
 
-        path = self.table_path(table)
-        if not path.exists():
+        text = self._complete_text(table)
+        if not text:
             return pd.DataFrame()
-        return pd.read_csv(path)
+        try:
+            return pd.read_csv(io.StringIO(text))
+        except (pd.errors.ParserError, ValueError) as exc:
+            raise ShoalError(f"{self.table_path(table)} is not valid CSV ({str(exc).strip()}); "
+                             "the run directory is damaged") from None
 
 
 def _cell(value: Any) -> Any:

@@ -38,6 +38,9 @@ class StudyRequest:
             raise ShoalError(f"--suite {self.suite}: choose mpbench, imb or mpbench,imb")
         if self.emulate and self.cluster:
             raise ShoalError("give either --emulate or --cluster FILE, not both")
+        if self.link and not self.emulate:
+            raise ShoalError("--link sets the link of emulated devices and needs --emulate SPEC; "
+                             "an inventory's links are set in its file")
         if not (self.emulate or self.cluster):
             raise ShoalError("a study needs devices: --emulate 4xminnowboard or --cluster FILE")
         if self.time_budget_s <= 0:
