@@ -114,7 +114,7 @@ def test_report_refuses_a_benchmark_run(tmp_path):
 def test_study_bad_input_is_one_line(tmp_path):
     for args, expected in [(["--reference", "toaster"], "no such device profile"),
                            (["--suite", "osu"], "--suite osu"),
-                           (["--uplink", "carrier-pigeon", "--nodes", "1"], "known uplinks"),
+                           (["--uplink", "carrier-pigeon", "--nodes", "1"], "--uplink carrier-pigeon: use one of"),
                            (["--parallel-fraction", "2"], "--parallel-fraction: must be at least 0 and at most 1")]:
         proc = _shoal("study", "--emulate", "2xminnowboard", *args, "--out", str(tmp_path / "x"))
         assert proc.returncode == 2, (args, proc.stderr)

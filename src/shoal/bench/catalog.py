@@ -70,10 +70,10 @@ def select(tests: tuple[TestInfo, ...], spec: str) -> list[TestInfo]:
             matches = [t for t in tests if t.short.lower() == low]
             if len(matches) > 1:
                 names = ", ".join(t.name for t in matches)
-                raise ShoalError(f"test '{word}' is ambiguous ({names}); qualify it with its suite")
+                raise ShoalError(f"test '{word}' is ambiguous ({names}); give it with its suite, e.g. {names.split(', ')[0]}")
         if not matches:
             known = ", ".join(t.name for t in tests)
-            raise ShoalError(f"unknown test '{word}'; known suites: {', '.join(SUITES)}; tests: {known}")
+            raise ShoalError(f"unknown test '{word}'; use a suite ({', '.join(SUITES)}) or a test: {known}")
         for test in matches:
             if test not in chosen:
                 chosen.append(test)

@@ -222,9 +222,9 @@ def resume(path: Path) -> tuple[Run, BenchRequest, Plan]:
     run = Run.open(path)
     manifest = run.manifest
     if manifest.get("kind") != "bench" or "request" not in manifest:
-        raise ShoalError(f"{path} is not a 'shoal bench' run; --resume takes a directory made by shoal bench")
+        raise ShoalError(f"{path} is not a 'shoal bench' run; give --resume a directory made by shoal bench")
     if manifest.get("status") == "complete":
-        raise ShoalError(f"{path} is already complete; nothing to resume")
+        raise ShoalError(f"{path} is already complete; nothing to resume (start a new run with another --out)")
     request = BenchRequest.from_manifest(manifest["request"])
     the_plan = plan(request)
     recorded = manifest["mpi"]

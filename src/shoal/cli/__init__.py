@@ -80,6 +80,9 @@ def main(argv: list[str] | None = None) -> int:
         if not getattr(args, "func", None):
             parser.print_help()
             return 0
+        from shoal.inputs import environment
+
+        environment.check()
         if getattr(args, "emulate", None):
             from shoal.cluster import userns
 

@@ -26,13 +26,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("bench", help="run MPI communication benchmarks (MPBench, IMB-MPI1)",
                        description="Sweep MPBench's eight and IMB-MPI1's twelve tests over message "
                                    "sizes; every point repeated until its median is known to --ci.")
-    p.add_argument("--tests", default=None,
+    p.add_argument("--tests", type=typed.text, default=None,
                    help="suites and tests, comma-separated: mpbench, imb, all, or names such as "
                         "imb.PingPong, bandwidth (default: mpbench,imb)")
     p.add_argument("--sizes", default=None, type=typed.SIZES,
                    help=f"message sizes: list '8,1K,4M' or range '1..4M[:factor]' (default {DEFAULT_SIZES})")
     p.add_argument("-n", "--ranks", default=[2], type=typed.COUNTS, help="MPI ranks, or a list to sweep: 2,4 (default 2)")
-    p.add_argument("--mpi", default=None, help=kinds.choices_help())
+    p.add_argument("--mpi", type=typed.text, default=None, help=kinds.choices_help())
     p.add_argument("--ci", type=typed.number(Bounds(0, 1, hi_open=True)), default=None,
                    help="stop a point when the 95%% CI half-width of the median is within this "
                         "fraction of it (default 0.02)")
@@ -49,11 +49,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--quick", action="store_true",
                    help=f"fast sweep: sizes {QUICK_SIZES}, CI 5%%, budget 0.2 s")
     where = p.add_argument_group("where ranks run (default: this machine)")
-    where.add_argument("--emulate", default=None, metavar="SPEC",
+    where.add_argument("--emulate", type=typed.text, default=None, metavar="SPEC",
                        help="emulated cluster of devices, e.g. 4xminnowboard or 4xminnowboard+1xnuc")
-    where.add_argument("--link", default=None,
+    where.add_argument("--link", type=typed.text, default=None,
                        help="link of every emulated device: ethernet-100m, gigabit, wifi-n, docsis-27m")
-    where.add_argument("--cluster", default=None, metavar="FILE", help="inventory file (TOML)")
+    where.add_argument("--cluster", type=typed.text, default=None, metavar="FILE", help="inventory file (TOML)")
     where.add_argument("--nodes", default=None, type=typed.COUNTS_TEXT,
                        help="node counts to sweep on the cluster: 1..4, 1,2,4,6 (default: all nodes)")
     where.add_argument("--ranks-per-node", type=typed.whole(1, MAX_SLOTS), default=1, help="ranks on each node (default 1)")

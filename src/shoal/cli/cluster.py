@@ -22,7 +22,7 @@ def register(subparsers) -> None:
 
     up = sub.add_parser("up", help="bring an emulated cluster up (stays up until 'down')")
     _where(up)
-    up.add_argument("--name", help="cluster id (2-12 lower-case letters/digits); default: random")
+    up.add_argument("--name", type=typed.text, help="cluster id (2-12 lower-case letters/digits); default: random")
     up.add_argument("--no-calibrate", action="store_true", help="skip the CPU speed calibration")
     up.add_argument("--json", action="store_true", help="print the cluster description as JSON")
     up.set_defaults(func=_up)
@@ -38,8 +38,8 @@ def register(subparsers) -> None:
 
     matrix = sub.add_parser("matrix", help="all-pairs latency and bandwidth between nodes")
     _where(matrix)
-    matrix.add_argument("--attach", metavar="ID", help="use a cluster brought up with 'cluster up'")
-    matrix.add_argument("--mpi", help=kinds.choices_help())
+    matrix.add_argument("--attach", type=typed.text, metavar="ID", help="use a cluster brought up with 'cluster up'")
+    matrix.add_argument("--mpi", type=typed.text, help=kinds.choices_help())
     matrix.add_argument("--bytes", type=typed.whole(1, MAX_MESSAGE_B), default=8 << 20,
                         help="bytes streamed per pair for bandwidth (default 8 MiB)")
     matrix.add_argument("--json", action="store_true")
@@ -47,10 +47,10 @@ def register(subparsers) -> None:
 
 
 def _where(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--emulate", metavar="SPEC", help="devices to emulate, e.g. 4xminnowboard+1xnuc")
-    parser.add_argument("--link", help="link type for every emulated device "
+    parser.add_argument("--emulate", type=typed.text, metavar="SPEC", help="devices to emulate, e.g. 4xminnowboard+1xnuc")
+    parser.add_argument("--link", type=typed.text, help="link type for every emulated device "
                         "(ethernet-100m, gigabit, wifi-n, docsis-27m, or one of yours)")
-    parser.add_argument("--cluster", metavar="FILE", help="inventory file (TOML)")
+    parser.add_argument("--cluster", type=typed.text, metavar="FILE", help="inventory file (TOML)")
     parser.add_argument("--host-speed", type=typed.number(SPEED),
                         help="this host's core speed on the profiles' scale (default 1.0)")
 
@@ -148,7 +148,7 @@ def _down(args) -> int:
         print(f"shoal: kept {len(kept)} cluster(s) up: {', '.join(kept)}; remove with "
               f"'shoal cluster down {kept[0]}' or 'shoal cluster down --all'", file=sys.stderr)
     if missing:
-        raise ShoalError(f"no emulated cluster named {', '.join(missing)} ('shoal cluster status' lists them)")
+        raise ShoalError(f"no emulated cluster named {', '.join(missing)} ; see 'shoal cluster status' for the clusters that are up")
     return 0
 
 

@@ -7,6 +7,7 @@ import dataclasses
 import json
 
 from shoal import doctor
+from shoal.inputs import options as typed
 from shoal.mpi import kinds
 
 ORDER = 90
@@ -14,7 +15,7 @@ ORDER = 90
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("doctor", help="check MPI, compilers, namespaces, cgroups and power sources")
-    p.add_argument("--mpi", default=None, help=f"MPI to check (default: {kinds.default()})")
+    p.add_argument("--mpi", type=typed.text, default=None, help=kinds.choices_help())
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=run)
 

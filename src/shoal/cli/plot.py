@@ -33,6 +33,7 @@ def run(args: argparse.Namespace) -> int:
     out = args.out or runs[0].path / "figures"
     written = plot_runs(runs, out, formats)
     if not written:
-        raise ShoalError("nothing to plot: the runs hold no test measured at two or more sizes")
+        raise ShoalError("nothing to plot: the runs hold no test measured at two or more sizes; "
+                         "give shoal bench two or more --sizes")
     print(f"{len(written)} figure(s) in {out}")
     return 0

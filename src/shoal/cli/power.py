@@ -55,7 +55,8 @@ def run(args) -> int:
     if command and command[0] == "sources":
         extra = set(command[1:]) - {"--json"}
         if extra:
-            raise ShoalError(f"'shoal power sources' takes only --json, got {' '.join(sorted(extra))}")
+            raise ShoalError(f"'shoal power sources' takes only --json, got {' '.join(sorted(extra))}; "
+                             "use 'shoal power sources --json'")
         return sources(args.json or "--json" in command)
     if command and command[0] == "--":
         command = command[1:]

@@ -27,7 +27,7 @@ from shoal import proc
 from shoal.errors import Interrupted, ShoalError
 from shoal.inputs import options as typed
 from shoal.inputs import ranklimit
-from shoal.inputs.grammar import MAX_SLOTS, Bounds
+from shoal.inputs.grammar import Bounds
 from shoal.mpi import discover, kinds
 from shoal.mpi.launch import Job
 from shoal.runs import jsonout
@@ -43,11 +43,11 @@ def register(subparsers) -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--wait", default="backoff", type=typed.WAIT_MODE, metavar="MODE",
                    help=f"wait mode: {MODES_HELP} (default backoff)")
-    p.add_argument("--mpi", default=None, help=kinds.choices_help())
-    p.add_argument("-n", "--ranks", type=typed.whole(1, MAX_SLOTS), default=None, help="number of ranks")
+    p.add_argument("--mpi", type=typed.text, default=None, help=kinds.choices_help())
+    p.add_argument("-n", "--ranks", type=typed.whole(1), default=None, help="number of ranks")
     p.add_argument("--oversubscribe", type=typed.number(Bounds(1, 1024)), default=None, metavar="FACTOR",
                    help=f"ranks per CPU at most (default {ranklimit.DEFAULT_OVERSUBSCRIBE})")
-    p.add_argument("--classes", default=None,
+    p.add_argument("--classes", type=typed.text, default=None,
                    help="call classes to rewrite: comma list of p2p, send, coll (default all)")
     p.add_argument("--telemetry", default=None, type=typed.out_dir, metavar="DIR",
                    help="keep the per-rank telemetry JSON files in DIR")

@@ -22,23 +22,23 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "find the optimal cluster size, decide whether to process locally or offload, "
                     "and write one report. With no arguments: 4 emulated MinnowBoard MAX against an "
                     "emulated NUC, as in the thesis.")
-    p.add_argument("--emulate", default=None, metavar="SPEC",
+    p.add_argument("--emulate", type=typed.text, default=None, metavar="SPEC",
                    help="emulated devices (default 4xminnowboard)")
-    p.add_argument("--cluster", default=None, metavar="FILE", help="inventory of real devices instead")
-    p.add_argument("--link", default=None, help="link of emulated devices (default: the profile's)")
-    p.add_argument("--reference", default=None,
+    p.add_argument("--cluster", type=typed.text, default=None, metavar="FILE", help="inventory of real devices instead")
+    p.add_argument("--link", type=typed.text, default=None, help="link of emulated devices (default: the profile's)")
+    p.add_argument("--reference", type=typed.text, default=None,
                    help="traditional system: a device profile to emulate (default nuc), host, or none")
     p.add_argument("--nodes", default=None, type=typed.COUNTS_TEXT, help="node counts (default 1..N)")
-    p.add_argument("--suite", default="mpbench", help="mpbench (default), imb, or mpbench,imb")
+    p.add_argument("--suite", type=typed.text, default="mpbench", help="mpbench (default), imb, or mpbench,imb")
     p.add_argument("--sizes", default=None, type=typed.SIZES, help="message sizes (default 8,128,2K,32K,512K)")
     p.add_argument("--quick", action="store_true", help="three sizes and a 90 s budget")
     p.add_argument("--time-budget", type=typed.SECONDS_NUMBER, default=None, metavar="SECONDS",
                    help="measuring time to aim for (default 150, quick 90); sets each point's budget")
-    p.add_argument("--mpi", default=None, help=kinds.choices_help())
+    p.add_argument("--mpi", type=typed.text, default=None, help=kinds.choices_help())
     p.add_argument("--power", default="auto", type=typed.POWER_SPEC, help="power source on real hosts and 'host' (default auto)")
     p.add_argument("--data-rate", default=None, type=typed.RATE, metavar="BYTES_PER_S",
                    help="data stream produced at the devices, for the offload decision (e.g. 1M)")
-    p.add_argument("--uplink", default=None, help="uplink to the datacenter: docsis2, ethernet, wifi, lte")
+    p.add_argument("--uplink", type=typed.text, default=None, help="uplink to the datacenter: docsis2, ethernet, wifi, lte")
     p.add_argument("--parallel-fraction", type=typed.FRACTION_NUMBER, default=None,
                    help="parallel fraction f of the devices' processing (default 0.95)")
     p.add_argument("--out", type=typed.out_dir, default=None, help="run directory (default runs/study-<time>)")

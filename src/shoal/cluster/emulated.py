@@ -339,7 +339,7 @@ def attach(cluster_id: str) -> EmulatedCluster:
     """An EmulatedCluster object for a cluster already up (``shoal cluster up``)."""
     record = state.read(cluster_id)
     if record is None:
-        raise ShoalError(f"no emulated cluster {cluster_id!r} is up ('shoal cluster status' lists them)")
+        raise ShoalError(f"no emulated cluster {cluster_id!r} is up; see 'shoal cluster status' for the clusters that are up")
     cluster = EmulatedCluster.__new__(EmulatedCluster)
     cluster.id, cluster.record, cluster.persistent = cluster_id, record, record.get("persistent")
     cluster.calibrate_cpu, cluster.warnings = False, []

@@ -91,7 +91,7 @@ def parse(data: dict, where: str = "inventory", text: str = "") -> Inventory:
     seen: set[str] = set()
     for i, raw in enumerate(declared.nodes):
         if raw.name in seen:
-            raise schema.locate(where, text, ("nodes", i, "name"), f"node {raw.name!r} is listed twice")
+            raise schema.locate(where, text, ("nodes", i, "name"), f"node {raw.name!r} is listed twice; give each node its own name")
         seen.add(raw.name)
         if raw.profile not in known_profiles:
             raise schema.locate(where, text, ("nodes", i, "profile"),

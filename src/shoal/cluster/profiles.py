@@ -100,6 +100,7 @@ def _load_all(extra: dict | None = None, extra_where: str = "inventory", extra_t
     sources = [(BUILTIN, *_read(BUILTIN))] + [(p, *_read(p)) for p in user_files()]
     if extra:
         sources.append((extra_where, extra, extra_text))
+    declared: dict[str, tuple[str, str]] = {}  # where each profile was last defined
     for where, data, text in sources:
         for table_name in ("links", "profiles"):
             if not isinstance(data.get(table_name, {}), dict):
@@ -110,10 +111,14 @@ def _load_all(extra: dict | None = None, extra_where: str = "inventory", extra_t
             links[name] = link_from_table(name, table, str(where), text)
         for name, table in (data.get("profiles") or {}).items():
             profiles[name] = profile_from_table(name, table, str(where), text)
+            declared[name] = (str(where), text)
     for profile in profiles.values():
         if profile.link not in links:
-            raise ShoalError(f"profile {profile.name!r} names link {profile.link!r}, which is "
-                             f"not defined (known links: {', '.join(sorted(links))})")
+            from shoal.inputs import schema
+
+            raise schema.locate(*declared[profile.name], ("profiles", profile.name, "link"),
+                                f"names link {profile.link!r}, which is not defined; use one of "
+                                f"{', '.join(sorted(links))} or define it under [links.{profile.link}]")
     return profiles, links
 
 

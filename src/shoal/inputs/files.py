@@ -14,7 +14,8 @@ from typing import Annotated, Any, ClassVar, Literal, Optional
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
-from shoal.inputs.grammar import MAX_SLOTS
+from shoal.errors import ShoalError
+from shoal.inputs.grammar import MAX_SLOTS, SPEED
 
 MODES = ("emulated", "ssh", "slurm")
 _NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,30}[a-z0-9])?$")
@@ -37,14 +38,18 @@ def _node_name(value: str) -> str:
 
 def _address(value: str) -> str:
     if not _ADDRESS.match(value) or value.startswith("-"):
-        raise ValueError(f"is not a host name or address: {value!r}")
+        raise ValueError(f"is not a host name or address: {value!r}; give one such as "
+                         "minnow1 or 192.168.1.11")
     return value
 
 
 def _power_spec(value: str) -> str:
     from shoal.power import spec
 
-    spec.parse(value)  # a SpecError says what is wrong and the syntax
+    try:
+        spec.parse(value)
+    except ShoalError as exc:  # its message says what is wrong and the syntax
+        raise ValueError(str(exc)) from None
     return value
 
 
@@ -56,7 +61,7 @@ Text = Annotated[str, Field(min_length=1)]
 class ClusterTable(_Table):
     mode: Literal["emulated", "ssh", "slurm"] = "ssh"
     link: Optional[Text] = None
-    host_speed: Positive = 1.0
+    host_speed: Annotated[float, Field(ge=SPEED.lo, le=SPEED.hi)] = 1.0
     name: Optional[Text] = None
 
 

@@ -163,7 +163,7 @@ def counts(text: str, lo: int = 1, hi: int | None = None, what: str = "count") -
     if min(found) < lo:
         raise GrammarError(f"{what}s start at {lo}, got {min(found)} in {text!r}")
     if hi is not None and max(found) > hi:
-        raise GrammarError(f"{max(found)} is more than the {hi} available in {text!r}")
+        raise GrammarError(f"{max(found)} is more than the {hi} available in {text!r}; give at most {hi}")
     return sorted(found)
 
 

@@ -69,6 +69,13 @@ COUNTS_TEXT = typed(grammar.counts, keep_text=True, name="counts")
 RATE = typed(grammar.rate, name="rate")
 
 
+def text(value: str) -> str:
+    """A name or spec that must not be empty ('' would silently mean "not given")."""
+    if not value.strip():
+        raise argparse.ArgumentTypeError("is empty; give a value or leave the option out")
+    return value
+
+
 # Longest name of one path component on Linux file systems (NAME_MAX).
 NAME_MAX_B = 255
 

@@ -93,9 +93,9 @@ class Run:
     def manifest(self) -> dict[str, Any]:
         try:
             return json.loads((self.path / MANIFEST).read_text())
-        except (OSError, json.JSONDecodeError) as exc:
-            raise ShoalError(f"{self.path / MANIFEST} is unreadable ({exc}); "
-                             "the run directory is damaged") from exc
+        except (OSError, ValueError) as exc:  # ValueError: not JSON, or not text at all
+            raise ShoalError(f"{self.path / MANIFEST} is unreadable ({exc}); the run directory is "
+                             "damaged: restore the file or start a new run") from None
 
     def write_manifest(self, data: dict[str, Any]) -> None:
         tmp = self.path / (MANIFEST + ".tmp")

@@ -161,7 +161,7 @@ def offload_scenario(manifest: dict[str, Any], nodes: int, overrides: dict[str, 
     for key, value in overrides.items():
         if key == "uplink":
             if value not in model.UPLINKS:
-                raise ShoalError(f"--uplink {value}: known uplinks are {', '.join(model.UPLINKS)}")
+                raise ShoalError(f"--uplink {value}: use one of {', '.join(model.UPLINKS)}")
             scenario = dataclasses.replace(scenario, uplink=model.UPLINKS[value])
         elif key in ("rate_Bps", "parallel_fraction"):
             scenario = dataclasses.replace(scenario, **{key: float(value)})

@@ -50,7 +50,7 @@ class StudyRequest:
             from shoal.model import UPLINKS
 
             if uplink not in UPLINKS:
-                raise ShoalError(f"--uplink {uplink}: known uplinks are {', '.join(UPLINKS)}")
+                raise ShoalError(f"--uplink {uplink}: use one of {', '.join(UPLINKS)}")
         if self.offload.get("rate_Bps", 0) < 0:
             raise ShoalError("--data-rate must not be negative")
         if self.reference != "none" and self.reference != "host" and self.cluster:

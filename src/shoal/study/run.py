@@ -108,7 +108,7 @@ def resume(path: Path) -> tuple[Run, StudyPlan]:
     run = Run.open(path)
     manifest = run.manifest
     if manifest.get("kind") != "study":
-        raise ShoalError(f"{path} is not a 'shoal study' run; --resume takes a directory made by shoal study")
+        raise ShoalError(f"{path} is not a 'shoal study' run; give --resume a directory made by shoal study")
     study = plan(StudyRequest.from_manifest(manifest["study"]))
     run.update_manifest(status="running", resumed=manifest.get("resumed", 0) + 1)
     return run, study
