@@ -29,8 +29,9 @@ def register(subparsers) -> None:
         "waitlab", help="compare wait modes on 003's experiments (CPU load, reaction time)",
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--quick", action="store_true", help="short runs (about a minute per MPI)")
-    p.add_argument("--mpi", type=typed.text, default="mpich,openmpi",
-                   help="comma list of MPIs (mpich, openmpi, system or paths); default both")
+    p.add_argument("--mpi", type=typed.text, default=",".join(kinds.names()),
+                   help=f"comma list of MPIs ({', '.join(kinds.names())}, system or paths); "
+                        "default every one shoal knows")
     p.add_argument("--modes", type=typed.text, default=",".join(lab.DEFAULT_MODES).replace("linear:1,1000,1", "linear"),
                    help="semicolon or comma list of wait modes (default: %(default)s)")
     p.add_argument("--experiments", type=typed.text, default=",".join(lab.EXPERIMENTS),
