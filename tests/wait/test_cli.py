@@ -31,6 +31,27 @@ def test_run_launches_with_mode_and_summarises(any_mpi, capfd, tmp_path):
     assert sorted(p.name for p in tmp_path.glob("rank-*.json")) == ["rank-0.json", "rank-1.json"]
 
 
+def test_run_reports_predictions_per_call_site(openmpi, capfd, monkeypatch):
+    """A receiver of regular messages: its call site's predictions in the
+    JSON, and as a second table within 80 columns."""
+    argv = ["run", "--wait", "backoff", "--mpi", "openmpi", "-n", "2", "--",
+            str(waittest(openmpi)), "gaps", "--fixed", "0.02", "--count", "30", "--size", "8"]
+    assert main([*argv[:7], "--json", *argv[7:]]) == 0
+    sites = _json_tail(capfd.readouterr().out)["sites"]
+    (recv,) = [s for s in sites if s["rank"] == 1 and s["function"] == "MPI_Recv"]
+    assert recv["site"].startswith("shoal-waittest+0x") and recv["waits"] == 30
+    assert recv["predicted"] > 0 and recv["hits"] + recv["early"] + recv["late"] == recv["predicted"]
+    assert recv["rhythm_s"] == pytest.approx(0.02, rel=0.2)
+    monkeypatch.setenv("COLUMNS", "80")
+    assert main(argv) == 0
+    lines = capfd.readouterr().err.splitlines()
+    assert max(map(len, lines)) <= 80
+    assert any(line.strip().startswith("predicted arrivals per call site") for line in lines)
+    shown = recv["site"].rpartition("+")[2]   # the offset; the object is in the JSON
+    row = [line.split() for line in lines if line.split()[:3] == ["1", "Recv", shown]]
+    assert len(row) == 1 and len(row[0]) == 11, "\n".join(lines)
+
+
 def test_run_table_goes_to_stderr(mpich, capfd, monkeypatch):
     monkeypatch.setenv("COLUMNS", "80")
     code = main(["run", "--wait", "backoff", "-n", "2", "--", str(waittest(mpich)), "result",
@@ -62,6 +83,8 @@ def test_run_injects_env_into_users_mpiexec(request, kind, capfd, tmp_path):
 @pytest.mark.parametrize("argv,needle", [
     (["run", "--wait", "nap", "-n", "2", "--", "true"], "unknown wait mode 'nap'"),
     (["run", "--wait", "sleep:-1", "-n", "2", "--", "true"], "sleep needs a time"),
+    (["run", "--wait", "backoff:50,-10", "-n", "2", "--", "true"], "backoff takes SPIN_US,CAP_US"),
+    (["run", "--wait", "backoff:50,10000x", "-n", "2", "--", "true"], "backoff takes"),
     (["run", "--wait", "busy", "--", "true"], "-n N"),
     (["run", "--wait", "busy", "-n", "2"], "no program given"),
     (["run", "--wait", "busy", "-n", "2", "--", "/nonexistent/prog"], "not found"),
@@ -141,3 +164,27 @@ def test_waitlab_energy_through_power_session(tmp_path, capfd):
         assert 2 * row.launch_s * 0.9 < row.energy_J < 6 * row.launch_s * 1.1
     power = pd.read_csv(out / "power.csv")
     assert len(power) > 0 and (power["power_W"].dropna() >= 2 - 1e-9).all()
+
+
+def test_waitlab_rhythm_experiments(tmp_path, capfd, monkeypatch):
+    """Regular gaps and Poisson arrivals beside A and D: CPU and reaction rows,
+    and their own table."""
+    out = tmp_path / "lab"
+    code = main(["waitlab", "--quick", "--mpi", "mpich", "--modes", "busy,backoff", "--no-native",
+                 "--experiments", "P10ms,poisson", "--out", str(out)])
+    assert code == 0, capfd.readouterr().err
+    capfd.readouterr()   # the lab's own tables; printed again below at 80 columns
+    results = pd.read_csv(out / "results.csv")
+    assert sorted(zip(results["experiment"], results["contender"])) == [
+        ("P10ms", "backoff"), ("P10ms", "busy"), ("poisson", "backoff"), ("poisson", "busy")]
+    assert set(results["status"]) == {"ok"}
+    assert dict(zip(results["experiment"], results["messages"])) == {"P10ms": 100, "poisson": 40}
+    assert (results["reaction_p50_s"] > 0).all() and (results["reaction_p99_s"] > 0).all()
+    # The receiver that spins uses a core; the one that sleeps far less of it.
+    busy, backoff = (results[results["contender"] == c]["cpu_load"].max() for c in ("busy", "backoff"))
+    assert backoff < busy / 2
+    monkeypatch.setenv("COLUMNS", "80")
+    waitlab_cli._table(Run(out))
+    lines = capfd.readouterr().out.splitlines()
+    assert sum(line.startswith("Rhythms: regular gaps, Poisson arrivals") for line in lines) == 1
+    assert max(map(len, lines)) <= 80

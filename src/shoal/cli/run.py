@@ -10,7 +10,8 @@ Two forms::
         in the form that MPI's launcher forwards to the ranks. The MPI is the
         one that mpiexec belongs to unless --mpi says otherwise.
 
-Afterwards the per-rank telemetry is summarised (table on stderr, or one
+Afterwards the per-rank telemetry is summarised (tables on stderr: per rank
+and call class, and per call site how its predicted arrivals fared; or one
 JSON object on stdout with --json). The exit code is the program's.
 """
 
@@ -116,12 +117,14 @@ def run(args) -> int:
             raise Interrupted("interrupted; the program was stopped") from None
         records = telemetry.read_dir(tel_dir)
         rows = telemetry.summarize(records)
+        site_rows = telemetry.sites(records)
         if args.json:
             print(jsonout.dumps({"mode": mode.text, "mpi": mpi.name, "exit_code": code,
                               "ranks_reported": len(records), "summary": rows,
+                              "sites": site_rows,
                               "telemetry_dir": str(tel_dir) if keep else None}))
         elif records:
-            telemetry.render(rows, f"shoal run --wait {mode.text} ({mpi.name})")
+            telemetry.render(rows, f"shoal run --wait {mode.text} ({mpi.name})", site_rows)
         if not records:
             print("shoal: no telemetry: the program did not reach MPI_Finalize "
                   f"(exit code {code})", file=sys.stderr)

@@ -1,7 +1,8 @@
 """`shoal waitlab`: 003's waiting experiments under every wait mode, plotted.
 
 Runs experiment A (CPU load of a receiver between bursts), D (reaction time
-as gaps grow from 1 ns to ~130 ms) and the S-DSM patterns Full, Burst and
+as gaps grow from 1 ns to ~130 ms), regular gaps of 10 ms, 100 ms and 1 s
+and Poisson arrivals (mean 100 ms), and the S-DSM patterns Full, Burst and
 Lock under each libshoalwait mode and each MPI's own options, and writes one
 run directory (results.csv, load.csv, reaction.csv, PNG/SVG figures).
 ``--quick`` shortens everything (D: x1.25 steps from 1 us to 20 ms) so the
@@ -35,7 +36,8 @@ def register(subparsers) -> None:
     p.add_argument("--modes", type=typed.text, default=",".join(lab.DEFAULT_MODES).replace("linear:1,1000,1", "linear"),
                    help="semicolon or comma list of wait modes (default: %(default)s)")
     p.add_argument("--experiments", type=typed.text, default=",".join(lab.EXPERIMENTS),
-                   help="comma list of A, D, full, burst, lock (default all)")
+                   help="comma list of A, D, P10ms, P100ms, P1s, poisson, full, burst, lock "
+                        "(default all)")
     p.add_argument("--no-native", action="store_true",
                    help="leave out the MPIs' own options (yield_when_idle, HEAVY_YIELD, ...)")
     p.add_argument("--power", default=None, type=typed.POWER_SPEC, metavar="SPEC",
@@ -129,6 +131,9 @@ _KINDS = (
      (("CPU %", "cpu_load", 100, "{:.1f}"), ("burst\np50 µs", "reaction_burst_p50_s", 1e6, "{:.1f}"),
       ("gaps ≥1 ms\np50 µs", "reaction_sparse_p50_s", 1e6, "{:.1f}"),
       ("gaps ≥1 ms\np99 µs", "reaction_sparse_p99_s", 1e6, "{:.1f}"))),
+    ("Rhythms: regular gaps, Poisson arrivals", ("P10ms", "P100ms", "P1s", "poisson"),
+     (("CPU %", "cpu_load", 100, "{:.2f}"), ("reaction\np50 µs", "reaction_p50_s", 1e6, "{:.1f}"),
+      ("reaction\np99 µs", "reaction_p99_s", 1e6, "{:.1f}"))),
     ("S-DSM patterns", ("full", "burst", "lock"),
      (("run s", "wall_s", 1, "{:.3f}"), ("msg/s", "throughput_msg_per_s", 1, "{:.0f}"),
       ("CPU %", "cpu_load", 100, "{:.1f}"))),

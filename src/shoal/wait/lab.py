@@ -8,6 +8,13 @@ A      the sender sends bursts of 10 messages and pauses; the receiver loops
 D      one message per gap, gaps growing x1.05 from 1 ns to ~130 ms (003
        Experiment D); the reaction time of each message is the receive's
        return minus the send time (one monotonic clock, one host)
+P10ms, P100ms, P1s
+       one message every 10 ms, 100 ms, 1 s (a sensor, a video frame): the
+       rhythm a learned mode can predict; the receiver's CPU load and the
+       reaction times after the first 8 messages (those teach the pattern)
+poisson
+       Poisson arrivals, exponential gaps of mean 100 ms from a fixed seed:
+       nothing to predict, the backoff's cap decides the reaction time
 full, burst, lock
        003's S-DSM patterns: rank 0 serves writes and a lock to two clients
        (Probe + Recv on MPI_ANY_SOURCE); Full is message-heavy, Burst writes
@@ -34,7 +41,10 @@ from shoal.runs.store import Run
 from shoal.wait.library import apply
 from shoal.wait.modes import parse_mode
 
-EXPERIMENTS = ("A", "D", "full", "burst", "lock")
+EXPERIMENTS = ("A", "D", "P10ms", "P100ms", "P1s", "poisson", "full", "burst", "lock")
+# Regular gaps (s) and how many messages, quick and not.
+PERIODIC = {"P10ms": (0.01, 100, 500), "P100ms": (0.1, 20, 100), "P1s": (1.0, 10, 30)}
+LEARNING = 8   # first messages of a rhythm, left out of its reaction quantiles
 DEFAULT_MODES = ("busy", "yield", "sleep:100", "linear:1,1000,1", "backoff", "auto")
 
 RESULT_COLUMNS = [
@@ -72,6 +82,13 @@ def scenario(experiment: str, quick: bool) -> tuple[int, list[str]]:
         if quick:   # coarser: x1.25 from 1 us to 20 ms
             return 2, ["gaps", "--start", "1e-6", "--factor", "1.25", "--max", "0.02"]
         return 2, ["gaps", "--start", "1e-9", "--factor", "1.05", "--max", "0.13"]
+    if experiment in PERIODIC:
+        gap, quick_count, count = PERIODIC[experiment]
+        return 2, ["gaps", "--fixed", str(gap), "--count", str(quick_count if quick else count),
+                   "--size", "8"]
+    if experiment == "poisson":
+        return 2, ["gaps", "--poisson", "0.1", "--seed", "1", "--count",
+                   "40" if quick else "200", "--size", "8"]
     if experiment == "full":
         return 3, ["full", "--writes", "300" if quick else "2000"]
     if experiment == "burst":
@@ -114,7 +131,7 @@ def _quantile(values: list[float], q: float) -> float | None:
 def summarize(experiment: str, data: dict[str, Any]) -> dict[str, Any]:
     """The results row of one run (CPU of the waiting rank, reaction times)."""
     row: dict[str, Any] = {"wall_s": data["wall_s"]}
-    if experiment in ("A", "D"):
+    if experiment in ("A", "D") or experiment in PERIODIC or experiment == "poisson":
         row["cpu_s"] = data["cpu_s"]
         row["messages"] = data.get("received", data.get("count"))
     else:
@@ -130,6 +147,10 @@ def summarize(experiment: str, data: dict[str, Any]) -> dict[str, Any]:
         sparse = [r for g, r in zip(gaps, reaction) if g >= 1e-3]
         row["reaction_sparse_p50_s"] = _quantile(sparse, 0.5)
         row["reaction_sparse_p99_s"] = _quantile(sparse, 0.99)
+    elif experiment in PERIODIC or experiment == "poisson":
+        steady = data["reaction_s"][LEARNING:]
+        row["reaction_p50_s"] = _quantile(steady, 0.5)
+        row["reaction_p99_s"] = _quantile(steady, 0.99)
     return row
 
 

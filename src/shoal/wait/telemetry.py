@@ -18,6 +18,16 @@ notice_*            the *notice delay* of each call that waited: the time
 and for the rank: wall_s (from MPI_Init's return to MPI_Finalize),
 utime_s/stime_s (the kernel's CPU accounting over the same span), the mode
 and the timer slack obtained.
+
+Per call site (``sites``: the object file and offset of the call, the same in
+every rank) it holds how the site's predictions of arrivals fared:
+
+predicted           waits that slept towards a predicted arrival
+hits, early, late   the arrival came inside the predicted window, before it,
+                    after it (a miss makes the site back off once)
+miss_s, miss_max_s  how far outside the window the misses came, at least
+rhythm_s, cap_s     the site's typical interval between arrivals, and the
+                    longest backoff sleep that allowed (its last wait)
 """
 
 from __future__ import annotations
@@ -91,7 +101,29 @@ def summarize(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
-def render(rows: list[dict[str, Any]], title: str = "waiting per rank and call class") -> None:
+def sites(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per rank and call site that waited, SI units."""
+    rows = []
+    for rec in records:
+        for site in rec.get("sites", []):
+            if not site["waits"]:
+                continue
+            misses = site["early"] + site["late"]
+            rows.append({
+                "rank": rec["rank"], "function": site["function"],
+                "site": f"{site['object']}+{site['offset']}", "symbol": site["symbol"],
+                "calls": site["calls"], "waits": site["waits"], "sleeps": site["sleeps"],
+                "predicted": site["predicted"], "hits": site["hits"], "early": site["early"],
+                "late": site["late"],
+                "miss_mean_s": site["miss_s"] / misses if misses else 0.0,
+                "miss_max_s": site["miss_max_s"], "rhythm_s": site["rhythm_s"],
+                "cap_s": site["cap_s"],
+            })
+    return sorted(rows, key=lambda r: (r["rank"], -r["waits"]))
+
+
+def render(rows: list[dict[str, Any]], title: str = "waiting per rank and call class",
+           site_rows: list[dict[str, Any]] | None = None) -> None:
     """Print the summary as a table on stderr (stdout stays the program's)."""
     from rich.console import Console
 
@@ -106,4 +138,23 @@ def render(rows: list[dict[str, Any]], title: str = "waiting per rank and call c
                       f"{r['sleep_s']:.4f}", str(r["sleeps"]), f"{r['notice_p50_s'] * 1e6:.1f}",
                       f"{r['notice_p99_s'] * 1e6:.1f}", f"{r['notice_max_s'] * 1e6:.1f}",
                       f"{load:.1f}")
-    Console(stderr=True).print(table)
+    console = Console(stderr=True)
+    console.print(table)
+    if site_rows:
+        console.print(_site_table(site_rows))
+
+
+def _site_table(rows: list[dict[str, Any]]):
+    from shoal.render import narrow_table
+
+    # The site by its offset only: the object (the program, mostly) is in the JSON.
+    table = narrow_table(["rank", "call", "site", "sleeps", "pred", "hits", "early", "late",
+                          "miss\nmax ms", "rhythm\nms", "cap\nms"], left=("call", "site"),
+                         title="predicted arrivals per call site")
+    for r in rows:
+        table.add_row(str(r["rank"]), r["function"].removeprefix("MPI_"),
+                      r["site"].rpartition("+")[2], str(r["sleeps"]), str(r["predicted"]),
+                      str(r["hits"]), str(r["early"]), str(r["late"]),
+                      f"{r['miss_max_s'] * 1e3:.2f}", f"{r['rhythm_s'] * 1e3:.1f}",
+                      f"{r['cap_s'] * 1e3:.2f}")
+    return table

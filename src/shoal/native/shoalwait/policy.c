@@ -3,23 +3,19 @@
  * Every blocking call becomes: test; if not done, pause; test again. The
  * pause is what the mode decides:
  *   yield    sched_yield() (what Open MPI's yield_when_idle does)
- *   sleep    a fixed clock_nanosleep
+ *   sleep    a fixed clock_nanosleep (sleep:0 included)
  *   linear   dmin, dmin+dstep, ... up to dmax, restarting at dmin on every
  *            call (the receiver of 003's Figure 3)
- *   backoff  spin for spin_ns, then sleep.
- *            Each call site (return address) remembers its last waits and
- *            arrival intervals: when they were long, the rank sleeps
- *            (in pieces of at most cap_ns) until shortly before the expected
- *            completion (earlier by how late the kernel's wake-ups have
- *            been, at a high quantile, or by the margin this site learned
- *            from its own late wake-ups), and tests from there; past
- *            that (or with no history) sleeps double, each at most 1/8 of
- *            the time already waited and at most cap_ns. The relative bound
- *            keeps the added delay proportional to the wait; the cap keeps
- *            idle ranks cheap.
- *   auto     backoff whose cap is tuned per call site after every wait so
- *            the delay noticed after completion stays under target x wait
- *            (backoff's margin learns against a fixed 1/16 of the wait).
+ *   backoff  spin while waits are short; then, where the call site's
+ *            arrivals keep a rhythm, sleep in one stretch to shortly
+ *            before the predicted arrival and test from there through a
+ *            window as wide as the rhythm's own spread; with no usable
+ *            rhythm, or past the window (a miss), sleeps double from 1 us,
+ *            each at most 1/8 of the time waited and at most a cap tied
+ *            to the rhythm (1/16 of the site's typical interval, at most
+ *            cap_ns).
+ *   auto     backoff whose cap is also tuned per call site after every wait
+ *            so the delay noticed after completion stays under target x wait.
  * All policy state is per thread (TLS): no locks on the wait path.
  */
 #define _GNU_SOURCE
@@ -36,10 +32,16 @@ int64_t sw_now_ns(void)
 }
 
 #define SITES 64          /* direct-mapped per-thread table of call sites */
-#define HISTORY 3         /* completed waits remembered per site */
-#define AUTO_MIN_CAP_NS 50000  /* auto never caps sleeps below this */
-#define BACKOFF_LATE 0.0625    /* backoff: a wake-up later than this x the wait is late */
-#define TIGHT_NS 20000    /* an arrival bound this close anchors the period */
+#define SHORT_RUN 0xFFu   /* the last 8 waits, one bit each: 1 = short */
+#define LONG_NS 1000000   /* waits at least this long carry the site's rhythm (shorter: a burst) */
+#define LOOSE_DIV 8       /* an arrival known to within 1/8 of its wait is learned from */
+#define MIN_MARGIN_NS 20000    /* the window around a prediction is never narrower */
+#define RHYTHM_CAP_DIV 16      /* the backoff cap: 1/16 of the site's typical interval */
+#define MIN_CAP_NS 50000       /* ... and never below this */
+#define MAX_PERIODS 16    /* a rhythm not seen for this many periods is stale */
+#define LATE_RING 32      /* recent lateness of long sleeps, per thread */
+#define LONG_SLEEP_NS 100000   /* sleeps at least this long feed the lateness ring */
+#define GUARD_DEFAULT_NS 100000   /* the guard before any lateness was measured */
 #define POLL_NS 1         /* the shortest sleep: wakes after the kernel's latency */
 /* What pause_ns() returns besides a sleep length: */
 #define PAUSE_TEST 0      /* test again at once */
@@ -47,22 +49,24 @@ int64_t sw_now_ns(void)
 #define PAUSE_ZERO (-2)   /* clock_nanosleep(0): sleep:0, "sleeping zero is not zero" (003) */
 
 struct site {
-    const void *key;
-    int64_t recent[HISTORY];   /* durations of the last waits, ns */
-    int n;                     /* how many of recent[] are filled */
-    int64_t interval[HISTORY]; /* between the last arrivals' lower bounds, ns */
-    int ni;
-    int64_t last_lb;           /* last arrival known to within TIGHT_NS (abs ns), 0: none */
-    int since;                 /* arrivals after last_lb (not known as closely) */
-    int64_t cap_ns;            /* auto: this site's current cap */
-    int64_t guard_ns;          /* learned wake-up margin before an expected arrival */
-    int spins;                 /* the next wait starts with a spin (see spins()) */
+    const void *key;           /* the fast path reads these three only */
+    int spins;                 /* the next wait starts with a spin */
+    unsigned shorts;           /* bit i: the i-th last wait was short; all ones: nothing to store */
+    struct sw_series intervals;   /* between the arrivals that ended long waits, ns */
+    struct sw_series waits;       /* durations of long waits, ns (request/response) */
+    int64_t anchor_ns;         /* last arrival known closely (abs ns, middle of its bounds), 0: none */
+    int64_t anchor_u;          /* half the width of its bounds */
+    int since;                 /* long waits ended since, by arrivals known too loosely */
+    int64_t last_u;            /* half the width of the last long wait's arrival bounds */
+    int64_t longest;           /* the longest recent wait, decaying by 1/8 a wait */
+    int distrust;              /* the last prediction missed: the next wait backs off */
+    int64_t cap_ns;            /* auto: this site's tuned cap */
 };
 
 struct thread_state {
     struct site sites[SITES];
-    int64_t oversleep_ns;      /* running estimate of how late sleeps end */
-    int64_t oversleep_hi;      /* the same, a high quantile: a peak that decays */
+    int64_t late[LATE_RING];   /* how late recent long sleeps ended, ns */
+    int nlate, late_head;
     int slack_set;
 };
 
@@ -70,116 +74,96 @@ struct thread_state {
  * access is a plain offset instead of a __tls_get_addr call on the fast path. */
 static __thread struct thread_state ts __attribute__((tls_model("initial-exec")));
 
-static int spins(const struct site *s);
-
-static struct site *site_for(const void *key)
+static inline int learns(void)
 {
-    uintptr_t h = (uintptr_t)key;
-    h ^= h >> 17;
-    h *= 0x9E3779B97F4A7C15ULL;
-    struct site *s = &ts.sites[(h >> 58) & (SITES - 1)];
-    if (s->key != key) {
-        s->key = key;
-        s->n = 0;
-        s->ni = 0;
-        s->last_lb = 0;
-        s->since = 0;
-        s->cap_ns = sw_cfg.cap_ns;
-        s->guard_ns = 0;
-        s->spins = spins(s);
-    }
+    return sw_cfg.mode == SW_BACKOFF || sw_cfg.mode == SW_AUTO;
+}
+
+/* A call site's entry: one of two slots its address hashes to (two call
+ * sites that share one slot, a probe and the receive after it, say, would
+ * otherwise wipe each other's history on every call). */
+static __attribute__((noinline)) struct site *site_other(const void *key, uint64_t h)
+{
+    struct site *a = &ts.sites[(h >> 58) & (SITES - 1)], *b = &ts.sites[(h >> 52) & (SITES - 1)];
+    if (b->key == key)
+        return b;
+    struct site *s = !a->key ? a : b;   /* a free first slot, else the second one */
+    *s = (struct site){.key = key, .cap_ns = sw_cfg.cap_ns, .shorts = SHORT_RUN,
+                       /* the fixed policies pause from the first failed test */
+                       .spins = learns()};
     return s;
 }
 
-static int64_t shortest(const int64_t *v, int n)
+static inline struct site *site_for(const void *key)
 {
-    int64_t m = v[0];
-    for (int i = 1; i < n; i++)
-        if (v[i] < m)
-            m = v[i];
-    return m;
+    uint64_t h = (uintptr_t)key;
+    h ^= h >> 17;
+    h *= 0x9E3779B97F4A7C15ULL;
+    struct site *s = &ts.sites[(h >> 58) & (SITES - 1)];
+    return s->key == key ? s : site_other(key, h);
 }
 
-static void push(int64_t *v, int *n, int64_t x)
+/* This thread's guard against the kernel's late wake-ups: about the 90th
+ * percentile of how late its recent long sleeps ended (a wake-up later than
+ * that is rare, and noticed late by only what exceeds the guard). */
+static int64_t guard_ns(void)
 {
-    for (int i = HISTORY - 1; i > 0; i--)
-        v[i] = v[i - 1];
-    v[0] = x;
-    if (*n < HISTORY)
-        (*n)++;
-}
-
-/* When the next completion is expected (absolute ns), 0 if unknown.
- * Two guesses, the earlier wins (waking early costs CPU, late costs time):
- *   start + the shortest recent wait (request/response: waits repeat);
- *   last arrival + the shortest recent interval (periodic streams). The
- *   arrival is anchored at its lower bound, the last failed test before it,
- *   so one late wake-up does not push the next guesses late. */
-static int64_t expected_at(const struct site *s, int64_t start)
-{
-    int64_t by_wait = s->n ? start + shortest(s->recent, s->n) : 0;
-    int64_t by_period = s->ni && s->last_lb && s->since <= 4
-                            ? s->last_lb + (s->since + 1) * shortest(s->interval, s->ni) : 0;
-    if (by_wait && by_period)
-        return by_wait < by_period ? by_wait : by_period;
-    return by_wait ? by_wait : by_period;
-}
-
-/* lb: the last failed test before completion (abs ns), 0 if not clocked;
- * predicted: the wait slept towards an expected arrival. */
-static void remember(struct site *s, int64_t wait_ns, int64_t notice_ns, int64_t sleeps,
-                     int64_t lb, int predicted)
-{
-    push(s->recent, &s->n, wait_ns);
-    /* An arrival anchors the period only when the last failed test came
-     * shortly before it: after a long sleep the bound is loose, and an
-     * interval measured from it would come out too short. Between two tight
-     * anchors a few loose arrivals may lie: the interval is shared out. */
-    if (!lb) {   /* not clocked: a short wait, no period to anchor */
-        s->last_lb = 0;
-        s->since = 0;
-    } else if (s->since < (1 << 20))
-        s->since++;
-    int64_t tight_ns = wait_ns / 16 > TIGHT_NS ? wait_ns / 16 : TIGHT_NS;
-    if (lb && notice_ns >= 0 && notice_ns <= tight_ns) {
-        if (s->last_lb && lb > s->last_lb && s->since <= 4)
-            push(s->interval, &s->ni, (lb - s->last_lb) / s->since);
-        s->last_lb = lb;
-        s->since = 0;
+    int n = ts.nlate;
+    if (!n)
+        return GUARD_DEFAULT_NS;
+    int64_t v[LATE_RING];
+    for (int i = 0; i < n; i++) {
+        int64_t x = ts.late[i];
+        int j = i - 1;
+        for (; j >= 0 && v[j] > x; j--)
+            v[j + 1] = v[j];
+        v[j + 1] = x;
     }
-    /* Only waits that slept say anything about the cap and the margin. */
-    if (sleeps > 0 && notice_ns >= 0 && (sw_cfg.mode == SW_AUTO || sw_cfg.mode == SW_BACKOFF)) {
-        double allowed = (sw_cfg.mode == SW_AUTO ? sw_cfg.target : BACKOFF_LATE) * (double)wait_ns;
-        if (sw_cfg.mode == SW_AUTO) {
-            if ((double)notice_ns > allowed && s->cap_ns > AUTO_MIN_CAP_NS)
-                s->cap_ns /= 2;
-            else if ((double)notice_ns < allowed / 2 && s->cap_ns < sw_cfg.cap_ns)
-                s->cap_ns *= 2;
-            if (s->cap_ns > sw_cfg.cap_ns)
-                s->cap_ns = sw_cfg.cap_ns;
-        }
-        /* Where arrivals are predicted the cap is not what makes a wake-up
-         * late: the margin before the expected arrival is. Late: double it
-         * (up to half the wait); on time: let it shrink slowly. */
-        if (predicted) {
-            if ((double)notice_ns > allowed) {
-                int64_t g = 2 * s->guard_ns + 20000;
-                s->guard_ns = g < wait_ns / 2 ? g : wait_ns / 2;
-            } else if ((double)notice_ns < allowed / 2) {
-                s->guard_ns -= s->guard_ns / 16;
-            }
-        }
-    }
-    s->spins = spins(s);
+    return v[n - 1 - n / 10];
 }
 
-/* remember() of a wait that ended within its pure tests, without the
- * stores when the history already says so (a steady stream of short waits). */
+/* A wait that ended within its pure tests: short, no rhythm to learn. No
+ * store at all once the last eight were short (a steady stream of them). */
 static inline void remember_short(struct site *s)
 {
-    if (s->n == HISTORY && !(s->recent[0] | s->recent[1] | s->recent[2] | s->last_lb))
+    if ((s->shorts & SHORT_RUN) == SHORT_RUN)
         return;
-    remember(s, 0, -1, 0, 0, 0);
+    s->shorts = s->shorts << 1 | 1;
+    s->spins = 1;
+}
+
+/* A wait that was clocked: [lb, ub] bounds its arrival (the last failed
+ * test, and the test that found it complete). */
+static void remember(struct site *s, int64_t start, int64_t wait_ns, int64_t lb, int64_t ub)
+{
+    if (!learns())
+        return;
+    int is_short = wait_ns <= 4 * sw_cfg.spin_ns;
+    s->shorts = s->shorts << 1 | (unsigned)is_short;
+    /* Spin only where waits are short or unknown: a long expected wait is
+     * better slept through than spun away. */
+    s->spins = (s->shorts & SHORT_RUN) != 0;
+    if (wait_ns < LONG_NS || lb <= 0)
+        return;   /* the rhythm is that of the waits that end a pause */
+    int64_t u = (ub - lb) / 2, at = lb + u;
+    s->last_u = u;
+    if (u > wait_ns / LOOSE_DIV) {   /* known too loosely (found at the end of a long sleep) */
+        if (s->anchor_ns && ++s->since > MAX_PERIODS)
+            s->anchor_ns = 0;   /* too long unanchored: start over */
+        return;
+    }
+    sw_series_push(&s->waits, at - start);
+    /* Bursts: the waits between the messages of one burst, short next to
+     * the pauses, are not the period; the pauses are (003's Experiment A). */
+    int64_t longest = s->longest - s->longest / 8;   /* a peak that decays */
+    s->longest = wait_ns > longest ? wait_ns : longest;
+    if (wait_ns < s->longest / 8)
+        return;
+    if (s->anchor_ns && at > s->anchor_ns)   /* shared out over the loose arrivals between */
+        sw_series_push(&s->intervals, (at - s->anchor_ns) / (s->since + 1));
+    s->anchor_ns = at;
+    s->anchor_u = u;
+    s->since = 0;
 }
 
 /* Tests made before the clock is first read. A clock read costs about as
@@ -189,42 +173,90 @@ static inline void remember_short(struct site *s)
  * pauses from the first failed test, one test comes before the clock. */
 #define PURE_TESTS 64
 
-/* Spin only where waits are short or unknown: a long expected wait is
- * better slept through than spun away. */
-static int spins(const struct site *s)
-{
-    if (sw_cfg.mode != SW_BACKOFF && sw_cfg.mode != SW_AUTO)
-        return 0;   /* the fixed policies pause from the first failed test */
-    int64_t w = s->n ? shortest(s->recent, s->n) : 0;
-    return w == 0 || w <= 4 * sw_cfg.spin_ns;
-}
-
 struct plan {
     struct site *site;
-    int64_t expect;   /* expected wait from history (from the clock start), 0 if unknown */
     int64_t spin;     /* spin budget for this call */
     int64_t next;     /* next exponential sleep */
     int64_t linear;   /* next linear sleep */
+    int64_t from;     /* abs ns the exponential sleeps' relative bound counts from */
+    int64_t cap;      /* longest exponential sleep: tied to the rhythm */
+    int64_t rhythm;   /* the site's typical interval, 0 if none */
+    int predicted;    /* sleeping towards a predicted arrival */
+    int missed;       /* past the predicted window */
+    int poll;         /* inside the window: test without sleeping */
+    int64_t at, margin, wake;   /* predicted arrival, half window, end of the stretch (abs ns) */
 };
 
 static void plan_start(struct plan *p, struct site *site)
 {
-    p->site = site;
-    p->expect = 0;   /* set by plan_clock() once the clock is read */
-    p->spin = site->spins ? sw_cfg.spin_ns : 0;
-    p->next = 1000;
-    p->linear = sw_cfg.dmin_ns;
+    *p = (struct plan){.site = site, .spin = site->spins ? sw_cfg.spin_ns : 0, .next = 1000,
+                       .linear = sw_cfg.dmin_ns, .cap = sw_cfg.cap_ns};
 }
 
+/* Once the clock is read: the cap, and the prediction if the site has a
+ * usable one. Two guesses of the arrival, the one with the narrower window
+ * wins: the last anchored arrival + the next interval (periodic streams),
+ * and start + the next wait (request/response: waits repeat). A guess is
+ * usable when its window is narrow next to the interval (Poisson arrivals,
+ * say, have none: the cap decides there). */
 static void plan_clock(struct plan *p, int64_t start)
 {
-    int64_t at = expected_at(p->site, start);
-    p->expect = at > start ? at - start : (at ? 1 : 0);
+    p->from = start;
+    if (!learns())
+        return;
+    struct site *s = p->site;
+    struct sw_fit fi, fw;
+    int fit_i = sw_series_fit(&s->intervals, &fi), fit_w = sw_series_fit(&s->waits, &fw);
+    /* The cap follows the typical wait (all of them, bursts included: a
+     * cap too short costs wake-ups, one too long costs late notices). */
+    p->rhythm = fit_w ? fw.median : fit_i ? fi.median : 0;
+    int by_period = fit_i && s->anchor_ns && fi.next > 0, by_wait = fit_w && fw.next > 0;
+    if (p->rhythm > 0) {
+        int64_t cap = p->rhythm / RHYTHM_CAP_DIV;
+        cap = cap < MIN_CAP_NS ? MIN_CAP_NS : cap;
+        p->cap = cap < p->cap ? cap : p->cap;
+    }
+    if (sw_cfg.mode == SW_AUTO && s->cap_ns < p->cap)
+        p->cap = s->cap_ns;
+    if (s->distrust)
+        return;
+    int64_t at = 0, margin = 0, period = 0;
+    if (by_period) {
+        int64_t m = (fi.margin > MIN_MARGIN_NS ? fi.margin : MIN_MARGIN_NS) + s->anchor_u;
+        int64_t k = s->since + 1, behind = start - m - s->anchor_ns;
+        if (behind > k * fi.next)   /* arrivals taken at once, unseen: the next one still to come */
+            k = (behind + fi.next - 1) / fi.next;
+        if (k <= MAX_PERIODS && m <= fi.next / 8) {
+            at = s->anchor_ns + k * fi.next;
+            margin = m;
+            period = fi.next;
+        }
+    }
+    if (by_wait) {
+        /* A wait that starts when the last arrival was noticed starts as
+         * late as that was noticed: that uncertainty widens the window. */
+        int64_t m = (fw.margin > MIN_MARGIN_NS ? fw.margin : MIN_MARGIN_NS) + s->last_u;
+        if (m <= fw.next / 8 && (!at || m < margin)) {
+            at = start + fw.next;
+            margin = m;
+            period = fw.next;
+        }
+    }
+    if (!at)
+        return;
+    int64_t guard = guard_ns();
+    p->predicted = 1;
+    p->at = at;
+    p->margin = margin;
+    p->wake = at - margin - guard;
+    /* Testing through the window costs a core for its length: worth it
+     * where that is a small part of the interval, else short sleeps. */
+    p->poll = margin + guard <= period / 32;
 }
 
-/* How long to pause after a failed test, `elapsed` ns into the wait:
- * a sleep length (ns) or one of the PAUSE_* above. */
-static int64_t pause_ns(struct plan *p, int64_t elapsed)
+/* How long to pause after a failed test at `now`: a sleep length (ns) or
+ * one of the PAUSE_* above. */
+static int64_t pause_ns(struct plan *p, int64_t now, int64_t start)
 {
     switch (sw_cfg.mode) {
     case SW_YIELD:
@@ -242,44 +274,77 @@ static int64_t pause_ns(struct plan *p, int64_t elapsed)
     /* Spin with plain tests. (Yielding here was tried: when a yield costs
      * more than the spin, ping-pong partners settle into yielding on every
      * message, 30x slower.) */
-    if (elapsed < p->spin)
-        return 0;
-    int64_t cap = sw_cfg.mode == SW_AUTO ? p->site->cap_ns : sw_cfg.cap_ns;
-    double rel = sw_cfg.mode == SW_AUTO ? sw_cfg.target : 0.125;
-    if (p->expect > 0) {
-        /* Wake early enough that the sleep's own lateness and a little
-         * jitter in the pattern still land before the expected completion. */
-        int64_t guard = ts.oversleep_hi < p->expect / 4 ? ts.oversleep_hi : p->expect / 4;
-        if (p->site->guard_ns > guard)
-            guard = p->site->guard_ns;   /* learned from this site's late wake-ups */
-        int64_t wake = p->expect - p->expect / 32 - guard - 20000;
-        if (elapsed < wake) {
-            /* In pieces of at most the cap: a pattern that changes (a
-             * message far earlier than the history says) is noticed
-             * within one cap, not at the old expected time. */
-            int64_t d = wake - elapsed - ts.oversleep_ns;
-            if (d > cap)
-                d = cap;
+    if (now - start < p->spin)
+        return PAUSE_TEST;
+    if (p->predicted && !p->missed) {
+        if (now < p->wake)
+            return p->wake - now;   /* one stretch to just before the window */
+        int64_t end = p->at + p->margin;
+        if (now <= end) {
+            /* In the window: test, neither sleep nor yield (a yield hands
+             * the core to whatever else is runnable for up to a time
+             * slice), or where the window is long, sleep in 1/16ths of it. */
+            if (p->poll)
+                return PAUSE_TEST;
+            int64_t d = (end - p->wake) / 16;
+            d = d > p->cap ? p->cap : d;
             return d > POLL_NS ? d : POLL_NS;
         }
-        /* Around the expected time: test, neither sleep nor yield. A wake-up
-         * from sleep can take hundreds of µs on a busy or virtual machine;
-         * the guard above is slept through, this window is not. A yield
-         * here hands the CPU to whatever else is runnable on it (the
-         * sender itself, when the kernel placed both ranks on one CPU) for
-         * up to a time slice. */
-        if (elapsed < p->expect + p->expect / 4 + 100000)
-            return 0;
+        /* Past the window: the prediction missed; back off from here. */
+        p->missed = 1;
+        p->next = 1000;
+        p->from = p->at;
     }
     int64_t d = p->next;
-    if (d < cap)
+    if (d < p->cap)
         p->next = d * 2;   /* stops at the cap: never overflows */
-    int64_t bound = (int64_t)(rel * (double)elapsed);
+    double rel = sw_cfg.mode == SW_AUTO ? sw_cfg.target : 0.125;
+    int64_t bound = (int64_t)(rel * (double)(now - p->from));
     if (d > bound)
         d = bound;
-    if (d > cap)
-        d = cap;
+    if (d > p->cap)
+        d = p->cap;
     return d > POLL_NS ? d : POLL_NS;
+}
+
+/* After the wait: did the arrival, somewhere in [lb, ub], fall in the
+ * predicted window? Misses make the next wait back off; auto tunes its cap. */
+static void judge(struct plan *p, struct sw_call *call, int64_t lb, int64_t ub)
+{
+    struct site *s = p->site;
+    if (p->from) {   /* clocked: the plan was made */
+        call->rhythm_ns = p->rhythm;
+        call->cap_ns = p->cap;
+    }
+    if (p->predicted) {
+        /* Found at the first test after the stretch, it came before the
+         * window; or the wake-up came later than the guard allowed, and
+         * when it came is unknown: a miss either way, and the arrival too
+         * loosely known to anchor the rhythm (the next wait backs off and
+         * finds it anew). */
+        int64_t lo = p->at - p->margin, hi = p->at + p->margin;
+        if (ub < lo || lb < p->wake) {
+            call->outcome = SW_EARLY;
+            call->miss_ns = lo - ub > 0 ? lo - ub : 0;
+        } else if (lb > hi) {
+            call->outcome = SW_LATE;
+            call->miss_ns = lb - hi;
+        } else {
+            call->outcome = SW_HIT;
+        }
+        s->distrust = call->outcome != SW_HIT;
+    } else if (call->wait_ns >= LONG_NS) {
+        s->distrust = 0;   /* one long wait backed off: predict again */
+    }
+    if (sw_cfg.mode == SW_AUTO && !p->predicted && call->sleeps > 0 && call->notice_ns >= 0) {
+        double allowed = sw_cfg.target * (double)call->wait_ns;
+        if ((double)call->notice_ns > allowed && s->cap_ns > MIN_CAP_NS)
+            s->cap_ns /= 2;
+        else if ((double)call->notice_ns < allowed / 2 && s->cap_ns < sw_cfg.cap_ns)
+            s->cap_ns *= 2;
+        if (s->cap_ns > sw_cfg.cap_ns)
+            s->cap_ns = sw_cfg.cap_ns;
+    }
 }
 
 /* The wait after `tested` failed tests: clock, pauses, learning, telemetry. */
@@ -291,7 +356,7 @@ static __attribute__((noinline)) int wait_slow(int fn, struct site *site, sw_tes
         sw_slack_thread();
     }
     const int timed = sw_cfg.timed;
-    struct sw_call call = {.notice_ns = -1, .tests = tested};
+    struct sw_call call = {.notice_ns = -1, .tests = tested, .site = site->key};
     struct plan plan;
     plan_start(&plan, site);
     int64_t start = timed ? sw_now_ns() : -1, last_fail = -1, now = start;
@@ -306,7 +371,7 @@ static __attribute__((noinline)) int wait_slow(int fn, struct site *site, sw_tes
                 clocked = 1;
             }
             last_fail = now;
-            int64_t d = pause_ns(&plan, now - start);
+            int64_t d = pause_ns(&plan, now, start);
             if (d == PAUSE_YIELD) {
                 sched_yield();
                 call.yields++;
@@ -316,16 +381,15 @@ static __attribute__((noinline)) int wait_slow(int fn, struct site *site, sw_tes
                 struct timespec req = {d / 1000000000LL, d % 1000000000LL};
                 clock_nanosleep(CLOCK_MONOTONIC, 0, &req, NULL);
                 int64_t after = sw_now_ns(), slept = after - now, over = slept - d;
+                over = over > 0 ? over : 0;
                 call.sleeps++;
                 call.sleep_ns += slept;
-                call.oversleep_ns += over > 0 ? over : 0;
-                /* Exponential average (1/8) of the kernel's wake-up lateness. */
-                ts.oversleep_ns += ((over > 0 ? over : 0) - ts.oversleep_ns) / 8;
-                /* Wake-ups late by more than this are rare (a peak that
-                 * decays by 1/32 per sleep): the guard before an expected
-                 * arrival, so that the rank is awake for it. */
-                ts.oversleep_hi = over > ts.oversleep_hi
-                                      ? over : ts.oversleep_hi - (ts.oversleep_hi - over) / 32;
+                call.oversleep_ns += over;
+                if (d >= LONG_SLEEP_NS) {
+                    ts.late[ts.late_head] = over;
+                    ts.late_head = (ts.late_head + 1) % LATE_RING;
+                    ts.nlate += ts.nlate < LATE_RING;
+                }
             }
         }
         rc = test(ctx, &done);
@@ -341,9 +405,10 @@ static __attribute__((noinline)) int wait_slow(int fn, struct site *site, sw_tes
         if (call.tests > 1)
             call.notice_ns = now - (last_fail >= 0 ? last_fail : start);
     }   /* else: done within the pure spin; a short wait, recorded as 0 */
-    if (rc == MPI_SUCCESS)
-        remember(site, call.wait_ns, call.notice_ns, call.sleeps,
-                 last_fail >= 0 ? last_fail : 0, plan.expect > 1);
+    if (rc == MPI_SUCCESS) {
+        judge(&plan, &call, last_fail, now);
+        remember(site, start, call.wait_ns, last_fail, now);
+    }
     if (timed)
         sw_record(fn, &call);
     return rc;

@@ -5,6 +5,7 @@
  * telemetry.c per-function counters (atomics) and the JSON file at finalize
  * init.c      MPI_Init/Init_thread/Finalize: identity check, timer slack
  * recv_cache.c persistent receive requests reused per call site
+ * rhythm.c    the fit that predicts a call site's next arrival
  * wrap_p2p.c, wrap_coll.c, wrap_fortran.c   the interposed MPI entry points
  */
 #ifndef SHOALWAIT_H
@@ -77,6 +78,25 @@ int sw_wait(int fn, const void *site, sw_test_fn test, void *ctx);
 /* sw_wait() on one request (PMPI_Test), the common case, made lean. */
 int sw_wait_request(int fn, const void *site, MPI_Request *req, MPI_Status *status);
 
+/* The last SW_HISTORY values of one quantity of a call site, and the fit
+ * that predicts the next one (rhythm.c). */
+#define SW_HISTORY 8
+struct sw_series {
+    int64_t v[SW_HISTORY];
+    int n, head;            /* values held; where the next one goes */
+};
+struct sw_fit {
+    int64_t next;           /* the next value, extrapolated */
+    int64_t margin;         /* how far off it may be, from the spread of the fit */
+    int64_t median;         /* the typical value */
+};
+void sw_series_push(struct sw_series *s, int64_t x);
+/* 0 while the series is too short to predict anything. */
+int sw_series_fit(const struct sw_series *s, struct sw_fit *f);
+
+/* What became of a call's prediction of its arrival. */
+enum sw_outcome { SW_UNPREDICTED, SW_HIT, SW_EARLY, SW_LATE };
+
 /* Telemetry of one finished call. */
 struct sw_call {
     int64_t wait_ns;        /* from entry to completion noticed */
@@ -84,6 +104,11 @@ struct sw_call {
     int64_t oversleep_ns;   /* sleep time beyond what was asked */
     int64_t sleeps, yields, tests;
     int64_t notice_ns;      /* completion noticed minus last failed test; -1: first test */
+    const void *site;       /* the call site (return address) */
+    enum sw_outcome outcome;
+    int64_t miss_ns;        /* early/late: at least this far outside the predicted window */
+    int64_t rhythm_ns;      /* the site's typical interval (0: none learned) */
+    int64_t cap_ns;         /* the longest backoff sleep this call allowed (0: it never paused) */
 };
 void sw_record(int fn, const struct sw_call *call);
 

@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include "shoalwait.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -36,8 +37,80 @@ static struct counters stats[F_COUNT];
 
 #define ADD(field, v) __atomic_fetch_add(&(field), (v), __ATOMIC_RELAXED)
 
+/* Per call site: how its predictions of arrivals fared. A fixed table
+ * filled on first use (a slot is claimed with a compare-and-swap of its
+ * key); sites beyond it are counted as dropped. */
+#define SITE_SLOTS 256
+
+struct site_counters {
+    const void *key;
+    int fn;
+    int64_t calls, waits, sleeps, predicted, hits, early, late, miss_ns, miss_max_ns;
+    int64_t rhythm_ns, cap_ns;   /* as last seen */
+};
+static struct site_counters site_stats[SITE_SLOTS];
+static int64_t sites_dropped;
+
+static void max_into(int64_t *field, int64_t v)
+{
+    int64_t seen = __atomic_load_n(field, __ATOMIC_RELAXED);
+    while (v > seen &&
+           !__atomic_compare_exchange_n(field, &seen, v, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+        ;
+}
+
+static struct site_counters *site_slot(const void *key, int fn)
+{
+    uintptr_t h = ((uintptr_t)key ^ ((uintptr_t)key >> 17)) * 0x9E3779B97F4A7C15ULL;
+    for (int i = 0; i < SITE_SLOTS; i++) {
+        struct site_counters *s = &site_stats[((h >> 56) + (uintptr_t)i) & (SITE_SLOTS - 1)];
+        const void *k = __atomic_load_n(&s->key, __ATOMIC_ACQUIRE);
+        if (!k) {
+            const void *none = NULL;
+            if (__atomic_compare_exchange_n(&s->key, &none, key, 0, __ATOMIC_ACQ_REL,
+                                            __ATOMIC_ACQUIRE)) {
+                __atomic_store_n(&s->fn, fn, __ATOMIC_RELAXED);
+                return s;
+            }
+            k = none;
+        }
+        if (k == key)
+            return s;
+    }
+    return NULL;
+}
+
+static void record_site(int fn, const struct sw_call *c)
+{
+    struct site_counters *s = site_slot(c->site, fn);
+    if (!s) {
+        ADD(sites_dropped, 1);
+        return;
+    }
+    ADD(s->calls, 1);
+    if (c->tests > 1)
+        ADD(s->waits, 1);
+    if (c->sleeps)
+        ADD(s->sleeps, c->sleeps);
+    if (c->outcome != SW_UNPREDICTED) {
+        ADD(s->predicted, 1);
+        int64_t *n = c->outcome == SW_HIT ? &s->hits : c->outcome == SW_EARLY ? &s->early : &s->late;
+        ADD(*n, 1);
+        if (c->outcome != SW_HIT) {
+            ADD(s->miss_ns, c->miss_ns);
+            max_into(&s->miss_max_ns, c->miss_ns);
+        }
+    }
+    if (c->cap_ns > 0) {   /* a wait that paused: what it planned with */
+        __atomic_store_n(&s->rhythm_ns, c->rhythm_ns, __ATOMIC_RELAXED);
+        __atomic_store_n(&s->cap_ns, c->cap_ns, __ATOMIC_RELAXED);
+    }
+}
+
 void sw_record(int fn, const struct sw_call *c)
 {
+    if (c->site)
+        record_site(fn, c);
     struct counters *s = &stats[fn];
     ADD(s->calls, 1);
     ADD(s->wait_ns, c->wait_ns);
@@ -58,11 +131,7 @@ void sw_record(int fn, const struct sw_call *c)
         for (uint64_t v = (uint64_t)c->notice_ns; v > 1 && k < BUCKETS - 1; v >>= 1)
             k++;
         ADD(s->notice_hist[k], 1);
-        int64_t seen = __atomic_load_n(&s->notice_max_ns, __ATOMIC_RELAXED);
-        while (c->notice_ns > seen &&
-               !__atomic_compare_exchange_n(&s->notice_max_ns, &seen, c->notice_ns, 1,
-                                            __ATOMIC_RELAXED, __ATOMIC_RELAXED))
-            ;
+        max_into(&s->notice_max_ns, c->notice_ns);
     }
 }
 
@@ -91,6 +160,42 @@ extern struct rusage sw_init_usage;
 static double seconds_since(struct timeval now, struct timeval then)
 {
     return (double)(now.tv_sec - then.tv_sec) + (double)(now.tv_usec - then.tv_usec) / 1e6;
+}
+
+/* One object per call site that was called: the object file and offset
+ * of the call (the same in every rank, unlike the address), the nearest
+ * exported symbol if any, and how its predictions fared. */
+static void write_sites(FILE *f)
+{
+    const char *sep = "\n";
+    for (int i = 0; i < SITE_SLOTS; i++) {
+        struct site_counters *s = &site_stats[i];
+        if (!s->key)
+            continue;
+        Dl_info info = {0};
+        int found = dladdr(s->key, &info);
+        const char *object = found && info.dli_fname ? info.dli_fname : "";
+        const char *base = strrchr(object, '/');
+        fprintf(f, "%s    {\"function\": \"%s\", \"object\": ", sep, sw_fn_names[s->fn]);
+        json_string(f, base ? base + 1 : object);
+        fprintf(f, ", \"offset\": \"0x%lx\", \"symbol\": ",
+                (unsigned long)((uintptr_t)s->key - (found ? (uintptr_t)info.dli_fbase : 0)));
+        if (found && info.dli_sname)
+            json_string(f, info.dli_sname);
+        else
+            fputs("null", f);
+        fprintf(f, ", \"calls\": %lld, \"waits\": %lld, \"sleeps\": %lld, "
+                   "\"predicted\": %lld, \"hits\": %lld, \"early\": %lld, \"late\": %lld, "
+                   "\"miss_s\": %.9f, \"miss_max_s\": %.9f, \"rhythm_s\": %.9f, "
+                   "\"cap_s\": %.9f}",
+                (long long)s->calls, (long long)s->waits, (long long)s->sleeps,
+                (long long)s->predicted, (long long)s->hits, (long long)s->early,
+                (long long)s->late, s->miss_ns / 1e9, s->miss_max_ns / 1e9, s->rhythm_ns / 1e9,
+                s->cap_ns / 1e9);
+        sep = ",\n";
+    }
+    if (*sep == ',')
+        fputs("\n  ", f);
 }
 
 void sw_telemetry_write(int rank, int size)
@@ -154,7 +259,9 @@ void sw_telemetry_write(int rank, int size)
         fputs("]}", f);
         sep = ",\n";
     }
-    fputs("\n  }\n}\n", f);
+    fputs("\n  },\n  \"sites\": [", f);
+    write_sites(f);
+    fprintf(f, "],\n  \"sites_dropped\": %lld\n}\n", (long long)sites_dropped);
     if (fclose(f) != 0 || rename(tmp, path) != 0)
         fprintf(stderr, "shoalwait: rank %d cannot write telemetry to %s: %s\n", rank, path,
                 strerror(errno));

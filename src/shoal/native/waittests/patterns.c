@@ -6,8 +6,11 @@
  *             --pause s; rank 1 receives with Probe+Recv (003 Figure 1a) and
  *             samples its own CPU load every --sample s
  *   gaps      D: gaps grow x--factor from --start to --max (or are all
- *             --fixed); rank 1 reports each message's reaction time
- *             (receive return minus send time, one clock on one host)
+ *             --fixed, or drift from --fixed by x--drift per message, or are
+ *             drawn from an exponential distribution of mean --poisson with
+ *             --seed: Poisson arrivals); rank 1 reports each message's
+ *             reaction time (receive return minus send time, one clock on
+ *             one host)
  *   pingpong  back-to-back --size byte round trips; half round trip time
  *   idle      rank 1 blocks in MPI_Recv for --seconds with nothing arriving
  *   full, burstdsm, lock
@@ -131,16 +134,27 @@ static void gaps(int argc, char **argv)
 {
     double start = wt_arg(argc, argv, "--start", 1e-9), factor = wt_arg(argc, argv, "--factor", 1.05);
     double max = wt_arg(argc, argv, "--max", 0.13), fixed = wt_arg(argc, argv, "--fixed", 0);
+    double drift = wt_arg(argc, argv, "--drift", 1), mean = wt_arg(argc, argv, "--poisson", 0);
+    uint64_t seed = (uint64_t)wt_arg(argc, argv, "--seed", 1);
     int count = (int)wt_arg(argc, argv, "--count", 0);
     int bytes = (int)wt_arg(argc, argv, "--size", 1024);
     if (bytes < (int)sizeof(double))
         bytes = sizeof(double);
     if (count <= 0)
-        count = fixed > 0 ? 100 : (int)ceil(log(max / start) / log(factor)) + 1;
+        count = fixed > 0 || mean > 0 ? 100 : (int)ceil(log(max / start) / log(factor)) + 1;
     double *gap = malloc(sizeof(double) * count), *lat = malloc(sizeof(double) * count);
-    double g = start;
-    for (int i = 0; i < count; i++, g *= factor)
-        gap[i] = fixed > 0 ? fixed : g;
+    double g = start, d = fixed;
+    seed = seed ? seed : 1;
+    for (int i = 0; i < count; i++, g *= factor, d *= drift) {
+        if (mean > 0) {
+            /* xorshift64*: the same gaps for a seed on every host and MPI */
+            seed ^= seed >> 12, seed ^= seed << 25, seed ^= seed >> 27;
+            double u = (double)((seed * 2685821657736338717ULL) >> 11) / 9007199254740992.0;
+            gap[i] = -mean * log(1 - u);
+        } else {
+            gap[i] = fixed > 0 ? d : g;
+        }
+    }
     char *buf = calloc(1, bytes);
     MPI_Barrier(MPI_COMM_WORLD);
     if (rank == 0) {
