@@ -8,9 +8,13 @@ noisy machine hits all of them alike, and prints ratios.
 from __future__ import annotations
 
 import argparse
+import ctypes
 import statistics
 import sys
+import time
 from pathlib import Path
+
+import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
@@ -29,10 +33,29 @@ def mpis(spec: str):
     return [discover.resolve(s) for s in spec.split(",") if s]
 
 
-def run(mpi, mode: str | None, ranks: int, args: list[str]) -> dict:
+def run(mpi, mode: str | None, ranks: int, args: list[str], telemetry_dir=None) -> dict:
     """One run of shoal-waittest; mode None runs without the library."""
-    data, _, _ = run_program(mpi, Contender(mode or "none", mode), ranks, args)
+    data, _, _ = run_program(mpi, Contender(mode or "none", mode), ranks, args,
+                             telemetry_dir=telemetry_dir)
     return data
+
+
+class _Timespec(ctypes.Structure):
+    _fields_ = [("tv_sec", ctypes.c_long), ("tv_nsec", ctypes.c_long)]
+
+
+def sleep_lateness(seconds: float, count: int) -> np.ndarray:
+    """How late clock_nanosleep(seconds) ends, `count` times (s): the floor
+    under any waiter that sleeps, measured on this host in the same run."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(29, 1, 0, 0, 0)   # PR_SET_TIMERSLACK: 1 ns, as libshoalwait asks
+    req = _Timespec(int(seconds), int((seconds % 1) * 1e9))
+    late = np.empty(count)
+    for i in range(count):
+        t0 = time.monotonic_ns()
+        libc.clock_nanosleep(1, 0, ctypes.byref(req), None)   # CLOCK_MONOTONIC
+        late[i] = (time.monotonic_ns() - t0) * 1e-9 - seconds
+    return late
 
 
 def median(values) -> float:

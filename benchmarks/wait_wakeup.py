@@ -20,34 +20,15 @@ added p99 of a mode is a difference of two tails this machine decides.
 
 from __future__ import annotations
 
-import ctypes
 import os
-import time
 
 import numpy as np
 
-from wait_common import median, mpis, parser, run, verdict
+from wait_common import median, mpis, parser, run, sleep_lateness, verdict
 
 MODES = ["busy", "backoff", "auto", "linear:1,1000,1", "sleep:100"]
 GAPS = [float(g) for g in os.environ.get("WAIT_GAPS", "0.001,0.002,0.005").split(",")]
 SKIP = 10   # the first messages teach the learned modes the pattern
-
-
-class _Timespec(ctypes.Structure):
-    _fields_ = [("tv_sec", ctypes.c_long), ("tv_nsec", ctypes.c_long)]
-
-
-def sleep_lateness(seconds: float, count: int) -> np.ndarray:
-    """How late clock_nanosleep(seconds) ends, `count` times (s)."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(29, 1, 0, 0, 0)   # PR_SET_TIMERSLACK: 1 ns, as libshoalwait asks
-    req = _Timespec(int(seconds), int((seconds % 1) * 1e9))
-    late = np.empty(count)
-    for i in range(count):
-        t0 = time.monotonic_ns()
-        libc.clock_nanosleep(1, 0, ctypes.byref(req), None)   # CLOCK_MONOTONIC
-        late[i] = (time.monotonic_ns() - t0) * 1e-9 - seconds
-    return late
 
 
 def main() -> None:

@@ -34,11 +34,11 @@ def test_periodic_arrivals_are_predicted(any_mpi, tmp_path, mode):
     # Learning takes the first ~6 arrivals; most later ones are predicted and hit.
     assert site["predicted"] >= 20 and site["hits"] >= 15
     assert site["hits"] > site["early"] + site["late"]
-    # The cap is tied to the rhythm (1/16 of it; auto may tune it lower),
+    # The cap is tied to the rhythm (1/32 of it; auto may tune it lower),
     # not the configured 10 ms.
-    assert 0.05e-3 <= site["cap_s"] <= 1.15 * 0.03 / 16
+    assert 0.05e-3 <= site["cap_s"] <= 1.15 * 0.03 / 32
     if mode == "backoff":
-        assert site["cap_s"] == pytest.approx(0.03 / 16, rel=0.15)
+        assert site["cap_s"] == pytest.approx(0.03 / 32, rel=0.15)
     # A wait backing off sleeps ~50 times in backoff, ~100 in auto (sleeps
     # of 1/8 or 1/20 of the time waited, then of the cap); a predicted one
     # sleeps one stretch and a few short sleeps in its window.
@@ -52,10 +52,12 @@ def test_poisson_arrivals_are_not_predicted_and_the_cap_follows_the_mean(any_mpi
     assert site["waits"] >= 55   # a message can be there already after a short gap
     # Exponential gaps leave no narrow window to sleep towards.
     assert site["predicted"] <= 3
-    # The typical interval is the median gap (0.03 ln 2 = 21 ms), and the
-    # backoff's cap 1/16 of it: the cap, not a prediction, bounds the delay.
-    assert 0.008 < site["rhythm_s"] < 0.05
-    assert site["cap_s"] == pytest.approx(site["rhythm_s"] / 16, rel=0.01)
+    # The typical interval between the arrivals that end long waits (a
+    # wait shorter than 1/8 of the recent longest counts as within a burst),
+    # and the backoff's cap 1/32 of it: the cap, not a prediction, bounds
+    # the delay.
+    assert 0.01 < site["rhythm_s"] < 0.1
+    assert site["cap_s"] == pytest.approx(site["rhythm_s"] / 32, rel=0.01)
     assert line["cpu_s"] < 0.25 * line["wall_s"]
 
 
@@ -63,11 +65,22 @@ def test_bursts_and_pauses_the_pause_is_predicted(any_mpi, tmp_path):
     """003's Experiment A: bursts of 10 messages, then a pause. The probe
     that waits out the pause learns the cycle; the nine other messages of
     each burst are there at once."""
-    site, _ = _site(any_mpi, tmp_path, "backoff", "burst", "--cycles", "16", "--burst", "10",
-                    "--pause", "0.08", "--sample", "0.5")
+    site, _ = _site(any_mpi, tmp_path, "backoff", "burst", "--cycles", "14", "--burst", "10",
+                    "--pause", "0.2", "--sample", "0.5")
     assert site["function"] == "MPI_Probe"
-    assert site["calls"] == 16 * 10 + 1
-    assert site["predicted"] >= 6 and site["hits"] > site["early"] + site["late"]
+    assert site["calls"] == 14 * 10 + 1
+    # The pauses set the rhythm, not the waits inside a burst (which a
+    # crowded machine stretches to milliseconds), and the cap follows it.
+    assert site["rhythm_s"] == pytest.approx(0.2, rel=0.3)
+    assert site["cap_s"] == pytest.approx(site["rhythm_s"] / 32, rel=0.01)
+    if any_mpi.kind == "mpich":
+        # The burst's messages are there at once: the cycle is regular and
+        # most pauses are predicted, and hit.
+        assert site["predicted"] >= 5 and site["hits"] > site["early"] + site["late"]
+    # Under Open MPI an MPI_Iprobe that finds nothing makes progress and
+    # still reports "no" (docs/wait.md), so a burst's messages are found
+    # one wait apart, and on a crowded machine the cycle they end becomes
+    # too irregular to predict every time: no bound on its hits here.
 
 
 def test_drifting_rhythm_is_followed(any_mpi, tmp_path):

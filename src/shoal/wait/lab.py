@@ -30,6 +30,7 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable
 
 from shoal import proc
@@ -100,12 +101,14 @@ def scenario(experiment: str, quick: bool) -> tuple[int, list[str]]:
 
 
 def run_program(mpi: MPIInstall, contender: Contender, ranks: int, args: list[str],
-                timeout_s: float = 300) -> tuple[dict[str, Any], float, float]:
-    """Run one scenario; return (its JSON result, start, end monotonic times)."""
+                timeout_s: float = 300,
+                telemetry_dir: Path | None = None) -> tuple[dict[str, Any], float, float]:
+    """Run one scenario; return (its JSON result, start, end monotonic times).
+    With ``telemetry_dir`` the library writes its rank files there."""
     exe = build.build("waittests", mpi)
     job = Job(mpi, ranks, [str(exe), *args], rank_env=dict(contender.env))
     if contender.mode is not None:
-        job = apply(job, contender.mode)
+        job = apply(job, contender.mode, telemetry_dir)
     t0 = time.monotonic()
     try:
         done = job.run(timeout=timeout_s)

@@ -12,11 +12,14 @@ started without shoal is never run in another mode than asked either::
                                   003's adaptive receive: sleeps grow by DSTEP
                                   from DMIN to DMAX, restarting on every call
                                   (default 1,1000,1: 1 ns steps to 1 us)
-    backoff[:SPIN_US,CAP_US]      spin, then sleeps learned per call site and
-                                  growing exponentially (default 50,10000)
-    auto[:TARGET]                 backoff whose cap is tuned online so the
-                                  added wake-up delay stays under TARGET x
-                                  the wait (default 0.05)
+    backoff[:SPIN_US,CAP_US]      spin where waits are short; sleep through
+                                  the gap to the arrival each call site's
+                                  rhythm predicts; else sleeps growing
+                                  exponentially up to a cap that follows the
+                                  rhythm, at most CAP_US (default 50,10000)
+    auto[:TARGET]                 backoff whose cap is also tuned online so
+                                  the added wake-up delay stays under
+                                  TARGET x the wait (default 0.05)
 """
 
 from __future__ import annotations

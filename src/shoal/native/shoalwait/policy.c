@@ -12,7 +12,7 @@
  *            window as wide as the rhythm's own spread; with no usable
  *            rhythm, or past the window (a miss), sleeps double from 1 us,
  *            each at most 1/8 of the time waited and at most a cap tied
- *            to the rhythm (1/16 of the site's typical interval, at most
+ *            to the rhythm (1/32 of the site's typical interval, at most
  *            cap_ns).
  *   auto     backoff whose cap is also tuned per call site after every wait
  *            so the delay noticed after completion stays under target x wait.
@@ -36,7 +36,7 @@ int64_t sw_now_ns(void)
 #define LONG_NS 1000000   /* waits at least this long carry the site's rhythm (shorter: a burst) */
 #define LOOSE_DIV 8       /* an arrival known to within 1/8 of its wait is learned from */
 #define MIN_MARGIN_NS 20000    /* the window around a prediction is never narrower */
-#define RHYTHM_CAP_DIV 16      /* the backoff cap: 1/16 of the site's typical interval */
+#define RHYTHM_CAP_DIV 32      /* the backoff cap: 1/32 of the site's typical interval */
 #define MIN_CAP_NS 50000       /* ... and never below this */
 #define MAX_PERIODS 16    /* a rhythm not seen for this many periods is stale */
 #define LATE_RING 32      /* recent lateness of long sleeps, per thread */
@@ -159,8 +159,13 @@ static void remember(struct site *s, int64_t start, int64_t wait_ns, int64_t lb,
     s->longest = wait_ns > longest ? wait_ns : longest;
     if (wait_ns < s->longest / 8)
         return;
-    if (s->anchor_ns && at > s->anchor_ns)   /* shared out over the loose arrivals between */
-        sw_series_push(&s->intervals, (at - s->anchor_ns) / (s->since + 1));
+    if (s->anchor_ns && at > s->anchor_ns) {   /* shared out over the loose arrivals between */
+        int64_t iv = (at - s->anchor_ns) / (s->since + 1);
+        struct sw_fit f;
+        /* After a long silence the rhythm resumes: no interval spans it. */
+        if (!sw_series_fit(&s->intervals, &f) || iv <= MAX_PERIODS * f.median)
+            sw_series_push(&s->intervals, iv);
+    }
     s->anchor_ns = at;
     s->anchor_u = u;
     s->since = 0;
@@ -207,9 +212,10 @@ static void plan_clock(struct plan *p, int64_t start)
     struct site *s = p->site;
     struct sw_fit fi, fw;
     int fit_i = sw_series_fit(&s->intervals, &fi), fit_w = sw_series_fit(&s->waits, &fw);
-    /* The cap follows the typical wait (all of them, bursts included: a
-     * cap too short costs wake-ups, one too long costs late notices). */
-    p->rhythm = fit_w ? fw.median : fit_i ? fi.median : 0;
+    /* The cap follows the typical interval between the arrivals that end
+     * pauses (a burst's inner waits would make it short, and a pause cost
+     * a thousand wake-ups), else the typical wait. */
+    p->rhythm = fit_i ? fi.median : fit_w ? fw.median : 0;
     int by_period = fit_i && s->anchor_ns && fi.next > 0, by_wait = fit_w && fw.next > 0;
     if (p->rhythm > 0) {
         int64_t cap = p->rhythm / RHYTHM_CAP_DIV;
