@@ -1,0 +1,77 @@
+/* shoal-work: one MPI program holding shoal's workloads.
+ *
+ * Every workload runs the same problem at every rank count, times its
+ * phases (compute, communication, rank-0-only serial part), and under
+ * --check compares its parallel result with a serial reference computed on
+ * rank 0 after the timed part. See docs/work.md. */
+#ifndef SHOAL_WORK_H
+#define SHOAL_WORK_H
+
+#include <mpi.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdint.h>
+
+typedef struct {
+    const char *size;       /* the workload's size knob, as given */
+    int check;              /* compare with the serial reference on rank 0 */
+    int corrupt;            /* damage the parallel result before the check (tests the check) */
+    const char *output_dir; /* rank 0 writes the result's files here (NULL: none) */
+    const char *aes;        /* edge: "openssl", "software" or "auto" */
+} wk_opts;
+
+typedef struct {
+    /* This rank's phase times, seconds. */
+    double compute_s, comm_s, serial_s;
+    /* Rank 0: end of the timed part (shoal clock), set by wk_timed_end(). */
+    double t_end;
+    /* Rank 0: units of work done (pixels, alignments, frames, images, ops, keys). */
+    double work;
+    /* Rank 0: "pass", "fail" or "off", and why it failed. */
+    const char *check;
+    char check_detail[256];
+    /* Rank 0: FNV-1a 64 of the result, so runs can be compared. */
+    uint64_t digest;
+    /* Rank 0: workload-specific fields, a JSON object body ("\"k\":v,..."), may be empty. */
+    char extra[1024];
+} wk_result;
+
+typedef struct {
+    const char *name;
+    const char *unit;         /* what "work" counts, singular */
+    const char *default_size;
+    const char *description;
+    /* Check the size text; 0 if valid, else fill err. Sets *memory_B to the
+     * most one rank holds (for "does it fit the device"). */
+    int (*parse)(const char *size, double *memory_B, char *err, size_t errlen);
+    void (*run)(const wk_opts *opts, wk_result *res, MPI_Comm comm);
+} wk_workload;
+
+extern const wk_workload wk_raytrace, wk_msa, wk_videostream, wk_edge, wk_ep, wk_is;
+
+/* Timing helpers: the shoal clock (shoal_clock.h). */
+double wk_now(void);
+void wk_timed_end(wk_result *res);
+
+/* Result bookkeeping. */
+void wk_fail(wk_result *res, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void wk_extra(wk_result *res, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+uint64_t wk_fnv1a(uint64_t h, const void *data, size_t n);
+#define WK_FNV_INIT 1469598103934665603ULL
+
+/* Block partition of n items over p ranks: [*lo, *hi) for rank r. */
+void wk_block(long n, int p, int r, long *lo, long *hi);
+
+/* Memory that must not fail (a failed allocation aborts the job with a message). */
+void *wk_alloc(size_t n);
+void *wk_zalloc(size_t n);
+
+/* Rank 0 writes a file into opts->output_dir (no-op without one). */
+void wk_write_file(const wk_opts *opts, const char *name, const void *data, size_t n);
+/* Open a text file in the output directory for writing (NULL without one). */
+FILE *wk_open_text(const wk_opts *opts, const char *name);
+
+/* Parse "123" or "123K/M/G" into a count; 0 on success. */
+int wk_parse_count(const char *text, long *out);
+
+#endif
