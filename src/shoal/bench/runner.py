@@ -214,7 +214,7 @@ def start(request: BenchRequest, command: list[str], out: Path | None) -> tuple[
     the_plan = plan(request)
     run = Run.create("bench", command, out, request=request.to_manifest(),
                      mpi=the_plan.mpi.describe(), host=hostfacts.collect(),
-                     transport_env=_transport_env())
+                     transport_env=transport_env())
     return run, the_plan
 
 
@@ -251,7 +251,7 @@ def measure(run: Run, the_plan: Plan, events: Events | None = None) -> None:
         described = run.manifest.get("clusters", {})
         described[request.config_label] = where.describe()
         run.update_manifest(clusters=described)
-        with _energy(request, where, run) as meter:
+        with energy_meter(request, where, run) as meter:
             sweep = Sweep(run, the_plan.program, request.options, events or Events(), meter)
             for placement in the_plan.placements:
                 config = _config(the_plan, where, placement)
@@ -305,8 +305,9 @@ def _config(the_plan: Plan, where: "clusters.Cluster", placement: Placement) -> 
 
 
 @contextlib.contextmanager
-def _energy(request: BenchRequest, where: "clusters.Cluster", run: Run) -> Iterator[Any]:
-    """A power meter for the sweep, or None when power is not asked for."""
+def energy_meter(request: Any, where: "clusters.Cluster", run: Run) -> Iterator[Any]:
+    """A power meter for the request's runs (``power``, ``idle_s``), or None when
+    power is not asked for."""
     if not request.power:
         yield None
         return
@@ -316,7 +317,7 @@ def _energy(request: BenchRequest, where: "clusters.Cluster", run: Run) -> Itera
         yield meter
 
 
-def _transport_env() -> dict[str, str]:
+def transport_env() -> dict[str, str]:
     """MPI transport settings in the environment: they change what is measured."""
     from shoal.mpi import kinds
 

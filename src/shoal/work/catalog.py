@@ -1,0 +1,89 @@
+"""The workloads shoal can run, as the workload program describes them.
+
+The program's ``--list`` output names every workload, what its work is
+counted in and its default size; ``--describe NAME:SIZE`` checks a size and
+says how much memory a rank needs for it. Sizes have two aliases here:
+``default`` and ``small`` (seconds on one core, and a size for tests).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from shoal.errors import ShoalError
+
+# Sizes that run in well under a second at any rank count (tests, quick looks).
+SMALL_SIZES = {
+    "raytrace": "48",
+    "msa": "S12-L40",
+    "videostream": "96x64x6",
+    "edge": "6@64x48",
+    "ep": "M18",
+    "is": "S",
+}
+# Short unit names for rendering; the data keep units per second.
+SHORT_UNITS = {"pixel": "px", "alignment": "aln", "frame": "frames", "image": "img", "op": "op",
+               "key": "keys"}
+
+
+@dataclass(frozen=True)
+class Workload:
+    name: str
+    unit: str  # what one unit of work is: pixel, alignment, frame, image, op, key
+    default_size: str
+    description: str
+
+    def metric(self, per_second: float) -> str:
+        """Throughput for people: 3 significant digits with an SI prefix (12.3 Mop/s)."""
+        unit = SHORT_UNITS.get(self.unit, self.unit)
+        for scale, prefix in ((1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, "")):
+            if abs(per_second) >= scale or scale == 1.0:
+                return f"{per_second / scale:.3g} {prefix}{unit}/s"
+        return ""
+
+
+@functools.lru_cache(maxsize=8)
+def load(program: Path) -> tuple[Workload, ...]:
+    entries = _ask(program, ["--list"])
+    return tuple(Workload(e["name"], e["unit"], e["default_size"], e["description"]) for e in entries)
+
+
+def find(workloads: tuple[Workload, ...], name: str) -> Workload:
+    for workload in workloads:
+        if workload.name == name.lower():
+            return workload
+    raise ShoalError(f"unknown workload '{name}'; known: {', '.join(w.name for w in workloads)} "
+                     "(shoal work --list)")
+
+
+def resolve_size(workload: Workload, size: str | None) -> str:
+    if size in (None, "", "default"):
+        return workload.default_size
+    if size == "small":
+        return SMALL_SIZES[workload.name]
+    return size
+
+
+def describe(program: Path, workload: Workload, size: str) -> dict:
+    """Check a size with the program; returns {"size", "memory_per_rank_B"}."""
+    answer = _ask(program, ["--describe", f"{workload.name}:{size}"], allow_exit=(2,))
+    if not answer.get("valid"):
+        raise ShoalError(f"{answer.get('error', 'invalid size')}")
+    return answer
+
+
+def _ask(program: Path, args: list[str], allow_exit: tuple[int, ...] = ()) -> dict | list:
+    try:
+        out = subprocess.run([str(program), *args], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise ShoalError(f"cannot run the workload program {program}: {exc}") from exc
+    if out.returncode != 0 and out.returncode not in allow_exit:
+        raise ShoalError(f"workload program {program} {' '.join(args)} failed: {out.stderr.strip()[:200]}")
+    try:
+        return json.loads(out.stdout)
+    except json.JSONDecodeError as exc:
+        raise ShoalError(f"workload program {program} {' '.join(args)} printed invalid JSON ({exc})") from exc
