@@ -1,0 +1,84 @@
+"""`shoal work` end to end: real MPI runs, the run directory, energy, bad input."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+from shoal.errors import ShoalError
+from shoal.work import runner
+
+
+def shoal(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "shoal", *args], capture_output=True, text=True,
+                          timeout=300, env=dict(os.environ))
+
+
+def test_work_writes_a_run_with_phases_and_energy(tmp_path):
+    out = tmp_path / "run"
+    proc = shoal("work", "ep", "--size", "small", "-n", "1,2", "--reps", "1", "--check",
+                 "--power", "model:2,6", "--out", str(out), "--json")
+    assert proc.returncode == 0, proc.stderr
+    payload = json.loads(proc.stdout)
+    assert payload["run"] == str(out) and payload["failures"] == []
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["kind"] == "work" and manifest["status"] == "complete"
+    assert manifest["workload"]["name"] == "ep" and manifest["workload"]["size"] == "M18"
+    results = pd.read_csv(out / "results.csv")
+    assert len(results) == 2 and results["point_id"].is_unique
+    assert sorted(results["ranks"]) == [1, 2]
+    assert (results["check"] == "pass").all()
+    assert (results["work"] == 2.0 ** 19).all()
+    # Phases are parts of the run; throughput is work over time; energy is over the timed part.
+    assert (results["compute_s"] <= results["time_s"] * 1.01).all()
+    assert results["throughput_per_s"].values == pytest.approx((results["work"] / results["time_s"]).values,
+                                                                rel=1e-6)
+    assert (results["energy_J"] > 0).all() and (results["power_kind"] == "modelled").all()
+    assert results["energy_per_unit_J"].values == pytest.approx(
+        (results["energy_J"] / results["work"]).values)
+    assert len(json.loads(results.loc[results["ranks"] == 2, "rank_compute_s"].iloc[0])) == 2
+    summary = pd.read_csv(out / "summary.csv")
+    assert list(summary["ranks"]) == [1, 2] and list(summary["reps"]) == [1, 1]
+    assert summary.loc[0, "speedup"] == 1.0
+    assert (summary["time_min_s"] <= summary["time_median_s"]).all()
+
+
+def test_a_failed_check_is_kept_and_reported(tmp_path, monkeypatch):
+    out = tmp_path / "run"
+    request = runner.WorkRequest(workload="is", size="S", reps=1, check=True, ranks=[2])
+    run, plan = runner.start(request, ["test"], out)
+    monkeypatch.setattr(runner, "program_args", lambda p: [str(p.program), "--runs", "is:S",
+                                                           "--check", "--corrupt"])
+    runner.execute(run, plan)
+    rows = run.rows("results")
+    assert len(rows) == 1 and rows[0]["check"] == "fail" and "serial sort" in rows[0]["check_detail"]
+    assert run.manifest["status"] == "complete-with-failures"
+
+
+@pytest.mark.parametrize("args, message", [
+    (["nosuch"], "unknown workload 'nosuch'"),
+    (["msa", "--size", "S2-L3"], "msa size 'S2-L3'"),
+    (["ep", "--size", "Q"], "ep size 'Q'"),
+    (["ep", "--nodes", "1..2"], "--nodes needs a cluster"),
+    (["ep", "-n", "0"], "--ranks 0"),
+    (["ep", "--emulate", "2xminnowboard", "--nodes", "1..3"], "the cluster has only 2 nodes"),
+    (["ep", "--reps", "0"], "--reps must be at least 1"),
+])
+def test_bad_input_is_one_line_and_exit_2(args, message, capsys):
+    from shoal.cli import main
+
+    assert main(["work", *args]) == 2
+    err = capsys.readouterr().err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], err
+
+
+def test_a_size_beyond_memory_is_refused(monkeypatch):
+    monkeypatch.setattr(runner, "_host_memory_B", lambda: 64e6)
+    with pytest.raises(ShoalError, match="needs about .* per rank, more than this machine"):
+        runner.plan(runner.WorkRequest(workload="raytrace", size="4096", ranks=[4]))
