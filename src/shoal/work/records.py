@@ -18,7 +18,8 @@ RESULT_COLUMNS = [
     "point_id", "config", "nodes", "ranks", "workload", "size", "rep",
     "time_s", "compute_s", "comm_s", "serial_s", "compute_mean_s", "comm_mean_s",
     "work", "unit", "throughput_per_s", "data_B", "check", "check_detail", "digest",
-    "t_start_mono_s", "t_end_mono_s", "wait_mode", "rank_compute_s", "rank_comm_s", "extra",
+    "t_start_mono_s", "t_end_mono_s", "wait_mode", "cpu_s", "rank_compute_s", "rank_comm_s",
+    "rank_cpu_s", "extra",
     # Power columns stay empty when power is not measured.
     "power_source", "power_kind", "power_mean_W", "energy_J", "idle_power_W", "energy_net_J",
     "energy_partial", "energy_per_unit_J", "energy_per_B_J", "throughput_per_W",
@@ -65,6 +66,9 @@ def result_row(record: dict[str, Any], config: str, nodes: int, rep: int,
         "wait_mode": wait_mode,
         "rank_compute_s": json.dumps(compute),
         "rank_comm_s": json.dumps(comm),
+        # Rank 0's CPU seconds over the run (absent under --check, whose reference it would count).
+        "cpu_s": float(record["rank_cpu_s"][0]) if record.get("rank_cpu_s") else "",
+        "rank_cpu_s": json.dumps(record.get("rank_cpu_s") or []),
         "extra": json.dumps(extra, sort_keys=True),
     }
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import signal
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +30,8 @@ from shoal.work import catalog, records
 
 # Seconds a run may take beyond its start-up before it counts as hung.
 DEFAULT_TIMEOUT_S = 900.0
+# Time for MPI (and an emulated cluster's launcher) to start the ranks.
+STARTUP_GRACE_S = 60.0
 
 
 @dataclass
@@ -214,16 +217,11 @@ def _one(run: Run, the_plan: Plan, placement: Placement, rep: int, make_job, nod
     verbose.show(cmd, env_add)
     pid = records.point_id(placement.label, placement.nodes, placement.ranks, the_plan.workload.name,
                            the_plan.size, rep)
-    try:
-        proc = subprocess.run(cmd, env=job.popen_env(), capture_output=True, text=True,
-                              timeout=request.timeout_s + 60, start_new_session=True)
-        failure = None
-    except subprocess.TimeoutExpired:
-        proc, failure = None, ("timeout", f"no result within {request.timeout_s:.0f} s")
-    record = _result_record(proc.stdout) if proc else None
-    if proc is not None and record is None:
-        tail = " | ".join(line.strip() for line in proc.stderr.splitlines()[-3:] if line.strip())
-        failure = ("crashed", tail or f"exit status {proc.returncode}")
+    stdout, stderr, failure = _launch(cmd, job.popen_env(), request.timeout_s + STARTUP_GRACE_S)
+    record = _result_record(stdout) if failure is None else None
+    if failure is None and record is None:
+        tail = " | ".join(line.strip() for line in stderr.splitlines()[-3:] if line.strip())
+        failure = ("crashed", tail or "no result printed")
     if failure:
         run.append("failures", [{"point_id": pid, "config": placement.label, "nodes": placement.nodes,
                                  "ranks": placement.ranks, "workload": the_plan.workload.name,
@@ -237,6 +235,23 @@ def _one(run: Run, the_plan: Plan, placement: Placement, rep: int, make_job, nod
                                                      node_names))
     run.append("results", [row], columns=records.RESULT_COLUMNS)
     events.run_done(row)
+
+
+def _launch(cmd: list[str], env: dict[str, str], timeout_s: float) -> tuple[str, str, tuple[str, str] | None]:
+    """Run one job; on timeout stop mpiexec and every rank it started (its session)."""
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout_s)
+        return stdout, stderr, None
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        return "", "", ("timeout", f"no result within {timeout_s:.0f} s")
+    except KeyboardInterrupt:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        raise
 
 
 def _result_record(stdout: str) -> dict[str, Any] | None:
