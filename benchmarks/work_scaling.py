@@ -19,13 +19,13 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import subprocess
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from entry import run_main  # noqa: E402
 
+from shoal import proc  # noqa: E402
 from shoal.errors import ShoalError  # noqa: E402
 from shoal.mpi import build, discover  # noqa: E402
 from shoal.mpi.launch import Job  # noqa: E402
@@ -38,12 +38,12 @@ TABLE_I = ["S100-L1500", "S200-L300", "S300-L200", "S500-L200", "S200-L500", "S5
 
 def once(mpi, program, ranks: int, item: str) -> dict:
     job = Job(mpi=mpi, ranks=ranks, argv=[str(program), "--runs", item])
-    argv, _ = job.command()
-    proc = subprocess.run(argv, env=job.popen_env(), capture_output=True, text=True, timeout=1800)
-    for line in proc.stdout.splitlines():
+    argv, env_add = job.command()
+    done = proc.run(argv, env=job.popen_env(), show_env=env_add, timeout=1800, what=item)
+    for line in done.stdout.splitlines():
         if line.startswith("{") and json.loads(line).get("type") == "result":
             return json.loads(line)
-    raise ShoalError(f"{item} at {ranks} ranks printed no result: {proc.stderr.strip()[-300:]}")
+    raise ShoalError(f"{item} at {ranks} ranks printed no result: {done.tail()}")
 
 
 def spread(values: list[float]) -> float:

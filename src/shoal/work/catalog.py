@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import functools
 import json
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from shoal import proc
 from shoal.errors import ShoalError
 
 # Sizes that run in well under a second at any rank count (tests, quick looks).
@@ -77,10 +77,7 @@ def describe(program: Path, workload: Workload, size: str) -> dict:
 
 
 def _ask(program: Path, args: list[str], allow_exit: tuple[int, ...] = ()) -> dict | list:
-    try:
-        out = subprocess.run([str(program), *args], capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise ShoalError(f"cannot run the workload program {program}: {exc}") from exc
+    out = proc.run([str(program), *args], timeout=30, what=f"workload program {program}")
     if out.returncode != 0 and out.returncode not in allow_exit:
         raise ShoalError(f"workload program {program} {' '.join(args)} failed: {out.stderr.strip()[:200]}")
     try:

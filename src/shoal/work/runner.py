@@ -13,14 +13,12 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import signal
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
 from shoal import cluster as clusters
-from shoal import hostfacts, verbose
+from shoal import hostfacts, proc
 from shoal.bench.runner import Placement, cluster_size, energy_meter, transport_env
 from shoal.errors import ShoalError
 from shoal.mpi import build, discover
@@ -214,14 +212,17 @@ def _one(run: Run, the_plan: Plan, placement: Placement, rep: int, make_job, nod
     request = the_plan.request
     job = make_job(program_args(the_plan))
     cmd, env_add = job.command()
-    verbose.show(cmd, env_add)
     pid = records.point_id(placement.label, placement.nodes, placement.ranks, the_plan.workload.name,
                            the_plan.size, rep)
-    stdout, stderr, failure = _launch(cmd, job.popen_env(), request.timeout_s + STARTUP_GRACE_S)
-    record = _result_record(stdout) if failure is None else None
-    if failure is None and record is None:
-        tail = " | ".join(line.strip() for line in stderr.splitlines()[-3:] if line.strip())
-        failure = ("crashed", tail or "no result printed")
+    record, failure = None, None
+    try:
+        result = proc.run(cmd, env=job.popen_env(), show_env=env_add,
+                          timeout=request.timeout_s + STARTUP_GRACE_S, what="the workload job")
+        record = _result_record(result.stdout)
+        if record is None:
+            failure = ("crashed", result.tail() or f"exit status {result.returncode}, no result printed")
+    except proc.CommandTimeout:
+        failure = ("timeout", f"no result within {request.timeout_s:.0f} s")
     if failure:
         run.append("failures", [{"point_id": pid, "config": placement.label, "nodes": placement.nodes,
                                  "ranks": placement.ranks, "workload": the_plan.workload.name,
@@ -235,23 +236,6 @@ def _one(run: Run, the_plan: Plan, placement: Placement, rep: int, make_job, nod
                                                      node_names))
     run.append("results", [row], columns=records.RESULT_COLUMNS)
     events.run_done(row)
-
-
-def _launch(cmd: list[str], env: dict[str, str], timeout_s: float) -> tuple[str, str, tuple[str, str] | None]:
-    """Run one job; on timeout stop mpiexec and every rank it started (its session)."""
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
-    try:
-        stdout, stderr = proc.communicate(timeout=timeout_s)
-        return stdout, stderr, None
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()
-        return "", "", ("timeout", f"no result within {timeout_s:.0f} s")
-    except KeyboardInterrupt:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()
-        raise
 
 
 def _result_record(stdout: str) -> dict[str, Any] | None:
