@@ -81,6 +81,23 @@ def sample_rows(pid: str, samples: list[float]) -> list[dict[str, Any]]:
     return [{"point_id": pid, "rep": i, "time_s": t} for i, t in enumerate(samples)]
 
 
+def add_power(row: dict[str, Any], energy: dict[str, Any], duration_s: float) -> tuple[float, float]:
+    """The power columns every measuring table shares (source, kind, mean power,
+    energy, gaps, idle baseline and energy above it); returns (energy_J, power_W)."""
+    energy_J = float(energy["energy_J"])
+    power_W = float(energy["mean_power_W"])
+    row["power_source"] = energy.get("source", "")
+    row["power_kind"] = energy.get("kind", "")
+    row["power_mean_W"] = power_W
+    row["energy_J"] = energy_J
+    row["energy_partial"] = bool(energy.get("partial", False))
+    idle = energy.get("idle_power_W")
+    if idle not in (None, ""):
+        row["idle_power_W"] = float(idle)
+        row["energy_net_J"] = max(0.0, efficiency.above_idle(energy_J, float(idle), duration_s))
+    return energy_J, power_W
+
+
 def add_energy(row: dict[str, Any], energy: dict[str, Any] | None) -> None:
     """Fill the power columns of a row from one energy measurement of its point.
 
@@ -93,17 +110,7 @@ def add_energy(row: dict[str, Any], energy: dict[str, Any] | None) -> None:
         return
     duration = float(row["t_end_mono_s"]) - float(row["t_start_mono_s"])
     ops = float(row["reps"]) * float(row["ops_per_rep"] or 1)
-    energy_J = float(energy["energy_J"])
-    power_W = float(energy["mean_power_W"])
-    row["power_source"] = energy.get("source", "")
-    row["power_kind"] = energy.get("kind", "")
-    row["power_mean_W"] = power_W
-    row["energy_J"] = energy_J
-    row["energy_partial"] = bool(energy.get("partial", False))
-    idle = energy.get("idle_power_W")
-    if idle not in (None, ""):
-        row["idle_power_W"] = float(idle)
-        row["energy_net_J"] = max(0.0, efficiency.above_idle(energy_J, float(idle), duration))
+    energy_J, power_W = add_power(row, energy, duration)
     if ops > 0:
         row["energy_per_op_J"] = efficiency.energy_per_op(energy_J, ops)
         if row["bytes_per_op_B"]:

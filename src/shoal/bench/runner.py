@@ -25,8 +25,28 @@ from shoal.mpi import build, discover
 from shoal.runs.store import Run
 
 
+class Where:
+    """Where a request's ranks run: an emulated cluster (``emulate``), an
+    inventory (``cluster``), or this machine. Shared by bench and work requests."""
+
+    emulate: str | None
+    cluster: str | None
+
+    @property
+    def on_cluster(self) -> bool:
+        return bool(self.emulate or self.cluster)
+
+    @property
+    def config_label(self) -> str:
+        if self.emulate:
+            return self.emulate
+        if self.cluster:
+            return Path(self.cluster).stem
+        return "local"
+
+
 @dataclass
-class BenchRequest:
+class BenchRequest(Where):
     """Everything that defines a benchmark sweep (saved in the manifest)."""
 
     tests: str = "mpbench,imb"
@@ -57,17 +77,6 @@ class BenchRequest:
         data["options"] = Options(**data.get("options", {}))
         return cls(**data)
 
-    @property
-    def on_cluster(self) -> bool:
-        return bool(self.emulate or self.cluster)
-
-    @property
-    def config_label(self) -> str:
-        if self.emulate:
-            return self.emulate
-        if self.cluster:
-            return Path(self.cluster).stem
-        return "local"
 
 
 @dataclass(frozen=True)
@@ -127,13 +136,16 @@ def cluster_size(request: BenchRequest) -> int:
     return len(inventory.load(request.cluster).nodes)
 
 
-def _placements(request: BenchRequest) -> list[Placement]:
+def config_placements(request: Any, every_count: bool = False) -> list[Placement]:
+    """One placement per ``ranks`` on this machine, or per ``nodes`` count on a
+    cluster (by default all its nodes; ``every_count``: 1..all)."""
     label = request.config_label
     if not request.on_cluster:
         return [Placement(label, 1, r) for r in request.ranks]
     size = cluster_size(request)
+    default = f"1..{size}" if every_count else str(size)
     return [Placement(label, n, request.ranks_per_node)
-            for n in clusters.parse_nodes(request.nodes or str(size), size)]
+            for n in clusters.parse_nodes(request.nodes or default, size)]
 
 
 def plan(request: BenchRequest, placements: list[Placement] | None = None) -> Plan:
@@ -151,7 +163,7 @@ def plan(request: BenchRequest, placements: list[Placement] | None = None) -> Pl
         raise ShoalError("no rank counts given; use e.g. --ranks 2 or --ranks 2,4")
     if request.nodes and not request.on_cluster:
         raise ShoalError("--nodes needs a cluster: add --emulate 4xminnowboard or --cluster FILE")
-    placements = placements or _placements(request)
+    placements = placements or config_placements(request)
     sizes = grammar.parse("--sizes", grammar.sizes, request.sizes)
     _check_ranks(request, placements, 2 * max(sizes) + request.options.flush_B)
     if request.power:

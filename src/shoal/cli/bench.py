@@ -10,6 +10,7 @@ from shoal.bench import heterogeneity, runner
 from shoal.bench.sizes import DEFAULT_SIZES, QUICK_SIZES
 from shoal.bench.sweep import Options
 from shoal.cli._progress import Progress
+from shoal.cli._where import add_energy, add_where
 from shoal.errors import ShoalError
 from shoal.inputs import options as typed
 from shoal.inputs import ranklimit
@@ -48,24 +49,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="seconds after which a point counts as hung (default 4*budget+20)")
     p.add_argument("--quick", action="store_true",
                    help=f"fast sweep: sizes {QUICK_SIZES}, CI 5%%, budget 0.2 s")
-    where = p.add_argument_group("where ranks run (default: this machine)")
-    where.add_argument("--emulate", type=typed.text, default=None, metavar="SPEC",
-                       help="emulated cluster of devices, e.g. 4xminnowboard or 4xminnowboard+1xnuc")
-    where.add_argument("--link", type=typed.text, default=None,
-                       help="link of every emulated device: ethernet-100m, gigabit, wifi-n, docsis-27m")
-    where.add_argument("--cluster", type=typed.text, default=None, metavar="FILE", help="inventory file (TOML)")
-    where.add_argument("--nodes", default=None, type=typed.COUNTS_TEXT,
-                       help="node counts to sweep on the cluster: 1..4, 1,2,4,6 (default: all nodes)")
-    where.add_argument("--ranks-per-node", type=typed.whole(1, MAX_SLOTS), default=1, help="ranks on each node (default 1)")
-    energy = p.add_argument_group("energy and waiting")
-    energy.add_argument("--power", default=None, type=typed.POWER_SPEC, metavar="SOURCE",
-                        help="record joules per point: auto, rapl, hwmon, battery, http:URL#path, "
-                             "log:FILE, model[:IDLE_W,BUSY_W] (emulated devices: their profile model)")
-    energy.add_argument("--idle", type=typed.SECONDS_OR_ZERO_NUMBER, default=0.0, metavar="SECONDS",
-                        help="measure the idle baseline this long before the sweep and report "
-                             "energy above it")
-    energy.add_argument("--wait", default=None, type=typed.WAIT_MODE, metavar="MODE",
-                        help="run ranks under libshoalwait: busy, yield, sleep:US, linear, backoff, auto")
+    add_where(p, nodes_default="all nodes")
+    add_energy(p, per="point")
     p.add_argument("--out", type=typed.out_dir, default=None, help="run directory (default runs/bench-<time>)")
     p.add_argument("--resume", type=typed.run_dir, default=None, metavar="RUN",
                    help="continue an interrupted run, measuring only missing points")

@@ -9,7 +9,9 @@ import sys
 from pathlib import Path
 
 from shoal import render
+from shoal.cli._where import add_energy, add_where
 from shoal.errors import ShoalError
+from shoal.inputs import options as typed
 
 ORDER = 12
 
@@ -21,33 +23,20 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "the serial reference and energy per run.")
     p.add_argument("workload", nargs="?", help="raytrace, msa, videostream, edge, ep or is")
     p.add_argument("--list", action="store_true", help="list the workloads and their default sizes")
-    p.add_argument("--size", default=None,
+    p.add_argument("--size", type=typed.text, default=None,
                    help="the workload's size (see --list), or 'small' / 'default'")
-    p.add_argument("--reps", type=int, default=3, help="repetitions per rank count (default 3)")
+    p.add_argument("--reps", type=typed.whole(1, 100000), default=3, help="repetitions per rank count (default 3)")
     p.add_argument("--check", action="store_true",
                    help="compare every parallel result with the serial reference (untimed)")
-    p.add_argument("-n", "--ranks", default="1", help="ranks on this machine: 4, 1..4 or 1,2,4 (default 1)")
-    p.add_argument("--mpi", default=None, help="mpich (default), openmpi, system, or a path to an MPI")
+    p.add_argument("-n", "--ranks", type=typed.COUNTS_TEXT, default="1", help="ranks on this machine: 4, 1..4 or 1,2,4 (default 1)")
+    p.add_argument("--mpi", type=typed.text, default=None, help="mpich (default), openmpi, system, or a path to an MPI")
     p.add_argument("--aes", default="auto", choices=("auto", "openssl", "software"),
                    help="edge: AES implementation (default auto: OpenSSL's libcrypto if it loads)")
-    p.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
+    p.add_argument("--timeout", type=typed.SECONDS_NUMBER, default=None, metavar="SECONDS",
                    help="a run taking longer counts as hung (default 900)")
-    where = p.add_argument_group("where ranks run (default: this machine)")
-    where.add_argument("--emulate", default=None, metavar="SPEC",
-                       help="emulated cluster of devices, e.g. 4xminnowboard")
-    where.add_argument("--link", default=None, help="link of every emulated device, e.g. ethernet-100m")
-    where.add_argument("--cluster", default=None, metavar="FILE", help="inventory file (TOML)")
-    where.add_argument("--nodes", default=None, help="node counts on the cluster: 1..4 (default: 1..all)")
-    where.add_argument("--ranks-per-node", type=int, default=1, help="ranks on each node (default 1)")
-    energy = p.add_argument_group("energy and waiting")
-    energy.add_argument("--power", default=None, metavar="SOURCE",
-                        help="joules per run: auto, rapl, hwmon, battery, http:URL#path, log:FILE, "
-                             "model[:IDLE_W,BUSY_W] (emulated devices: their profile model)")
-    energy.add_argument("--idle", type=float, default=0.0, metavar="SECONDS",
-                        help="measure the idle baseline this long first and report energy above it")
-    energy.add_argument("--wait", default=None, metavar="MODE",
-                        help="run ranks under libshoalwait: busy, yield, sleep:US, linear, backoff, auto")
-    p.add_argument("--out", type=Path, default=None, help="run directory (default runs/work-<time>)")
+    add_where(p, nodes_default="1..all")
+    add_energy(p, per="run")
+    p.add_argument("--out", type=typed.out_dir, default=None, help="run directory (default runs/work-<time>)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON instead of a table")
     p.set_defaults(func=run)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from shoal.bench.records import add_power
 from shoal.power import efficiency
 
 RESULT_COLUMNS = [
@@ -77,17 +78,7 @@ def add_energy(row: dict[str, Any], energy: dict[str, Any] | None) -> None:
     """Fill the power columns from one energy measurement over the run's timed part."""
     if not energy:
         return
-    energy_J = float(energy["energy_J"])
-    power_W = float(energy["mean_power_W"])
-    row["power_source"] = energy.get("source", "")
-    row["power_kind"] = energy.get("kind", "")
-    row["power_mean_W"] = power_W
-    row["energy_J"] = energy_J
-    row["energy_partial"] = bool(energy.get("partial", False))
-    idle = energy.get("idle_power_W")
-    if idle not in (None, ""):
-        row["idle_power_W"] = float(idle)
-        row["energy_net_J"] = max(0.0, efficiency.above_idle(energy_J, float(idle), row["time_s"]))
+    energy_J, power_W = add_power(row, energy, row["time_s"])
     if row["work"] > 0:
         row["energy_per_unit_J"] = efficiency.energy_per_op(energy_J, row["work"])
     if row["data_B"]:

@@ -19,7 +19,7 @@ from typing import Any, Callable
 
 from shoal import cluster as clusters
 from shoal import hostfacts, proc
-from shoal.bench.runner import Placement, cluster_size, energy_meter, transport_env
+from shoal.bench.runner import Placement, Where, config_placements, energy_meter, transport_env
 from shoal.errors import ShoalError
 from shoal.mpi import build, discover
 from shoal.mpi.launch import Job
@@ -33,7 +33,7 @@ STARTUP_GRACE_S = 60.0
 
 
 @dataclass
-class WorkRequest:
+class WorkRequest(Where):
     """Everything that defines a workload run (saved in the manifest)."""
 
     workload: str
@@ -57,18 +57,6 @@ class WorkRequest:
     def to_manifest(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
-    @property
-    def on_cluster(self) -> bool:
-        return bool(self.emulate or self.cluster)
-
-    @property
-    def config_label(self) -> str:
-        if self.emulate:
-            return self.emulate
-        if self.cluster:
-            return Path(self.cluster).stem
-        return "local"
-
 
 @dataclass
 class Plan:
@@ -91,15 +79,6 @@ class Events:
 
     run_done: Callable[[dict[str, Any]], None] = lambda row: None
     run_failed: Callable[[Placement, int, str], None] = lambda placement, rep, reason: None
-
-
-def _placements(request: WorkRequest) -> list[Placement]:
-    label = request.config_label
-    if not request.on_cluster:
-        return [Placement(label, 1, r) for r in request.ranks]
-    size = cluster_size(request)
-    return [Placement(label, n, request.ranks_per_node)
-            for n in clusters.parse_nodes(request.nodes or f"1..{size}", size)]
 
 
 def _host_memory_B() -> float | None:
@@ -135,7 +114,7 @@ def plan(request: WorkRequest) -> Plan:
         from shoal.wait import parse_mode
 
         parse_mode(request.wait)
-    placements = _placements(request)
+    placements = config_placements(request, every_count=True)
     mpi = discover.resolve(request.mpi)
     program = build.build("work", mpi)
     workload = catalog.find(catalog.load(program), request.workload)

@@ -44,6 +44,14 @@ uint64_t wk_fnv1a(uint64_t h, const void *data, size_t n)
     return h;
 }
 
+uint64_t wk_mix(uint64_t z)
+{
+    z += 0x9e3779b97f4a7c15ULL;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
 void wk_block(long n, int p, int r, long *lo, long *hi)
 {
     *lo = n * r / p;

@@ -21,14 +21,6 @@
 #define TRAIN 2000
 #define K 5
 
-static uint64_t mix(uint64_t z) /* splitmix64's finaliser: a counter-based generator */
-{
-    z += 0x9e3779b97f4a7c15ULL;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
 static int edge_dims(const char *size, long *images, int *w, int *h)
 {
     char tail;
@@ -51,18 +43,18 @@ static int edge_parse(const char *size, double *mem, char *err, size_t n)
 }
 
 /* The class pattern: 8x8 luminance cells, 0..255. */
-static int pattern(int cls, int cell) { return (int)(mix((uint64_t)cls * 977 + (uint64_t)cell) % 256); }
+static int pattern(int cls, int cell) { return (int)(wk_mix((uint64_t)cls * 977 + (uint64_t)cell) % 256); }
 
-static int image_class(long i) { return (int)(mix(0xC1A55ULL ^ (uint64_t)i) % CLASSES); }
+static int image_class(long i) { return (int)(wk_mix(0xC1A55ULL ^ (uint64_t)i) % CLASSES); }
 
 /* Capture: the class pattern upscaled to WxH, per-pixel noise, RGB. */
 static void capture(long i, int w, int h, uint8_t *img)
 {
     int cls = image_class(i);
-    uint64_t base = mix(0x1A4E ^ (uint64_t)i);
+    uint64_t base = wk_mix(0x1A4E ^ (uint64_t)i);
     for (int y = 0; y < h; y++)
         for (int x = 0; x < w; x++) {
-            uint64_t r = mix(base + (uint64_t)y * (uint64_t)w + (uint64_t)x);
+            uint64_t r = wk_mix(base + (uint64_t)y * (uint64_t)w + (uint64_t)x);
             int lum = pattern(cls, (y * 8 / h) * 8 + x * 8 / w) + (int)(r % 121) - 60;
             lum = lum < 0 ? 0 : lum > 255 ? 255 : lum;
             uint8_t *px = img + 3 * ((size_t)y * w + x);
@@ -92,7 +84,7 @@ static void training_set(int (*x)[FEATURES], int *label)
     for (int t = 0; t < TRAIN; t++) {
         label[t] = t % CLASSES;
         for (int c = 0; c < FEATURES; c++) {
-            int v = pattern(label[t], c) + (int)(mix(0x7EA1ULL * (uint64_t)(t + 1) + (uint64_t)c) % 81) - 40;
+            int v = pattern(label[t], c) + (int)(wk_mix(0x7EA1ULL * (uint64_t)(t + 1) + (uint64_t)c) % 81) - 40;
             x[t][c] = v < 0 ? 0 : v > 255 ? 255 : v;
         }
     }

@@ -25,10 +25,9 @@ typedef struct { int n; int *len; char **seq; } seqset;
 
 static uint64_t rng_next(uint64_t *s) /* splitmix64 */
 {
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
+    uint64_t r = wk_mix(*s);
+    *s += 0x9e3779b97f4a7c15ULL;
+    return r;
 }
 
 static int msa_dims(const char *size, int *n, int *l)

@@ -26,14 +26,6 @@ typedef struct { int frame; int line[TOP][3]; } vs_result; /* rho index, theta i
 
 static int cos_q[NTHETA], sin_q[NTHETA];
 
-static uint64_t mix(uint64_t z)
-{
-    z += 0x9e3779b97f4a7c15ULL;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
 static int vs_dims(const char *size, int *w, int *h, long *frames)
 {
     char tail;
@@ -60,9 +52,9 @@ static int vs_parse(const char *size, double *mem, char *err, size_t n)
 static void make_frame(long f, int w, int h, uint8_t *img)
 {
     for (long i = 0; i < (long)w * h; i++)
-        img[i] = (uint8_t)(20 + mix((uint64_t)f * 0x100000001ULL + (uint64_t)i) % 24);
+        img[i] = (uint8_t)(20 + wk_mix((uint64_t)f * 0x100000001ULL + (uint64_t)i) % 24);
     for (int l = 0; l < 6; l++) {
-        uint64_t r = mix(0x11E5ULL * (uint64_t)(l + 1) + (uint64_t)f / 8);
+        uint64_t r = wk_mix(0x11E5ULL * (uint64_t)(l + 1) + (uint64_t)f / 8);
         int x0 = (int)(r % (uint64_t)w), y0 = (int)((r >> 20) % (uint64_t)h);
         int dx = (int)((r >> 40) % 2001) - 1000, dy = (int)((r >> 52) % 2001) - 1000;
         dx += (int)(f % 8) * 17;

@@ -57,6 +57,8 @@ void wk_timed_end(wk_result *res);
 void wk_fail(wk_result *res, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void wk_extra(wk_result *res, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 uint64_t wk_fnv1a(uint64_t h, const void *data, size_t n);
+/* splitmix64's step: a counter-based generator, wk_mix(seed + i) for the i-th number. */
+uint64_t wk_mix(uint64_t z);
 #define WK_FNV_INIT 1469598103934665603ULL
 
 /* Block partition of n items over p ranks: [*lo, *hi) for rank r. */

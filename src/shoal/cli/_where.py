@@ -1,0 +1,34 @@
+"""Option groups every command that runs MPI jobs shares: where ranks run,
+and energy and waiting."""
+
+from __future__ import annotations
+
+import argparse
+
+from shoal.inputs import options as typed
+from shoal.inputs.grammar import MAX_SLOTS
+
+
+def add_where(p: argparse.ArgumentParser, nodes_default: str) -> None:
+    where = p.add_argument_group("where ranks run (default: this machine)")
+    where.add_argument("--emulate", type=typed.text, default=None, metavar="SPEC",
+                       help="emulated cluster of devices, e.g. 4xminnowboard or 4xminnowboard+1xnuc")
+    where.add_argument("--link", type=typed.text, default=None,
+                       help="link of every emulated device: ethernet-100m, gigabit, wifi-n, docsis-27m")
+    where.add_argument("--cluster", type=typed.text, default=None, metavar="FILE",
+                       help="inventory file (TOML)")
+    where.add_argument("--nodes", default=None, type=typed.COUNTS_TEXT,
+                       help=f"node counts to sweep on the cluster: 1..4, 1,2,4,6 (default: {nodes_default})")
+    where.add_argument("--ranks-per-node", type=typed.whole(1, MAX_SLOTS), default=1,
+                       help="ranks on each node (default 1)")
+
+
+def add_energy(p: argparse.ArgumentParser, per: str) -> None:
+    energy = p.add_argument_group("energy and waiting")
+    energy.add_argument("--power", default=None, type=typed.POWER_SPEC, metavar="SOURCE",
+                        help=f"record joules per {per}: auto, rapl, hwmon, battery, http:URL#path, "
+                             "log:FILE, model[:IDLE_W,BUSY_W] (emulated devices: their profile model)")
+    energy.add_argument("--idle", type=typed.SECONDS_OR_ZERO_NUMBER, default=0.0, metavar="SECONDS",
+                        help="measure the idle baseline this long first and report energy above it")
+    energy.add_argument("--wait", default=None, type=typed.WAIT_MODE, metavar="MODE",
+                        help="run ranks under libshoalwait: busy, yield, sleep:US, linear, backoff, auto")
