@@ -60,22 +60,7 @@ def test_a_failed_check_is_kept_and_reported(tmp_path, monkeypatch):
     assert run.manifest["status"] == "complete-with-failures"
 
 
-@pytest.mark.parametrize("args, message", [
-    (["nosuch"], "unknown workload 'nosuch'"),
-    (["msa", "--size", "S2-L3"], "msa size 'S2-L3'"),
-    (["ep", "--size", "Q"], "ep size 'Q'"),
-    (["ep", "--nodes", "1..2"], "--nodes needs a cluster"),
-    (["ep", "-n", "0"], "--ranks 0"),
-    (["ep", "--emulate", "2xminnowboard", "--nodes", "1..3"], "the cluster has only 2 nodes"),
-    (["ep", "--reps", "0"], "--reps must be at least 1"),
-])
-def test_bad_input_is_one_line_and_exit_2(args, message, capsys):
-    from shoal.cli import main
-
-    assert main(["work", *args]) == 2
-    err = capsys.readouterr().err
-    lines = err.strip().splitlines()
-    assert len(lines) == 1 and message in lines[0], err
+# Bad input to shoal work: tests/badinput/cases/work-*.toml.
 
 
 def test_a_size_beyond_memory_is_refused(monkeypatch):

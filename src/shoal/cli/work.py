@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 
 from shoal import render
 from shoal.cli._where import add_energy, add_where
