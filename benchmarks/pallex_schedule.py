@@ -75,25 +75,22 @@ def forward_reference(app, result, timeline, work, eager: bool) -> dict[str, flo
     sources = [n for n in app.order if not app.inputs(n)]
     delta = statistics.median(result.stages[n].report["result"]["t_ready"] - spawn[n] for n in sources)
     start, sent, exited = {}, {}, {}
-    for name in app.order:
+
+    def earliest(name: str) -> float:
         ready = max([0.0, *[timeline.get(u, 0.0) for u in app.stages[name].units]])
         events = [ready] + [exited[p] for p in app.ordering_needs(name)]
         if app.inputs(name) and not eager:
             events.append(min(sent[e.src] for e in app.inputs(name)))
-        start[name] = max(events)
+        return max(events)
+
+    for name in app.order:
+        start[name] = earliest(name)
         begin = max([start[name] + delta, *[sent[e.src] for e in app.inputs(name)]])
-        sent[name] = begin + work[name]
-        exited[name] = sent[name]
+        sent[name] = exited[name] = begin + work[name]
     for name in app.order:  # a sender exits once every receiver has read (started and received)
-        readers = [start[e.dst] + delta for e in app.outputs(name)]
-        exited[name] = max([sent[name], *readers])
-    # Needs met by exit may have moved: one more pass with the exits known.
-    for name in app.order:
-        ready = max([0.0, *[timeline.get(u, 0.0) for u in app.stages[name].units]])
-        events = [ready] + [exited[p] for p in app.ordering_needs(name)]
-        if app.inputs(name) and not eager:
-            events.append(min(sent[e.src] for e in app.inputs(name)))
-        start[name] = max(events)
+        exited[name] = max([sent[name], *[start[e.dst] + delta for e in app.outputs(name)]])
+    for name in app.order:  # needs met by exit may have moved: once more with the exits known
+        start[name] = earliest(name)
     return start
 
 

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import hashlib
 import os
+import random
 import socket
 import struct
 import subprocess
 import sys
 import time
-
-import numpy as np
 
 from shoal.pallex import protocol, stagefile
 from shoal.pallex.runner import Runner
@@ -44,7 +43,7 @@ def test_big_edge_to_a_receiver_that_starts_3s_after_the_sender_finished(tmp_pat
     assert b.trigger_s is not None and b.trigger_s < b.start_s  # data waited for the unit, as under systemd
     edge = result.edges[0]
     assert edge["sent_bytes"] == edge["received_bytes"] == size and edge["identical"]
-    expected = np.random.default_rng(1).integers(0, 256, size, dtype=np.uint8).tobytes()
+    expected = random.Random(1).randbytes(size)
     assert b.report["received"]["a"]["sha256"] == hashlib.sha256(expected).hexdigest()
     assert a.end_s >= b.start_s  # the sender's process lived until its data were read
     assert os.listdir(tmp_path) == [] and all(_gone(r.pid) for r in result.stages.values())

@@ -157,6 +157,22 @@ def cmd_units(args) -> int:
 
 
 # -- run -------------------------------------------------------------------------------
+def _power_spec(spec: str, device: str) -> str:
+    """``auto``: a sensor where this machine has one, else the model with the device profile's watts."""
+    if spec != "auto":
+        return spec
+    from shoal.cluster import profiles as device_profiles
+    from shoal.power import spec as power_spec
+
+    found, _ = power_spec.detect()
+    for source in found:
+        source.close()
+    profile = device_profiles.load().get(device)
+    if found or profile is None:
+        return "auto"
+    return f"model:{profile.idle_W},{profile.busy_W},cores={profile.cores}"
+
+
 def cmd_run(args) -> int:
     from shoal import hostfacts
     from shoal.pallex import boot, project, runner, stagefile
@@ -173,7 +189,7 @@ def cmd_run(args) -> int:
     if args.power != "none":
         from shoal import power
 
-        session = power.open_session(args.power).start()
+        session = power.open_session(_power_spec(args.power, profile.device)).start()
     record = Run.create("pallex-run", ["shoal", "pallex", "run", args.stages], args.out, app=app.name,
                         stage_file=app.path, profile=profile.describe(), mode=args.mode, time_scale=s,
                         host=hostfacts.collect())

@@ -15,11 +15,6 @@ from pathlib import Path
 from shoal.cluster import profiles as device_profiles
 from shoal.errors import ShoalError
 
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10
-    import tomli as tomllib  # type: ignore[no-redef]
-
 _PHASES = ("bootloader_s", "kernel_s", "bootloader_kernel_J", "systemd_ready_s", "shutdown_s", "shutdown_J")
 
 
@@ -106,21 +101,11 @@ def from_table(device: str, table: dict, where: str) -> BootProfile:
     return BootProfile(device=device, userspace=userspace, units=units, sources=sources, **values)
 
 
-def _read(path: Path) -> dict:
-    try:
-        with open(path, "rb") as fh:
-            return tomllib.load(fh)
-    except OSError as exc:
-        raise ShoalError(f"cannot read boot profile file {path}: {exc.strerror}") from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise ShoalError(f"{path}: not valid TOML ({exc})") from exc
-
-
 def load_all() -> dict[str, BootProfile]:
     """Every boot profile: built-in first, then the user's profile files."""
     out: dict[str, BootProfile] = {}
     for path in [device_profiles.BUILTIN, *device_profiles.user_files()]:
-        for device, table in (_read(path).get("boot") or {}).items():
+        for device, table in (device_profiles._read(path).get("boot") or {}).items():
             out[device] = from_table(device, table, str(path))
     return out
 
@@ -128,7 +113,7 @@ def load_all() -> dict[str, BootProfile]:
 def load(name: str) -> BootProfile:
     """A device's boot profile by name, or the single profile in a TOML file path."""
     if name.endswith(".toml") or "/" in name:
-        tables = _read(Path(name)).get("boot") or {}
+        tables = device_profiles._read(Path(name)).get("boot") or {}
         if len(tables) != 1:
             raise ShoalError(f"{name}: expected exactly one [boot.DEVICE] table, found {len(tables)}")
         device, table = next(iter(tables.items()))

@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import argparse
 import os
+import random
 import time
-
-import numpy as np
 
 from shoal.pallex.protocol import StageIO
 
@@ -40,7 +39,7 @@ def main(argv: list[str] | None = None) -> None:
                 time.sleep(3600)
         if args.fail:
             os._exit(3)
-        payload = np.random.default_rng(args.seed).integers(0, 256, args.send, dtype=np.uint8).tobytes()
+        payload = random.Random(args.seed).randbytes(args.send)  # stdlib only: a stage that starts fast
         for dst in io.output_paths:
             io.send(dst, payload)
         io.result({"t_ready": t_ready, "sent_bytes": len(payload)})
