@@ -17,6 +17,8 @@ from pathlib import Path
 
 from shoal import render
 from shoal.errors import ShoalError
+from shoal.inputs import options as typed
+from shoal.inputs.grammar import NON_NEGATIVE, POSITIVE, Bounds
 
 ORDER = 60
 
@@ -54,13 +56,13 @@ def register(subparsers) -> None:
 
     u = sub.add_parser("units", help="generate systemd units for a stage file")
     u.add_argument("stages")
-    u.add_argument("--out", required=True, help="directory for the unit files")
+    u.add_argument("--out", required=True, type=typed.out_dir, help="directory for the unit files")
     u.add_argument("--python", default=None, help="Python for {python} in commands (default: this one)")
     u.add_argument("--param", action="append", default=[], metavar="NAME=VALUE")
     u.add_argument("--socket-dir", default="/run/pallex")
     u.add_argument("--record", default=None, help="the done/deadline services also append to this file")
     u.add_argument("--no-verify", action="store_true", help="skip systemd-analyze verify")
-    u.add_argument("--root", default=None, help="also install into this root with systemctl --root and enable")
+    u.add_argument("--root", default=None, type=typed.out_dir, help="also install into this root with systemctl --root and enable")
     u.set_defaults(func=cmd_units)
 
     r = sub.add_parser("run", help="run a stage file here on a boot profile's timeline")
@@ -68,33 +70,33 @@ def register(subparsers) -> None:
     r.add_argument("--profile", default="rpi3", help="boot profile: a device (rpi3, rpi0w) or a file")
     r.add_argument("--mode", choices=("pallex", "baseline"), default="pallex")
     r.add_argument("--eager", action="store_true", help="start receivers when their units are ready")
-    r.add_argument("--time-scale", type=float, default=1.0, help="multiply the profile's times (e.g. 0.2)")
+    r.add_argument("--time-scale", type=typed.number(Bounds(0, 100, lo_open=True)), default=1.0, help="multiply the profile's times (e.g. 0.2)")
     r.add_argument("--param", action="append", default=[], metavar="NAME=VALUE")
-    r.add_argument("--power", default="auto", metavar="SPEC",
+    r.add_argument("--power", default="auto", metavar="SPEC", type=typed.POWER_SPEC,
                    help="energy of this machine's run with shoal.power (default auto); 'none' to skip")
-    r.add_argument("--out", default=None)
+    r.add_argument("--out", default=None, type=typed.out_dir)
     r.add_argument("--json", action="store_true")
     r.set_defaults(func=cmd_run)
 
     lt = sub.add_parser("lifetime", help="battery lifetime (seed 004 eq. 3) per unit configuration")
     lt.add_argument("--profile", default="rpi3")
     _battery_args(lt)
-    lt.add_argument("--plot", default=None, metavar="DIR", help="write the lifetime figure here")
+    lt.add_argument("--plot", default=None, metavar="DIR", type=typed.out_dir, help="write the lifetime figure here")
     lt.add_argument("--json", action="store_true")
     lt.set_defaults(func=cmd_lifetime)
 
     lb = sub.add_parser("lab", help="seed 004's scenarios, baseline against Pallex")
     lb.add_argument("--profile", default="rpi3")
     lb.add_argument("--scenarios", default="ic,ice,icc,icu1,icu2,icu3")
-    lb.add_argument("--rounds", type=int, default=3)
+    lb.add_argument("--rounds", type=typed.whole(1, 1000), default=3)
     lb.add_argument("--quick", action="store_true", help="one round, boot timeline at 0.3x")
-    lb.add_argument("--time-scale", type=float, default=None)
-    lb.add_argument("--host-speed", type=float, default=1.0,
+    lb.add_argument("--time-scale", type=typed.number(Bounds(0, 100, lo_open=True)), default=None)
+    lb.add_argument("--host-speed", type=typed.number(Bounds(0, 100, lo_open=True)), default=1.0,
                     help="this machine's core speed relative to the profiles' reference core (default 1)")
     lb.add_argument("--link", default="wifi-n",
                     help="link the uploads cross on the device (default wifi-n: seed 004 uploads over Wi-Fi)")
     _battery_args(lb)
-    lb.add_argument("--out", default=None)
+    lb.add_argument("--out", default=None, type=typed.out_dir)
     lb.add_argument("--json", action="store_true")
     lb.set_defaults(func=cmd_lab)
 
@@ -104,18 +106,18 @@ def register(subparsers) -> None:
     pr.add_argument("--device", default="device")
     pr.add_argument("--meter-log", default=None, metavar="CSV",
                     help="a meter's log covering the boot (wall-clock times, watts): energy per phase")
-    pr.add_argument("--bootloader-s", type=float, default=None)
+    pr.add_argument("--bootloader-s", type=typed.number(Bounds(0, 600)), default=None)
     pr.add_argument("--config", default="EU", help="name of this unit configuration (default EU)")
-    pr.add_argument("--out", default=None, metavar="FILE", help="write the [boot.DEVICE] table here")
+    pr.add_argument("--out", default=None, metavar="FILE", type=typed.out_dir, help="write the [boot.DEVICE] table here")
     pr.add_argument("--json", action="store_true")
     pr.set_defaults(func=cmd_profile)
 
 
 def _battery_args(p) -> None:
-    p.add_argument("--capacity-mAh", type=float, default=2400.0, help="default 2400 (seed 004)")
-    p.add_argument("--voltage", type=float, default=5.0, help="default 5 V (seed 004)")
-    p.add_argument("--usable", type=float, default=1.0, help="usable fraction of the capacity (default 1)")
-    p.add_argument("--sleep-W", type=float, default=0.0, help="draw while off (default 0, as eq. 3)")
+    p.add_argument("--capacity-mAh", type=typed.number(POSITIVE), default=2400.0, help="default 2400 (seed 004)")
+    p.add_argument("--voltage", type=typed.number(POSITIVE), default=5.0, help="default 5 V (seed 004)")
+    p.add_argument("--usable", type=typed.number(Bounds(0, 1, lo_open=True)), default=1.0, help="usable fraction of the capacity (default 1)")
+    p.add_argument("--sleep-W", type=typed.number(NON_NEGATIVE), default=0.0, help="draw while off (default 0, as eq. 3)")
     p.add_argument("--rates", default="1,2,5,10,12,20,30,40,50,60", help="cycles per hour")
 
 

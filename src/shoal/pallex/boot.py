@@ -101,11 +101,17 @@ def from_table(device: str, table: dict, where: str) -> BootProfile:
     return BootProfile(device=device, userspace=userspace, units=units, sources=sources, **values)
 
 
+def _read(path: Path) -> dict:
+    from shoal.inputs import schema
+
+    return schema.read_toml(path, "boot profile file", "--profile")[0]
+
+
 def load_all() -> dict[str, BootProfile]:
     """Every boot profile: built-in first, then the user's profile files."""
     out: dict[str, BootProfile] = {}
     for path in [device_profiles.BUILTIN, *device_profiles.user_files()]:
-        for device, table in (device_profiles._read(path).get("boot") or {}).items():
+        for device, table in (_read(path).get("boot") or {}).items():
             out[device] = from_table(device, table, str(path))
     return out
 
@@ -113,7 +119,7 @@ def load_all() -> dict[str, BootProfile]:
 def load(name: str) -> BootProfile:
     """A device's boot profile by name, or the single profile in a TOML file path."""
     if name.endswith(".toml") or "/" in name:
-        tables = device_profiles._read(Path(name)).get("boot") or {}
+        tables = _read(Path(name)).get("boot") or {}
         if len(tables) != 1:
             raise ShoalError(f"{name}: expected exactly one [boot.DEVICE] table, found {len(tables)}")
         device, table = next(iter(tables.items()))

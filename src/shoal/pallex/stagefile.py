@@ -141,9 +141,9 @@ def load(path: str | Path) -> App:
         raise StageFileError(f"stage file {path} does not exist; give the path of a stage file "
                              "(or a scenario name: ic, ice, icc, icu1, icu2, icu3)") from None
     except OSError as exc:
-        raise StageFileError(f"cannot read stage file {path}: {exc.strerror}") from None
+        raise StageFileError(f"cannot read stage file {path}: {exc.strerror}; give a readable stage file") from None
     except tomllib.TOMLDecodeError as exc:
-        raise StageFileError(f"{path}: not valid TOML ({exc})") from None
+        raise StageFileError(f"{path}: not valid TOML ({exc}); fix the stage file") from None
     return parse(data, str(path))
 
 
