@@ -12,8 +12,8 @@ Two DAGs, run with the real runner and the synthetic stage program:
 
 The reference is the earliest-start schedule of the same DAG, in two forms:
 ``dispatch``: from the run's own events, a stage may start at
-max(its units ready, first data waiting on an input, every need without
-data exited); ``forward``: the same rule with every event predicted from the
+max(its units ready, the first sender's connect (by the sender's clock),
+every need without data exited); ``forward``: the same rule with every event predicted from the
 unit times, the stages' work and the interpreter start-up delta measured in
 the same run (median over the stages without inputs). Residual = actual
 start - reference, per stage, median and range over interleaved rounds of
@@ -64,8 +64,11 @@ def dispatch_reference(app, result) -> dict[str, float]:
     out = {}
     for name, rec in result.stages.items():
         events = [rec.ready_s] + [result.stages[p].end_s for p in app.ordering_needs(name)]
-        if app.inputs(name) and rec.trigger_s is not None and not result.mode == "eager":
-            events.append(rec.trigger_s)
+        if app.inputs(name) and not result.mode == "eager":
+            # When the first sender connected, by its own clock: the runner's noticing it is part of the delay.
+            connects = [result.stages[e.src].report["sent"][name]["t_connect"] - result.t0_wall
+                        for e in app.inputs(name)]
+            events.append(min(connects))
         out[name] = max(events)
     return out
 
