@@ -46,6 +46,7 @@ class BootProfile:
     userspace: dict[str, Userspace]
     units: dict[str, float]  # unit -> ready time after the kernel phase (s)
     sources: dict[str, str] = field(default_factory=dict)
+    userspace_cpu_share: float = 0.0  # of the device's cores that userspace initialisation keeps busy
 
     @property
     def bootloader_kernel_s(self) -> float:
@@ -67,6 +68,7 @@ class BootProfile:
 
     def describe(self) -> dict:
         return {"device": self.device, **{k: getattr(self, k) for k in _PHASES},
+                "userspace_cpu_share": self.userspace_cpu_share,
                 "userspace": {k: {"duration_s": u.duration_s, "energy_J": u.energy_J, "source": u.source}
                               for k, u in self.userspace.items()},
                 "units": dict(self.units), "sources": dict(self.sources)}
@@ -84,6 +86,10 @@ def from_table(device: str, table: dict, where: str) -> BootProfile:
     if not isinstance(table, dict):
         raise ShoalError(f"{where}: boot profile {device!r} must be a table")
     values = {key: number(table, key, "the boot") for key in _PHASES}
+    if "userspace_cpu_share" in table:
+        values["userspace_cpu_share"] = number(table, "userspace_cpu_share", "the boot")
+        if values["userspace_cpu_share"] > 1:
+            raise ShoalError(f"{where}: boot profile {device!r}: userspace_cpu_share is a fraction, at most 1")
     userspace = {}
     for name, tab in (table.get("userspace") or {}).items():
         duration = number(tab, "duration_s", f"userspace {name!r}")

@@ -20,10 +20,15 @@ stage's unit comes later. Energy, all modelled and labelled so:
     E_after = idle_W x max(0, T_end - T_u) + (busy_W - idle_W) x cpu_after / cores
 
 CPU work during userspace initialisation costs nothing extra: the tables put
-P_usi at 96 % (RPi3) and 100 % (RPi Zero W) of busy_W already. It also
-assumes the work does not slow userspace down (true on the RPi3's four
-cores; optimistic on the single-core Zero W, whose CPU the seed reports
-~100 % busy during P_usi).
+P_usi at 96 % (RPi3) and 100 % (RPi Zero W) of busy_W already. Where the
+boot profile says userspace initialisation keeps a share c of the cores busy
+(the Zero W: c = 1), a Pallex stage's CPU work inside that window gets
+r = min(1, max(cores x (1 - c), 1/2)) of a core (1/2: the fair share of one
+core against initialisation), and initialisation is delayed by c times the
+CPU seconds the stages took inside it:
+
+    d'(s) = wait + cpu x (f / r + 1 - f),   f = part of s inside [0, T_u)
+    T_u'  = T_u + c x sum of cpu x f
 """
 
 from __future__ import annotations
@@ -98,6 +103,17 @@ def project(app: App, dem: dict[str, StageDemand], boot: BootProfile, device: De
         ready = {s: max([boot.systemd_ready_s, *[boot.unit_ready_s(u) for u in app.stages[s].units]])
                  for s in app.stages}
     plan = schedule.earliest(app, ready, durations)
+    c = boot.userspace_cpu_share if mode != "baseline" else 0.0
+    if c > 0:  # stages inside userspace initialisation share the CPU with it
+        rate = min(1.0, max(device.cores * (1.0 - c), 0.5))
+        taken = 0.0
+        for name, (start, finish) in plan.items():
+            cpu_dev = dem[name].cpu_s * host_speed / device.speed
+            inside = max(0.0, min(finish, t_u) - start) / (finish - start) if finish > start else 0.0
+            durations[name] += cpu_dev * inside * (1.0 / rate - 1.0)
+            taken += cpu_dev * inside
+        plan = schedule.earliest(app, ready, durations)
+        t_u += c * taken
     t_end = schedule.end(app, plan)
     p_usi = boot.config(app.config).power_W
     cpu_after = 0.0
