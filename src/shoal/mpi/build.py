@@ -8,6 +8,7 @@ says what it is::
     sources = ["*.c"]       # globs relative to the directory
     cflags = ["-O2"]
     libs = ["-lm"]
+    uses = ["sdsm"]         # optional: other targets whose sources are compiled in
 
 The MPI's module says what its compiler wrapper needs (environment, flags).
 The cache key holds the MPI identity (kind, version, ABI, place) and a hash
@@ -62,6 +63,12 @@ def build(target: str, mpi: MPIInstall, extra_cflags: tuple[str, ...] = ()) -> P
     tdir, spec = _target_spec(target)
     sources = _sources(tdir, spec)
     headers = sorted(tdir.glob("*.h")) + sorted((NATIVE_DIR / "common").glob("*.h"))
+    includes = [NATIVE_DIR / "common", tdir]
+    for used in spec.get("uses", []):
+        udir, uspec = _target_spec(used)
+        sources += _sources(udir, uspec)
+        headers += sorted(udir.glob("*.h"))
+        includes.append(udir)
     cflags = list(spec.get("cflags", ["-O2"])) + mpi.impl.cflags(mpi) + list(extra_cflags)
     libs = list(spec.get("libs", []))
     kind = spec.get("kind", "exe")
@@ -78,7 +85,7 @@ def build(target: str, mpi: MPIInstall, extra_cflags: tuple[str, ...] = ()) -> P
     out_dir.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{output.name}.", dir=out_dir)
     os.close(fd)
-    argv = [str(mpi.mpicc), *cflags, f"-I{NATIVE_DIR / 'common'}", f"-I{tdir}"]
+    argv = [str(mpi.mpicc), *cflags, *(f"-I{d}" for d in includes)]
     if kind == "shared":
         argv += ["-shared", "-fPIC"]
     argv += ["-o", tmp_name, *map(str, sources), *libs]
