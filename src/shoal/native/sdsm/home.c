@@ -89,6 +89,11 @@ static void reply(home_out_t *out, int *n, int op, int client, uint32_t k, uint6
 
 static int grantable(const home_chunk_t *c, int op)
 {
+#ifdef SDSM_HOME_MUTANT
+    /* a deliberately broken home, built only by the tests to show that the
+     * explorer catches a writer granted beside readers */
+    return c->owner == HOME_NONE;
+#endif
     return op == HOME_ACQ_R ? c->owner == HOME_NONE : c->owner == HOME_NONE && c->nreaders == 0;
 }
 

@@ -8,7 +8,9 @@
  *       grant is checked against its version, and at the end the logs are
  *       replayed against a sequential model: per chunk the versions written
  *       are 1..n without gaps or repeats, and the final contents are the
- *       last write's. Prints {"seeds": N, "violations": V, ...}.
+ *       last write's; every write hold (grant to release, one clock on one
+ *       host) overlaps no other hold of the same chunk.
+ *       Prints {"seeds": N, "violations": V, ...}.
  *   errors
  *       the defined error codes: double acquire, release of a chunk not
  *       held, a mismatched collective allocation, a chunk larger than MPI
@@ -24,7 +26,7 @@
 #include <string.h>
 
 typedef struct { uint64_t version, writer, seq; } stamp_t;
-typedef struct { int32_t chunk, writer; uint64_t version, seq; } logent_t;
+typedef struct { int32_t chunk, writer, write, pad; uint64_t version, seq; double t0, t1; } logent_t;
 
 static uint64_t rng_next(uint64_t *x)
 {
@@ -79,6 +81,8 @@ static long one_seed(uint64_t seed, int ops, int nservers, long *acquires)
     sdsm_chunk_t lock;
     check(sdsm_lock_create(s, &lock), "lock");
     logent_t *log = malloc(sizeof *log * (ops + 1));
+    logent_t *reads = malloc(sizeof *reads * (ops + 1));
+    int nreads = 0;
     int nlog = 0;
     if (sdsm_is_server(s)) {
         check(sdsm_serve(s), "serve");
@@ -93,10 +97,12 @@ static long one_seed(uint64_t seed, int ops, int nservers, long *acquires)
             if (what < 4) {                       /* read */
                 const void *p;
                 check(sdsm_acquire_read(s, c, &p, &v), "read");
+                double a = now_s();
                 bad += !stamp_ok(p, chunk_bytes[k], v) || v < known[k];
                 known[k] = v;
                 if (rng_next(&x) % 8 == 0)
                     sleep_s(1e-6 * (double)(rng_next(&x) % 200));
+                reads[nreads++] = (logent_t){k, me, 0, 0, v, (uint64_t)i, a, now_s()};
                 check(sdsm_release(s, c, SDSM_CLEAN), "release");
             } else if (what < 8) {                /* write, maybe under the lock */
                 int locked = what == 7;
@@ -104,12 +110,13 @@ static long one_seed(uint64_t seed, int ops, int nservers, long *acquires)
                     check(sdsm_lock(s, lock), "lock");
                 void *p;
                 check(sdsm_acquire_write(s, c, &p, &v), "write");
+                double a = now_s();
                 bad += !stamp_ok(p, chunk_bytes[k], v) || v < known[k];
                 stamp_write(p, chunk_bytes[k], v + 1, (uint64_t)me, (uint64_t)i);
                 if (rng_next(&x) % 8 == 0)
                     sleep_s(1e-6 * (double)(rng_next(&x) % 200));
+                log[nlog++] = (logent_t){k, me, 1, 0, v + 1, (uint64_t)i, a, now_s()};
                 check(sdsm_release(s, c, SDSM_DIRTY), "release");
-                log[nlog++] = (logent_t){k, me, v + 1, (uint64_t)i};
                 known[k] = v + 1;
                 if (locked)
                     check(sdsm_unlock(s, lock), "unlock");
@@ -125,7 +132,9 @@ static long one_seed(uint64_t seed, int ops, int nservers, long *acquires)
         /* gather the write logs to the first client and replay them */
         MPI_Comm cc = sdsm_client_comm(s);
         int nc = sdsm_nclients(s), *counts = NULL, *displs = NULL, total = 0;
-        int bytes = nlog * (int)sizeof *log;
+        log = realloc(log, sizeof *log * (nlog + nreads + 1));
+        memcpy(log + nlog, reads, sizeof *reads * nreads);
+        int bytes = (nlog + nreads) * (int)sizeof *log;
         if (me == 0) {
             counts = malloc(sizeof(int) * nc);
             displs = malloc(sizeof(int) * nc);
@@ -143,17 +152,24 @@ static long one_seed(uint64_t seed, int ops, int nservers, long *acquires)
         check(sdsm_barrier(s), "barrier");
         if (me == 0) {
             int n = total / (int)sizeof *log;
+            /* holds of one chunk: a write overlaps no other hold */
+            for (int i = 0; i < n; i++)
+                for (int j = i + 1; j < n; j++)
+                    if (all[i].chunk == all[j].chunk && (all[i].write || all[j].write) &&
+                        all[i].writer != all[j].writer &&
+                        all[i].t0 < all[j].t1 && all[j].t0 < all[i].t1)
+                        bad++;
             for (int k = 0; k < NCH; k++) {
                 /* versions 1..m each written exactly once */
                 uint64_t m = 0;
                 for (int j = 0; j < n; j++)
-                    if (all[j].chunk == k && all[j].version > m)
+                    if (all[j].write && all[j].chunk == k && all[j].version > m)
                         m = all[j].version;
                 uint8_t *seen = calloc(m + 1, 1);
                 int last_writer = -1;
                 uint64_t last_seq = 0;
                 for (int j = 0; j < n; j++)
-                    if (all[j].chunk == k) {
+                    if (all[j].write && all[j].chunk == k) {
                         bad += seen[all[j].version]++ != 0;
                         if (all[j].version == m) {
                             last_writer = all[j].writer;
@@ -180,6 +196,7 @@ static long one_seed(uint64_t seed, int ops, int nservers, long *acquires)
         }
     }
     free(log);
+    free(reads);
     check(sdsm_finalize(&s), "sdsm_finalize");
     long total_bad = 0;
     MPI_Allreduce(&bad, &total_bad, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);

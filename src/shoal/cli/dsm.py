@@ -1,0 +1,250 @@
+"""`shoal dsm`: seed 003's S-DSM programs on libshoalsdsm.
+
+    shoal dsm run APP [--wait MODE] [--mpi M] [--impl sdsm|mpi|seq] [-n N]
+                      [--preset NAME] [--json] [-- PROGRAM OPTIONS]
+        one program (full, burst, lock, hough, video) under a wait mode; prints
+        each rank's time split (user code, S-DSM code, MPI wait, sleep) and,
+        with a Table 1 preset, each device's modelled power
+    shoal dsm lab [--experiments E,F,G] [--modes ...] [--mpi mpich,openmpi]
+                  [--rounds R] [--quick]
+        Experiments E, F and G side by side for every contender, interleaved
+        rounds; Table 2 in the seed's columns plus J/frame
+
+Program options after -- go to shoal-sdsm as they are (e.g. -- --writes 500,
+-- --frames 20 --thetas 180); see docs/dsm.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from shoal.errors import Interrupted, ShoalError
+from shoal.hostfacts import collect
+from shoal.mpi import discover
+from shoal.runs.store import Run
+from shoal.wait.modes import MODES_HELP, parse_mode
+
+ORDER = 37
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("dsm", help="seed 003's S-DSM: run its programs, reproduce its lab",
+                              description=__doc__,
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="dsm_command", metavar="COMMAND")
+    r = sub.add_parser("run", help="run one S-DSM program under a wait mode")
+    r.add_argument("--wait", default="backoff", metavar="MODE", help=f"wait mode: {MODES_HELP}")
+    r.add_argument("--mpi", default=None, help="mpich, openmpi, system or a path (default mpich)")
+    r.add_argument("--impl", default="sdsm", help="sdsm, mpi (plain MPI) or seq (sequential)")
+    r.add_argument("-n", "--ranks", type=int, default=None, help="ranks (default: the program's)")
+    r.add_argument("--preset", default=None,
+                   help="Table 1 placement for the power model: exp-e, hough-hetero, "
+                        "video-hetero or video-recs")
+    r.add_argument("--json", action="store_true", help="print the whole report as JSON")
+    # APP, shoal's options, then "--" and the program's own options: one
+    # remainder parsed in run() (argparse mishandles "--" right after a positional)
+    r.add_argument("program", nargs=argparse.REMAINDER, metavar="APP [OPTIONS] [-- PROGRAM OPTIONS]",
+                   help="full, burst, lock, hough or video")
+    r.set_defaults(func=run, run_parser=r)
+    lab = sub.add_parser("lab", help="Experiments E, F, G and Table 2 for every wait mode")
+    lab.add_argument("--experiments", default="E,F,G", help="comma list of E, F, G")
+    lab.add_argument("--modes", default=None,
+                     help="semicolon list of contenders (default: busy;degraded;linear:0,1000,1;"
+                          "sleep:0;sleep:100;backoff;auto)")
+    lab.add_argument("--mpi", default="mpich,openmpi", help="comma list of MPIs")
+    lab.add_argument("--rounds", type=int, default=3, help="interleaved rounds (default 3)")
+    lab.add_argument("--quick", action="store_true", help="short runs")
+    lab.add_argument("--out", default=None, help="run directory (default runs/dsm-lab-...)")
+    lab.add_argument("--json", action="store_true", help="print rows and Table 2 as JSON")
+    lab.set_defaults(func=run_lab)
+    p.set_defaults(func=lambda args: (p.print_help(), 0)[1])
+
+
+def _split_rest(args) -> list[str]:
+    """APP, then shoal's options up to "--", then the program's."""
+    rest = list(args.program)
+    if not rest or rest[0].startswith("-"):
+        raise ShoalError("name the program: shoal dsm run full|burst|lock|hough|video "
+                         "[OPTIONS] [-- PROGRAM OPTIONS]")
+    args.app = rest.pop(0)
+    cut = rest.index("--") if "--" in rest else len(rest)
+    own, program = rest[:cut], rest[cut + 1:]
+    if own:
+        args.program = []
+        args.run_parser.parse_args(own, namespace=args)
+        if args.program:
+            raise ShoalError(f"unexpected argument '{args.program[0]}'; program options go "
+                             "after --")
+    return program
+
+
+def _bytes_arg(args: list[str]) -> int | None:
+    if "--bytes" in args and args.index("--bytes") + 1 < len(args):
+        value = args[args.index("--bytes") + 1]
+        try:
+            return int(float(value))
+        except ValueError:
+            raise ShoalError(f"--bytes {value}: expected a number of bytes") from None
+    return None
+
+
+def run(args) -> int:
+    from shoal.dsm import apps, placement
+
+    extra = _split_rest(args)
+    app = apps.app(args.app)
+    mode = parse_mode(args.wait).text
+    ranks = args.ranks or (1 if args.impl == "seq" else
+                           app.default_ranks + (app.mpi_ranks_delta or 0) if args.impl == "mpi"
+                           else app.default_ranks)
+    apps.check_args(args.app, args.impl, ranks, _bytes_arg(extra))
+    chosen = None
+    if args.preset:
+        chosen = placement.preset(args.preset)
+        patterns = ("full", "burst", "lock")
+        if not (chosen.app == args.app or (chosen.app in patterns and args.app in patterns)):
+            raise ShoalError(f"preset {chosen.name} places {chosen.app}, not {args.app}")
+        placement.check_fits(chosen, ranks)
+    mpi = discover.resolve(args.mpi)
+    result = apps.run(mpi, args.app, extra, ranks, mode, impl=args.impl)
+    split = result.time_split()
+    wall = max(r["wall_s"] for r in result.ranks)
+    devices = placement.modelled_power(chosen, result.ranks, wall) if chosen else []
+    if args.json:
+        print(json.dumps({"mode": mode, "mpi": mpi.name, "report": result.report,
+                          "time_split": split, "devices": devices}))
+        return 0
+    _render_run(result, split, devices, mode, mpi.name)
+    return 0
+
+
+def _render_run(result, split, devices, mode: str, mpi: str) -> None:
+    from rich.console import Console
+
+    from shoal.render import narrow_table
+
+    console = Console()
+    table = narrow_table(["rank", "role", "wall\ns", "CPU\n%", "user\ns", "S-DSM\ns",
+                          "MPI wait\ns", "sleep\ns", "msgs"], left=("role",),
+                         title=f"{result.app} ({result.impl}) under {mode}, {mpi}")
+    for s, r in zip(split, result.ranks):
+        load = 100 * r["cpu_s"] / r["wall_s"] if r["wall_s"] > 0 else 0.0
+        table.add_row(str(s["rank"]), s["role"], f"{s['wall_s']:.3f}", f"{load:.0f}",
+                      f"{s['user_s']:.3f}", f"{s['sdsm_s']:.4f}", f"{s['mpi_wait_s']:.3f}",
+                      f"{s['sleep_s']:.3f}", str(r["msgs_sent"]))
+    console.print(table)
+    rep = result.report
+    if "messages" in rep:
+        console.print(f"messages: {rep['messages']} (seed 003's run of this pattern: "
+                      f"{rep['seed_messages']})")
+    if result.output_hash():
+        console.print(f"output hash: {result.output_hash()}")
+    if devices:
+        dt = narrow_table(["device", "profile", "busy\n%", "W", "J"], left=("device", "profile"),
+                          title="power per device (modelled from CPU time)")
+        for d in devices:
+            dt.add_row(d["device"], d["profile"], f"{100 * d['busy_share']:.0f}",
+                       f"{d['power_W']:.2f}", f"{d['energy_J']:.1f}")
+        console.print(dt)
+
+
+def _modes(text: str | None) -> tuple[str, ...]:
+    from shoal.dsm import lab
+
+    if not text:
+        return lab.DEFAULT_MODES
+    items = [m for m in text.split(";") if m]
+    return tuple(m if m == "degraded" else parse_mode(m).text for m in items)
+
+
+def run_lab(args) -> int:
+    from shoal.dsm import lab
+
+    experiments = tuple(e for e in args.experiments.split(",") if e)
+    for e in experiments:
+        lab.scenarios(e, args.quick)
+    if args.rounds < 1:
+        raise ShoalError(f"--rounds {args.rounds}: need at least 1")
+    modes = _modes(args.modes)
+    mpis = [discover.resolve(s) for s in args.mpi.split(",") if s]
+    if not mpis:
+        raise ShoalError("no MPI given; use --mpi mpich,openmpi")
+    record = Run.create("dsm-lab", ["shoal", "dsm", "lab"], args.out,
+                        mpis=[m.describe() for m in mpis], modes=list(modes),
+                        experiments=list(experiments), rounds=args.rounds, quick=args.quick,
+                        host=collect())
+    from rich.progress import Progress
+
+    total = args.rounds * len(mpis) * len(modes) * sum(len(lab.scenarios(e, args.quick))
+                                                        for e in experiments)
+    try:
+        with Progress(transient=True) as progress:
+            task = progress.add_task("dsm lab", total=total)
+            lab.run_lab(record, mpis, experiments, modes, args.rounds, args.quick,
+                        on_done=lambda row: progress.advance(task))
+    except KeyboardInterrupt:
+        record.finish("interrupted")
+        raise Interrupted(f"interrupted; finished runs are in {record.path}") from None
+    rows = record.rows("results")
+    failed = [r for r in rows if r["status"] != "ok"]
+    tables = {m.name: lab.table2(rows, m.name) for m in mpis} if "G" in experiments else {}
+    record.finish("complete" if not failed else "partial", failed=len(failed))
+    if args.json:
+        print(json.dumps({"run": str(record.path), "results": rows, "table2": tables}))
+    else:
+        _render_lab(rows, tables)
+        print(f"run: {record.path}")
+    return 0 if not failed else 1
+
+
+_COLUMNS = {
+    "E": (("run s", "wall_s", 1, "{:.3f}"), ("server\nCPU %", "server_cpu_load", 100, "{:.1f}"),
+          ("quiet\nCPU %", "server_quiet_load", 100, "{:.1f}"), ("msgs", "messages", 1, "{:.0f}")),
+    "F": (("run s", "wall_s", 1, "{:.3f}"), ("FPS", "fps", 1, "{:.2f}"),
+          ("S-DSM\ns", "sdsm_s", 1, "{:.3f}"), ("sleep\ns", "sleep_s", 1, "{:.3f}")),
+}
+
+
+def _render_lab(rows, tables) -> None:
+    from rich.console import Console
+
+    from shoal.dsm import lab
+    from shoal.render import narrow_table
+
+    console = Console()
+    for exp, cols in _COLUMNS.items():
+        for mpi in dict.fromkeys(r["mpi"] for r in rows):
+            mine = [r for r in rows if r["experiment"] == exp and r["mpi"] == mpi]
+            if not mine:
+                continue
+            table = narrow_table(["app", "contender", *(c[0] for c in cols)],
+                                 left=("app", "contender"),
+                                 title=f"Experiment {exp}, {mpi} (median of rounds)")
+            for (_, app, _, contender) in dict.fromkeys((r["experiment"], r["app"], r["mpi"],
+                                                         r["contender"]) for r in mine):
+                cells = []
+                for _, key, scale, fmt in cols:
+                    med = lab.summarize(mine, key).get((exp, app, mpi, contender))
+                    cells.append(fmt.format(med[0] * scale) if med else "")
+                table.add_row(app, contender, *cells)
+            console.print(table)
+            for r in mine:
+                if r["status"] != "ok":
+                    console.print(f"[red]{r['app']} {r['contender']} round {r['round']}: "
+                                  f"{r['status']}[/]", soft_wrap=True)
+    for mpi, t2 in tables.items():
+        table = narrow_table(["contender", "time\ns", "FPS", "W", "kJ", "FPS/W", "J/frame"],
+                             left=("contender",),
+                             title=f"Table 2 form, {mpi}: time and FPS measured, W modelled")
+        for r in t2:
+            table.add_row(r["contender"], *(f"{r[k] * s:{f}}" if k in r else "" for k, s, f in (
+                ("time_s", 1, ".2f"), ("fps", 1, ".3f"), ("power_W", 1, ".2f"),
+                ("energy_J", 1e-3, ".4f"), ("fps_per_W", 1, ".4f"), ("J_per_frame", 1, ".2f"))))
+        console.print(table)
+        for metric, name in (("power_W", "W"), ("fps", "FPS"), ("fps_per_W", "FPS/W")):
+            got = lab.ratio(t2, "linear:0,1000,1", "busy", metric)
+            if got is not None:
+                console.print(f"  linear vs busy {name}: {100 * got:+.1f}% "
+                              f"(seed, Adaptive Aggressive vs Aggressive: "
+                              f"{100 * lab.seed_ratio(metric):+.1f}%)")

@@ -1,0 +1,166 @@
+"""Run one of shoal-sdsm's programs under a wait mode and read its report.
+
+Each program prints one JSON line: per-rank reports (role, wall and CPU time,
+time inside libshoalsdsm and blocked in its receives, compute time, output
+hash) and per-rank CPU timelines. libshoalwait is always preloaded (``busy``
+is its pass-through) so every rank's sleeping time is known too; the time
+split of a rank is then
+
+    user code   wall - time inside libshoalsdsm
+    S-DSM code  inside libshoalsdsm, not blocked in a receive
+    MPI wait    blocked in a receive, awake
+    sleep       blocked in a receive, asleep (libshoalwait telemetry)
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from shoal import verbose
+from shoal.errors import ShoalError
+from shoal.mpi import build
+from shoal.mpi.discover import MPIInstall
+from shoal.mpi.launch import Job
+from shoal.wait import library, telemetry
+
+TARGET = "sdsmapps"
+# Largest chunk one MPI message carries (a count is a C int).
+MAX_CHUNK_B = 2**31 - 1
+
+
+@dataclass(frozen=True)
+class App:
+    """A program of shoal-sdsm and the ranks its S-DSM version needs."""
+
+    name: str
+    description: str
+    min_ranks: int
+    default_ranks: int
+    # ranks of the plain-MPI version for the same number of compute tasks
+    mpi_ranks_delta: int | None = None
+
+
+APPS = {
+    "full": App("full", "Experiment E Full: two clients write one datum back to back", 2, 3),
+    "burst": App("burst", "Experiment E Burst: bursts of writes separated by pauses", 2, 3),
+    "lock": App("lock", "Experiment E Lock: a client holds the lock while the other waits", 2, 3),
+    "hough": App("hough", "Hough transform: 2 servers, I/O and tasks share line chunks", 4, 7, -2),
+    "video": App("video", "Videostream: 1 server, input, output and tasks, frame chunks", 4, 7, -1),
+}
+
+
+def app(name: str) -> App:
+    if name not in APPS:
+        raise ShoalError(f"unknown S-DSM program '{name}'; use one of {', '.join(APPS)}")
+    return APPS[name]
+
+
+@dataclass
+class Result:
+    """A run's report plus what shoal measured around it."""
+
+    app: str
+    impl: str
+    mode: str | None
+    mpi: str
+    launch_s: float
+    report: dict[str, Any]
+    telemetry: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def ranks(self) -> list[dict[str, Any]]:
+        return self.report["ranks"]
+
+    def role(self, role: str) -> list[dict[str, Any]]:
+        return [r for r in self.ranks if r["role"] == role]
+
+    def output_hash(self) -> str:
+        hashes = [r["hash"] for r in self.ranks if r["hash"] != "0000000000000000"]
+        return hashes[0] if hashes else ""
+
+    def time_split(self) -> list[dict[str, Any]]:
+        """Per rank: user code, S-DSM code, MPI wait and sleep (s)."""
+        sleep = {}
+        for rec in self.telemetry:
+            sleep[rec["rank"]] = sum(c["sleep_s"] for c in rec.get("calls", {}).values())
+        rows = []
+        for r in self.ranks:
+            slept = min(sleep.get(r["rank"], 0.0), r["wait_s"])
+            rows.append({"rank": r["rank"], "role": r["role"], "wall_s": r["wall_s"],
+                         "cpu_s": r["cpu_s"], "compute_s": r["compute_s"],
+                         "user_s": max(r["wall_s"] - r["lib_s"], 0.0),
+                         "sdsm_s": max(r["lib_s"] - r["wait_s"], 0.0),
+                         "mpi_wait_s": max(r["wait_s"] - slept, 0.0), "sleep_s": slept})
+        return rows
+
+
+def program(mpi: MPIInstall) -> Path:
+    """shoal-sdsm built for this MPI (compiled on first use, cached)."""
+    return build.build(TARGET, mpi)
+
+
+def check_args(name: str, impl: str, ranks: int, chunk_bytes: int | None = None) -> None:
+    """Refuse bad input before anything is launched (one line, exit 2)."""
+    a = app(name)
+    if impl not in ("sdsm", "mpi", "seq"):
+        raise ShoalError(f"implementation '{impl}': use sdsm, mpi or seq")
+    if impl != "sdsm" and name in ("full", "burst", "lock"):
+        raise ShoalError(f"{name} exists only on the S-DSM; drop --impl {impl}")
+    if impl == "seq" and ranks != 1:
+        raise ShoalError(f"the sequential {name} runs on 1 rank, not {ranks}")
+    if impl == "sdsm" and ranks < a.min_ranks:
+        raise ShoalError(f"{name} on the S-DSM needs at least {a.min_ranks} ranks, got {ranks}")
+    if impl == "mpi" and ranks < a.min_ranks + (a.mpi_ranks_delta or 0):
+        raise ShoalError(f"plain-MPI {name} needs at least {a.min_ranks + (a.mpi_ranks_delta or 0)} "
+                         f"ranks, got {ranks}")
+    if chunk_bytes is not None and not 4 <= chunk_bytes <= MAX_CHUNK_B:
+        raise ShoalError(f"chunk of {chunk_bytes} B: one MPI message carries 4 to {MAX_CHUNK_B} B; "
+                         "use a smaller --bytes")
+
+
+def run(mpi: MPIInstall, name: str, args: list[str], ranks: int, mode: str | None = "busy",
+        impl: str = "sdsm", job: Job | None = None, env: dict[str, str] | None = None,
+        timeout_s: float = 1800) -> Result:
+    """Run one program; ``job`` (from a cluster) replaces the local launch.
+
+    ``mode`` None runs without libshoalwait (the MPI's own waiting, e.g. with
+    Open MPI's yield_when_idle set through ``env``).
+    """
+    exe = program(mpi)
+    argv = [str(exe), name, "--impl", impl, *args]
+    if job is None:
+        job = Job(mpi, ranks, argv, rank_env=dict(env or {}))
+    else:
+        job.argv = argv
+        job.rank_env.update(env or {})
+    tel_dir = Path(tempfile.mkdtemp(prefix="shoal-dsm-"))
+    try:
+        if mode is not None:
+            job = library.apply(job, mode, telemetry_dir=tel_dir)
+        cmd, launch_env = job.command()
+        verbose.show(cmd, {**launch_env, **job.rank_env})
+        t0 = time.monotonic()
+        try:
+            proc = subprocess.run(cmd, env=job.popen_env(), capture_output=True, text=True,
+                                  timeout=timeout_s)
+        except subprocess.TimeoutExpired as exc:
+            raise ShoalError(f"{name} under {mode or 'the MPI default'} did not finish in "
+                             f"{timeout_s:.0f} s") from exc
+        launch_s = time.monotonic() - t0
+        lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
+        if proc.returncode != 0 or not lines:
+            first = next((ln.strip() for ln in proc.stderr.splitlines()
+                          if ln.strip() and not ln.startswith("=")), "no output")
+            raise ShoalError(f"{name} ({impl}) under {mode or 'the MPI default'} with {mpi.name} "
+                             f"failed (exit {proc.returncode}): {first}")
+        records = telemetry.read_dir(tel_dir) if mode is not None else []
+        return Result(name, impl, mode, mpi.name, launch_s, json.loads(lines[-1]), records)
+    finally:
+        shutil.rmtree(tel_dir, ignore_errors=True)

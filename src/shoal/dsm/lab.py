@@ -1,0 +1,238 @@
+"""`shoal dsm lab`: seed 003's Experiments E, F and G on libshoalsdsm.
+
+E   the Full, Burst and Lock patterns (1 server, 2 clients): wall time,
+    server CPU load over the run and inside the quiet windows (Burst: while
+    every client pauses; Lock: while a client holds the lock asleep)
+F   Hough and Videostream (7 ranks each): wall time, frames per second
+G   Videostream on Table 1's RECS placement: Table 2's columns (time, FPS,
+    W, kJ, FPS/W) plus J per frame, from the measured run and the modelled
+    power of each device (labelled "modelled")
+
+Contenders follow seed 003's Table 3: busy (Aggressive), degraded (Open
+MPI's mpi_yield_when_idle without libshoalwait; libshoalwait's yield under
+MPICH), linear:0,1000,1 (the seed's adaptive receive), static sleeps of 0
+and 100 us, backoff and auto. Rounds interleave the contenders so a slow
+moment of a shared machine hits all of them alike.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from shoal.dsm import apps, placement
+from shoal.errors import ShoalError
+from shoal.mpi.discover import MPIInstall
+from shoal.runs.store import Run
+
+EXPERIMENTS = ("E", "F", "G")
+DEFAULT_MODES = ("busy", "degraded", "linear:0,1000,1", "sleep:0", "sleep:100", "backoff", "auto")
+SEED_TABLE2 = {   # seed 003 Table 2 (RECS, 1730 frames)
+    "Aggressive": {"time_s": 772, "fps": 2.23, "power_W": 60, "energy_kJ": 44.39, "fps_per_W": 0.037},
+    "Degraded": {"time_s": 760, "fps": 2.26, "power_W": 66, "energy_kJ": 47.68, "fps_per_W": 0.034},
+    "Adaptive Aggressive": {"time_s": 733, "fps": 2.35, "power_W": 52, "energy_kJ": 36.98,
+                            "fps_per_W": 0.045},
+    "Adaptive Degraded": {"time_s": 762, "fps": 2.26, "power_W": 52, "energy_kJ": 38.16,
+                          "fps_per_W": 0.043},
+}
+
+RESULT_COLUMNS = [
+    "experiment", "app", "mpi", "contender", "round", "status", "wall_s", "server_cpu_load",
+    "server_quiet_load", "quiet_s", "messages", "seed_messages", "frames", "fps", "time_s",
+    "power_W", "energy_J", "fps_per_W", "J_per_frame", "power_kind", "hash",
+    "user_s", "sdsm_s", "mpi_wait_s", "sleep_s", "compute_s",
+]
+
+
+@dataclass(frozen=True)
+class Contender:
+    label: str
+    mode: str | None
+    env: dict[str, str] = field(default_factory=dict)
+
+
+def contender(label: str, mpi: MPIInstall) -> Contender:
+    if label == "degraded":
+        if mpi.kind == "openmpi":
+            return Contender(label, None, {"OMPI_MCA_mpi_yield_when_idle": "1"})
+        return Contender(label, "yield")
+    return Contender(label, label)
+
+
+@dataclass(frozen=True)
+class Scenario:
+    experiment: str
+    app: str
+    ranks: int
+    args: tuple[str, ...]
+    preset: str | None = None
+
+
+def scenarios(experiment: str, quick: bool) -> list[Scenario]:
+    if experiment == "E":
+        return [
+            Scenario("E", "full", 3, ("--writes", "2000" if quick else "10000", "--sample", "0")),
+            Scenario("E", "burst", 3, ("--cycles", "3" if quick else "10", "--writes",
+                                       "200" if quick else "1000", "--pause",
+                                       "0.3" if quick else "1", "--sample", "0.02")),
+            Scenario("E", "lock", 3, ("--cycles", "2" if quick else "5", "--hold",
+                                      "0.3" if quick else "1", "--sample", "0.02")),
+        ]
+    if experiment == "F":
+        return [
+            Scenario("F", "hough", 7, ("--size", "128" if quick else "256", "--thetas",
+                                       "360" if quick else "1800", "--sample", "0")),
+            Scenario("F", "video", 7, ("--frames", "8" if quick else "40", "--thetas",
+                                       "180" if quick else "900", "--sample", "0")),
+        ]
+    if experiment == "G":
+        return [Scenario("G", "video", 7, ("--frames", "8" if quick else "40", "--thetas",
+                                           "180" if quick else "900", "--sample", "0"),
+                         "video-recs")]
+    raise ShoalError(f"unknown experiment '{experiment}'; use E, F or G")
+
+
+# ---------------------------------------------------------------- measures
+
+def quiet_windows(result: apps.Result) -> list[tuple[float, float]]:
+    """Burst: times every client pauses; Lock: times a client holds the lock."""
+    clients = result.role("client")
+    spans = [[tuple(q) for q in c["quiet"]] for c in clients]
+    if result.app == "lock":
+        return sorted(w for s in spans for w in s)
+    if not spans:
+        return []
+    windows = spans[0]
+    for other in spans[1:]:
+        windows = [(max(a, c), min(b, d)) for a, b in windows for c, d in other
+                   if min(b, d) > max(a, c)]
+    return windows
+
+
+def load_inside(timeline: dict[str, Any], windows: list[tuple[float, float]]) -> tuple[float, float]:
+    """(CPU load, seconds covered) of one rank over the samples inside the windows."""
+    t, c = timeline["t_s"], timeline["cpu_s"]
+    busy = span = 0.0
+    for i in range(len(t) - 1):
+        if any(a <= t[i] and t[i + 1] <= b for a, b in windows):
+            busy += c[i + 1] - c[i]
+            span += t[i + 1] - t[i]
+    return (busy / span if span > 0 else float("nan")), span
+
+
+def fps_of(result: apps.Result) -> tuple[float, float]:
+    out = [r for r in result.ranks if r["frames"] > 0]
+    if not out:
+        raise ShoalError(f"{result.app}: no rank reported frames")
+    return out[0]["frames"], out[0]["frames"] / out[0]["wall_s"]
+
+
+def measure(sc: Scenario, result: apps.Result) -> dict[str, Any]:
+    rep = result.report
+    row: dict[str, Any] = {"hash": result.output_hash()}
+    servers = result.role("server")
+    wall = max(r["wall_s"] for r in result.ranks if r["role"] != "server") \
+        if any(r["role"] != "server" for r in result.ranks) else result.ranks[0]["wall_s"]
+    row["wall_s"] = wall
+    if servers:
+        row["server_cpu_load"] = sum(s["cpu_s"] for s in servers) / sum(s["wall_s"] for s in servers)
+    if sc.app in ("full", "burst", "lock"):
+        row["messages"] = rep["messages"]
+        row["seed_messages"] = rep["seed_messages"]
+        if sc.app in ("burst", "lock"):
+            windows = quiet_windows(result)
+            timeline = next(t for t in rep["timeline"] if t["rank"] == 0)
+            row["server_quiet_load"], row["quiet_s"] = load_inside(timeline, windows)
+    if sc.app == "video":
+        row["frames"], row["fps"] = fps_of(result)
+    split = result.time_split()
+    for key in ("user_s", "sdsm_s", "mpi_wait_s", "sleep_s", "compute_s"):
+        row[key] = sum(r[key] for r in split)
+    if sc.preset:
+        p = placement.preset(sc.preset)
+        time_s = wall
+        devices = placement.modelled_power(p, result.ranks, time_s)
+        power = sum(d["power_W"] for d in devices)
+        row.update({"time_s": time_s, "power_W": power, "energy_J": power * time_s,
+                    "fps_per_W": row["fps"] / power, "J_per_frame": power * time_s / row["frames"],
+                    "power_kind": "modelled"})
+    return row
+
+
+def run_lab(run: Run, mpis: list[MPIInstall], experiments: tuple[str, ...],
+            modes: tuple[str, ...] = DEFAULT_MODES, rounds: int = 3, quick: bool = False,
+            on_done: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
+    """Every scenario under every contender, ``rounds`` interleaved rounds."""
+    plan = [sc for e in experiments for sc in scenarios(e, quick)]
+    done = {(r["experiment"], r["app"], r["mpi"], r["contender"], str(r["round"]))
+            for r in run.rows("results")}
+    rows = []
+    for rnd in range(rounds):
+        for sc in plan:
+            for mpi in mpis:
+                for label in modes:
+                    key = (sc.experiment, sc.app, mpi.name, label, str(rnd))
+                    if key in done:
+                        continue
+                    c = contender(label, mpi)
+                    row: dict[str, Any] = {"experiment": sc.experiment, "app": sc.app,
+                                           "mpi": mpi.name, "contender": label, "round": rnd,
+                                           "status": "ok"}
+                    try:
+                        result = apps.run(mpi, sc.app, list(sc.args), sc.ranks, c.mode,
+                                          env=c.env)
+                        row.update(measure(sc, result))
+                    except ShoalError as exc:
+                        row["status"] = f"failed: {exc}"
+                    run.append("results", [row], columns=RESULT_COLUMNS)
+                    rows.append(row)
+                    if on_done:
+                        on_done(row)
+    return rows
+
+
+def _num(v: Any) -> float | None:
+    try:
+        x = float(v)
+    except (TypeError, ValueError):
+        return None
+    return None if x != x else x
+
+
+def summarize(rows: list[dict[str, Any]], metric: str) -> dict[tuple, tuple[float, float, float, int]]:
+    """(experiment, app, mpi, contender) -> (median, min, max, n) of a metric."""
+    groups: dict[tuple, list[float]] = {}
+    for r in rows:
+        v = _num(r.get(metric))
+        if r.get("status") == "ok" and v is not None:
+            groups.setdefault((r["experiment"], r["app"], r["mpi"], r["contender"]), []).append(v)
+    return {k: (statistics.median(v), min(v), max(v), len(v)) for k, v in groups.items()}
+
+
+def table2(rows: list[dict[str, Any]], mpi: str, adaptive: str = "linear:0,1000,1",
+           reference: str = "busy") -> list[dict[str, Any]]:
+    """Table 2's columns per contender (medians over rounds) and the ratios
+    adaptive vs busy beside the seed's (Adaptive Aggressive vs Aggressive)."""
+    out = []
+    metrics = ("time_s", "fps", "power_W", "energy_J", "fps_per_W", "J_per_frame")
+    med = {m: summarize([r for r in rows if r["experiment"] == "G" and r["mpi"] == mpi], m)
+           for m in metrics}
+    contenders = sorted({k[3] for k in med["fps"]})
+    for c in contenders:
+        key = ("G", "video", mpi, c)
+        out.append({"contender": c, "kind": "measured time and FPS, modelled power",
+                    **{m: med[m][key][0] for m in metrics if key in med[m]}})
+    return out
+
+
+def ratio(rows_t2: list[dict[str, Any]], a: str, b: str, metric: str) -> float | None:
+    x = next((r.get(metric) for r in rows_t2 if r["contender"] == a), None)
+    y = next((r.get(metric) for r in rows_t2 if r["contender"] == b), None)
+    return x / y - 1 if x is not None and y else None
+
+
+def seed_ratio(metric: str) -> float:
+    key = {"power_W": "power_W", "fps": "fps", "fps_per_W": "fps_per_W",
+           "energy_J": "energy_kJ", "time_s": "time_s"}[metric]
+    return SEED_TABLE2["Adaptive Aggressive"][key] / SEED_TABLE2["Aggressive"][key] - 1

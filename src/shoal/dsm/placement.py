@@ -1,0 +1,87 @@
+"""Table 1's placements (seed 003) and the modelled power of a run on them.
+
+A preset names, in rank order, the device each rank of a program runs on.
+Runs on this machine keep the placement for the energy model: a device's
+power is its idle power plus (busy - idle) times the share of its cores the
+ranks placed on it kept busy, from each rank's measured CPU time. Such
+numbers are labelled "modelled"; only ratios between wait modes are
+compared with the seed, never absolute watts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from shoal.cluster import profiles
+from shoal.errors import ShoalError
+
+
+@dataclass(frozen=True)
+class Preset:
+    name: str
+    app: str
+    description: str
+    # (device name, profile) per rank, in rank order
+    ranks: tuple[tuple[str, str], ...]
+
+    @property
+    def devices(self) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for dev, prof in self.ranks:
+            out.setdefault(dev, prof)
+        return out
+
+
+PRESETS = {
+    "exp-e": Preset("exp-e", "full", "Experiment E: server on a Core i7, writers on a "
+                    "Raspberry Pi 3B+ and an Odroid XU4 (seed 003 §4)",
+                    (("i7", "core-i7"), ("rpi", "rpi3bplus"), ("xu4", "odroid-xu4"))),
+    "hough-hetero": Preset("hough-hetero", "hough", "Table 1 Hough, heterogeneous: servers on "
+                           "the Core i7 and the Parallella, I/O on a Pi 3B+, tasks on a Pi 3B+, "
+                           "the XU4 and twice the Core i7",
+                           (("i7", "core-i7"), ("parallella", "parallella"), ("rpi-a", "rpi3bplus"),
+                            ("rpi-b", "rpi3bplus"), ("xu4", "odroid-xu4"), ("i7", "core-i7"),
+                            ("i7", "core-i7"))),
+    "video-hetero": Preset("video-hetero", "video", "Table 1 Videostream, heterogeneous: server, "
+                           "input and output on the Core i7; tasks on the Parallella, two Pi 3B+ "
+                           "and the XU4",
+                           (("i7", "core-i7"), ("i7", "core-i7"), ("i7", "core-i7"),
+                            ("parallella", "parallella"), ("rpi-a", "rpi3bplus"),
+                            ("rpi-b", "rpi3bplus"), ("xu4", "odroid-xu4"))),
+    "video-recs": Preset("video-recs", "video", "Table 1 Videostream, RECS: server on Core i7 B, "
+                         "input and output on Core i7 A, tasks on four Cortex-A15 nodes",
+                         (("i7-b", "core-i7"), ("i7-a", "core-i7"), ("i7-a", "core-i7"),
+                          ("a15-1", "cortex-a15"), ("a15-2", "cortex-a15"),
+                          ("a15-3", "cortex-a15"), ("a15-4", "cortex-a15"))),
+}
+
+
+def preset(name: str) -> Preset:
+    if name not in PRESETS:
+        raise ShoalError(f"unknown placement preset '{name}'; use one of {', '.join(PRESETS)}")
+    return PRESETS[name]
+
+
+def check_fits(p: Preset, ranks: int, devices_available: int | None = None) -> None:
+    """A preset places exactly its ranks, on at most the devices there are."""
+    if ranks != len(p.ranks):
+        raise ShoalError(f"preset {p.name} places {len(p.ranks)} ranks, not {ranks}; "
+                         f"use -n {len(p.ranks)}")
+    if devices_available is not None and devices_available < len(p.devices):
+        raise ShoalError(f"preset {p.name} needs {len(p.devices)} devices but the cluster has "
+                         f"{devices_available}; use a larger cluster or another preset")
+
+
+def modelled_power(p: Preset, ranks: list[dict[str, Any]], wall_s: float) -> list[dict[str, Any]]:
+    """Per device: mean W and J over wall_s from the CPU time of its ranks."""
+    known = profiles.load()
+    rows = []
+    for dev, prof_name in p.devices.items():
+        prof = known[prof_name]
+        cpu = sum(r["cpu_s"] for r, (d, _) in zip(ranks, p.ranks) if d == dev)
+        share = min(cpu / (wall_s * prof.cores), 1.0) if wall_s > 0 else 0.0
+        watts = prof.idle_W + (prof.busy_W - prof.idle_W) * share
+        rows.append({"device": dev, "profile": prof_name, "cpu_s": cpu, "busy_share": share,
+                     "power_W": watts, "energy_J": watts * wall_s, "kind": "modelled"})
+    return rows
