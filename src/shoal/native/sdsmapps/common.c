@@ -106,6 +106,17 @@ void timeline_stop(void)
     }
 }
 
+void check_ranks(const char *app, int impl, int mpi_min, const char *mpi_roles, int sdsm_min,
+                 const char *sdsm_roles)
+{
+    if (impl == IMPL_SEQ && world_size != 1)
+        die("%s --impl seq runs on 1 rank", app);
+    if (impl == IMPL_MPI && world_size < mpi_min)
+        die("%s --impl mpi needs %s (%d+ ranks)", app, mpi_roles, mpi_min);
+    if (impl == IMPL_SDSM && world_size < sdsm_min)
+        die("%s --impl sdsm needs %s (%d+ ranks)", app, sdsm_roles, sdsm_min);
+}
+
 void fill_report(report_t *r, sdsm_t *s, double t0, double cpu0)
 {
     r->wall_s = now_s() - t0;

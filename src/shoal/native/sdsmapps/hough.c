@@ -253,12 +253,8 @@ static void run_sdsm(const opts_t *o, const hough_t *h, int threshold, report_t 
 
 int run_hough(const opts_t *o)
 {
-    if (o->impl == IMPL_SEQ && world_size != 1)
-        die("hough --impl seq runs on 1 rank");
-    if (o->impl == IMPL_MPI && world_size < 2)
-        die("hough --impl mpi needs an I/O rank and at least one task (2+ ranks)");
-    if (o->impl == IMPL_SDSM && world_size < 4)
-        die("hough --impl sdsm needs 2 servers, an I/O task and at least one task (4+ ranks)");
+    check_ranks("hough", o->impl, 2, "an I/O rank and a task", 4,
+                "2 servers, an I/O task and a task");
     hough_t h;
     hough_setup(&h, o->size, o->size, o->thetas > 0 ? o->thetas : 1800);
     int threshold = o->threshold > 0 ? o->threshold : o->size / 3;

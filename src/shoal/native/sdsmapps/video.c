@@ -161,20 +161,14 @@ static void run_sdsm(const opts_t *o, ctx_t *c, report_t *me)
             check(sdsm_release(s, sdsm_chunk(outr, t), SDSM_DIRTY), "publish result");
         }
     }
-    double compute = me->compute_s;
     fill_report(me, s, 0, 0);
-    me->compute_s = compute;
     check(sdsm_finalize(&s), "sdsm_finalize");
 }
 
 int run_video(const opts_t *o)
 {
-    if (o->impl == IMPL_SEQ && world_size != 1)
-        die("video --impl seq runs on 1 rank");
-    if (o->impl == IMPL_MPI && world_size < 3)
-        die("video --impl mpi needs input, output and at least one task (3+ ranks)");
-    if (o->impl == IMPL_SDSM && world_size < 4)
-        die("video --impl sdsm needs a server, input, output and at least one task (4+ ranks)");
+    check_ranks("video", o->impl, 3, "input, output and a task", 4,
+                "a server, input, output and a task");
     ctx_t c = {.w = o->width, .hgt = o->height};
     c.bytes = (size_t)o->width * o->height;
     hough_setup(&c.h, c.w, c.hgt, o->thetas > 0 ? o->thetas : 180);
