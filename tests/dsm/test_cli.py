@@ -69,7 +69,8 @@ def test_lab_experiment_g_gives_table_2_columns(tmp_path):
         assert r["fps"] > 0 and r["power_W"] > 0
         assert r["fps_per_W"] == pytest.approx(r["fps"] / r["power_W"])
         assert r["J_per_frame"] == pytest.approx(r["power_W"] * r["time_s"] / 8)
-    assert (tmp_path / "lab" / "results.csv").exists()
+    for table in ("results", "split", "devices"):
+        assert (tmp_path / "lab" / f"{table}.csv").exists()
 
 
 def test_lab_experiment_e_measures_the_quiet_server(tmp_path):
@@ -79,3 +80,16 @@ def test_lab_experiment_e_measures_the_quiet_server(tmp_path):
     assert "Experiment E, MPICH" in proc.stdout
     for app in ("full", "burst", "lock"):
         assert app in proc.stdout
+    from shoal.runs.store import Run
+
+    run = Run.open(tmp_path / "lab")
+    rows = run.rows("results")
+    assert {r["app"] for r in rows} == {"full", "burst", "lock"}
+    assert all(r["status"] == "ok" for r in rows)
+    # the server's CPU inside the quiet windows was computed from its timeline
+    for r in rows:
+        if r["app"] in ("burst", "lock"):
+            assert 0.0 <= float(r["server_quiet_load"]) <= 1.0
+            assert float(r["quiet_s"]) > 0.2
+    assert {r["rank"] for r in run.rows("timeline")} == {"0", "1", "2"}
+    assert {r["role"] for r in run.rows("split")} == {"server", "client"}

@@ -109,7 +109,9 @@ def run(args) -> int:
     mpi = discover.resolve(args.mpi)
     result = apps.run(mpi, args.app, extra, ranks, mode, impl=args.impl)
     split = result.time_split()
-    wall = max(r["wall_s"] for r in result.ranks)
+    from shoal.dsm.lab import run_wall
+
+    wall = run_wall(result)
     devices = placement.modelled_power(chosen, result.ranks, wall) if chosen else []
     if args.json:
         print(json.dumps({"mode": mode, "mpi": mpi.name, "report": result.report,

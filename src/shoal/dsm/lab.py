@@ -128,12 +128,16 @@ def fps_of(result: apps.Result) -> tuple[float, float]:
     return out[0]["frames"], out[0]["frames"] / out[0]["wall_s"]
 
 
+def run_wall(result: apps.Result) -> float:
+    """The run's time: its slowest client (servers wait for the last goodbye)."""
+    return max(r["wall_s"] for r in result.ranks if r["role"] != "server")
+
+
 def measure(sc: Scenario, result: apps.Result) -> dict[str, Any]:
     rep = result.report
     row: dict[str, Any] = {"hash": result.output_hash()}
     servers = result.role("server")
-    wall = max(r["wall_s"] for r in result.ranks if r["role"] != "server") \
-        if any(r["role"] != "server" for r in result.ranks) else result.ranks[0]["wall_s"]
+    wall = run_wall(result)
     row["wall_s"] = wall
     if servers:
         row["server_cpu_load"] = sum(s["cpu_s"] for s in servers) / sum(s["wall_s"] for s in servers)
@@ -158,6 +162,26 @@ def measure(sc: Scenario, result: apps.Result) -> dict[str, Any]:
                     "fps_per_W": row["fps"] / power, "J_per_frame": power * time_s / row["frames"],
                     "power_kind": "modelled"})
     return row
+
+
+key_names = ("experiment", "app", "mpi", "contender", "round")
+
+
+def _keep_details(run: Run, sc: Scenario, result: apps.Result, tag: dict[str, Any]) -> None:
+    """Per-rank time split, CPU timelines and (with a placement) power per device."""
+    run.append("split", [{**tag, **r} for r in result.time_split()])
+    samples = []
+    for t in result.report.get("timeline", []):
+        start = t["t_s"][0] if t["t_s"] else 0.0
+        samples += [{**tag, "rank": t["rank"], "t_s": a - start, "cpu_s": b}
+                    for a, b in zip(t["t_s"], t["cpu_s"])]
+    if samples:
+        run.append("timeline", samples)
+    if sc.preset:
+        wall = run_wall(result)
+        run.append("devices", [{**tag, **d} for d in
+                               placement.modelled_power(placement.preset(sc.preset),
+                                                        result.ranks, wall)])
 
 
 def run_lab(run: Run, mpis: list[MPIInstall], experiments: tuple[str, ...],
@@ -185,6 +209,8 @@ def run_lab(run: Run, mpis: list[MPIInstall], experiments: tuple[str, ...],
                         row.update(measure(sc, result))
                     except ShoalError as exc:
                         row["status"] = f"failed: {exc}"
+                    else:
+                        _keep_details(run, sc, result, {k: row[k] for k in key_names})
                     run.append("results", [row], columns=RESULT_COLUMNS)
                     rows.append(row)
                     if on_done:
