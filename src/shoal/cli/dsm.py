@@ -112,7 +112,7 @@ def run(args) -> int:
     from shoal.dsm.lab import run_wall
 
     wall = run_wall(result)
-    devices = placement.modelled_power(chosen, result.ranks, wall) if chosen else []
+    devices = placement.modelled_power(chosen, split, wall) if chosen else []
     if args.json:
         print(json.dumps({"mode": mode, "mpi": mpi.name, "report": result.report,
                           "time_split": split, "devices": devices}))
@@ -144,7 +144,7 @@ def _render_run(result, split, devices, mode: str, mpi: str) -> None:
         console.print(f"output hash: {result.output_hash()}")
     if devices:
         dt = narrow_table(["device", "profile", "busy\n%", "W", "J"], left=("device", "profile"),
-                          title="power per device (modelled from CPU time)")
+                          title="power per device (modelled: cores busy unless asleep)")
         for d in devices:
             dt.add_row(d["device"], d["profile"], f"{100 * d['busy_share']:.0f}",
                        f"{d['power_W']:.2f}", f"{d['energy_J']:.1f}")

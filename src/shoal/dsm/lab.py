@@ -156,7 +156,7 @@ def measure(sc: Scenario, result: apps.Result) -> dict[str, Any]:
     if sc.preset:
         p = placement.preset(sc.preset)
         time_s = wall
-        devices = placement.modelled_power(p, result.ranks, time_s)
+        devices = placement.modelled_power(p, result.time_split(), time_s)
         power = sum(d["power_W"] for d in devices)
         row.update({"time_s": time_s, "power_W": power, "energy_J": power * time_s,
                     "fps_per_W": row["fps"] / power, "J_per_frame": power * time_s / row["frames"],
@@ -181,7 +181,7 @@ def _keep_details(run: Run, sc: Scenario, result: apps.Result, tag: dict[str, An
         wall = run_wall(result)
         run.append("devices", [{**tag, **d} for d in
                                placement.modelled_power(placement.preset(sc.preset),
-                                                        result.ranks, wall)])
+                                                        result.time_split(), wall)])
 
 
 def run_lab(run: Run, mpis: list[MPIInstall], experiments: tuple[str, ...],

@@ -1,11 +1,17 @@
 """Table 1's placements (seed 003) and the modelled power of a run on them.
 
 A preset names, in rank order, the device each rank of a program runs on.
-Runs on this machine keep the placement for the energy model: a device's
-power is its idle power plus (busy - idle) times the share of its cores the
-ranks placed on it kept busy, from each rank's measured CPU time. Such
-numbers are labelled "modelled"; only ratios between wait modes are
-compared with the seed, never absolute watts.
+Runs on this machine keep the placement for the energy model. In Table 1
+every rank has a core of its own, where a rank is busy unless it sleeps: a
+spinning wait keeps its core at 100 % however long it lasts. This machine
+has fewer cores than ranks, so a rank's CPU time here says how much of a
+shared core it got, not how busy its own core would be. The model therefore
+counts a rank's core busy for its whole run except the time it slept in
+libshoalwait (measured by the library's telemetry; a run without the
+library sleeps never), and a device draws its idle power plus (busy - idle)
+times the share of its cores so kept busy. Such numbers are labelled
+"modelled"; only ratios between wait modes are compared with the seed,
+never absolute watts.
 """
 
 from __future__ import annotations
@@ -73,15 +79,17 @@ def check_fits(p: Preset, ranks: int, devices_available: int | None = None) -> N
                          f"{devices_available}; use a larger cluster or another preset")
 
 
-def modelled_power(p: Preset, ranks: list[dict[str, Any]], wall_s: float) -> list[dict[str, Any]]:
-    """Per device: mean W and J over wall_s from the CPU time of its ranks."""
+def modelled_power(p: Preset, split: list[dict[str, Any]], wall_s: float) -> list[dict[str, Any]]:
+    """Per device: mean W and J over wall_s; ``split`` is apps.Result.time_split()."""
     known = profiles.load()
     rows = []
     for dev, prof_name in p.devices.items():
         prof = known[prof_name]
-        cpu = sum(r["cpu_s"] for r, (d, _) in zip(ranks, p.ranks) if d == dev)
-        share = min(cpu / (wall_s * prof.cores), 1.0) if wall_s > 0 else 0.0
+        mine = [r for r, (d, _) in zip(split, p.ranks) if d == dev]
+        awake = sum(min(max(r["wall_s"] - r["sleep_s"], 0.0), wall_s) for r in mine)
+        share = min(awake / (wall_s * prof.cores), 1.0) if wall_s > 0 else 0.0
         watts = prof.idle_W + (prof.busy_W - prof.idle_W) * share
-        rows.append({"device": dev, "profile": prof_name, "cpu_s": cpu, "busy_share": share,
+        rows.append({"device": dev, "profile": prof_name, "ranks": len(mine), "awake_s": awake,
+                     "cpu_here_s": sum(r["cpu_s"] for r in mine), "busy_share": share,
                      "power_W": watts, "energy_J": watts * wall_s, "kind": "modelled"})
     return rows

@@ -1,0 +1,46 @@
+"""Table 1 presets and the modelled power of a placement."""
+
+import pytest
+
+from shoal.dsm import placement
+from shoal.errors import ShoalError
+
+
+def _split(sleeps, wall=10.0):
+    return [{"wall_s": wall, "sleep_s": s, "cpu_s": 1.0} for s in sleeps]
+
+
+def test_a_rank_that_never_sleeps_keeps_its_core_busy():
+    p = placement.preset("video-recs")
+    # server, input, output spin; the four tasks sleep half of the run
+    spinning = placement.modelled_power(p, _split([0, 0, 0, 5, 5, 5, 5]), 10.0)
+    sleeping = placement.modelled_power(p, _split([9, 9, 9, 5, 5, 5, 5]), 10.0)
+    by = {d["device"]: d for d in spinning}
+    # Core i7 A (4 cores) holds input and output: 2 of 4 cores busy -> 10 + 20 * 0.5
+    assert by["i7-a"]["power_W"] == pytest.approx(20.0)
+    assert by["i7-b"]["power_W"] == pytest.approx(15.0)
+    # a Cortex-A15 node (4 cores) with one task awake half the time: 3 + 4 * 0.125
+    assert by["a15-1"]["power_W"] == pytest.approx(3.5)
+    assert all(d["kind"] == "modelled" for d in spinning)
+    quiet = {d["device"]: d for d in sleeping}
+    assert quiet["i7-a"]["power_W"] == pytest.approx(10.0 + 20.0 * 2 / 40)
+    assert sum(d["energy_J"] for d in sleeping) < sum(d["energy_J"] for d in spinning)
+
+
+def test_presets_follow_table_1():
+    recs = placement.preset("video-recs")
+    assert len(recs.ranks) == 7 and len(recs.devices) == 6
+    assert [prof for _, prof in recs.ranks[3:]] == ["cortex-a15"] * 4
+    hough = placement.preset("hough-hetero")
+    assert {prof for _, prof in hough.ranks} == {"core-i7", "parallella", "rpi3bplus",
+                                                  "odroid-xu4"}
+
+
+def test_a_preset_must_fit():
+    p = placement.preset("video-recs")
+    with pytest.raises(ShoalError, match="places 7 ranks, not 5"):
+        placement.check_fits(p, 5)
+    with pytest.raises(ShoalError, match="needs 6 devices but the cluster has 4"):
+        placement.check_fits(p, 7, devices_available=4)
+    with pytest.raises(ShoalError, match="unknown placement preset"):
+        placement.preset("recs")
