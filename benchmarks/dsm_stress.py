@@ -10,12 +10,12 @@ overlap). Target: 1000 seeds, zero violations, under both MPIs.
 from wait_common import mpis, parser, verdict
 
 from entry import run_main
-from shoal.mpi.launch import Job
+import json
+
 from shoal.dsm import apps
 from shoal.errors import ShoalError
+from shoal.mpi.launch import Job
 from shoal.wait import apply
-import json
-import subprocess
 
 
 def main() -> int:
@@ -29,11 +29,10 @@ def main() -> int:
     for mpi in mpis(args.mpi):
         job = apply(Job(mpi, args.ranks, [str(apps.program(mpi)), "stress", "--seeds",
                                           str(args.seeds), "--ops", str(args.ops)]), args.mode)
-        argv, _ = job.command()
-        proc = subprocess.run(argv, env=job.popen_env(), capture_output=True, text=True)
-        lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
+        done = job.run()
+        lines = [ln for ln in done.stdout.splitlines() if ln.startswith("{")]
         if not lines:
-            raise ShoalError(f"stress under {mpi.name} failed: {proc.stderr.strip()[:300]}")
+            raise ShoalError(f"stress under {mpi.name} failed: {done.error_line()}")
         out = json.loads(lines[-1])
         failed += out["violations"] > 0
         print(f"{mpi.name}: {out['seeds']} seeds, {out['clients']} clients, {out['servers']} "

@@ -40,10 +40,10 @@ def test_a_broken_home_is_caught(mpich):
 
 
 def test_bad_arguments(mpich):
+    from shoal import proc
     from shoal.mpi import build
-    import subprocess
 
     exe = build.build("sdsmcheck", mpich)
-    proc = subprocess.run([str(exe), "--alphabet", "X9"], capture_output=True, text=True)
-    assert proc.returncode == 2
-    assert "bad operation 'X9'" in proc.stderr
+    done = proc.run([str(exe), "--alphabet", "X9"])
+    assert done.returncode == 2
+    assert "bad operation 'X9'" in done.stderr

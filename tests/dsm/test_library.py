@@ -78,13 +78,11 @@ def test_waits_are_blocking_receives_that_libshoalwait_sees(mpich, tmp_path):
         assert call not in text
     from shoal.mpi.launch import Job
     from shoal.wait import apply, telemetry
-    import subprocess
 
     job = apply(Job(mpich, 3, [str(apps.program(mpich)), "lock", "--cycles", "2", "--hold",
                                "0.2", "--sample", "0"]), "backoff", telemetry_dir=tmp_path)
-    argv, _ = job.command()
-    proc = subprocess.run(argv, env=job.popen_env(), capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr
+    done = job.run(timeout=120)
+    assert done.returncode == 0, done.stderr
     records = telemetry.read_dir(tmp_path)
     server = next(r for r in records if r["rank"] == 0)
     recv = server["calls"]["MPI_Recv"]

@@ -16,17 +16,16 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from shoal import verbose
+from shoal import proc
 from shoal.errors import ShoalError
 from shoal.mpi import build
-from shoal.mpi.discover import MPIInstall
+from shoal.mpi.base import MPIInstall
 from shoal.mpi.launch import Job
 from shoal.wait import library, telemetry
 
@@ -144,22 +143,19 @@ def run(mpi: MPIInstall, name: str, args: list[str], ranks: int, mode: str | Non
     try:
         if mode is not None:
             job = library.apply(job, mode, telemetry_dir=tel_dir)
-        cmd, launch_env = job.command()
-        verbose.show(cmd, {**launch_env, **job.rank_env})
         t0 = time.monotonic()
         try:
-            proc = subprocess.run(cmd, env=job.popen_env(), capture_output=True, text=True,
-                                  timeout=timeout_s)
-        except subprocess.TimeoutExpired as exc:
+            done = job.run(timeout=timeout_s)
+        except proc.CommandTimeout as exc:
             raise ShoalError(f"{name} under {mode or 'the MPI default'} did not finish in "
                              f"{timeout_s:.0f} s") from exc
         launch_s = time.monotonic() - t0
-        lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
-        if proc.returncode != 0 or not lines:
-            first = next((ln.strip() for ln in proc.stderr.splitlines()
+        lines = [ln for ln in done.stdout.splitlines() if ln.startswith("{")]
+        if done.returncode != 0 or not lines:
+            first = next((ln.strip() for ln in done.stderr.splitlines()
                           if ln.strip() and not ln.startswith("=")), "no output")
             raise ShoalError(f"{name} ({impl}) under {mode or 'the MPI default'} with {mpi.name} "
-                             f"failed (exit {proc.returncode}): {first}")
+                             f"failed (exit {done.returncode}): {first}")
         records = telemetry.read_dir(tel_dir) if mode is not None else []
         return Result(name, impl, mode, mpi.name, launch_s, json.loads(lines[-1]), records)
     finally:

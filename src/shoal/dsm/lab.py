@@ -8,9 +8,9 @@ G   Videostream on Table 1's RECS placement: Table 2's columns (time, FPS,
     W, kJ, FPS/W) plus J per frame, from the measured run and the modelled
     power of each device (labelled "modelled")
 
-Contenders follow seed 003's Table 3: busy (Aggressive), degraded (Open
-MPI's mpi_yield_when_idle without libshoalwait; libshoalwait's yield under
-MPICH), linear:0,1000,1 (the seed's adaptive receive), static sleeps of 0
+Contenders follow seed 003's Table 3: busy (Aggressive), degraded (the
+MPI's own first wait knob without libshoalwait: Open MPI's
+mpi_yield_when_idle, MPICH's heavy yield), linear:0,1000,1 (the seed's adaptive receive), static sleeps of 0
 and 100 us, backoff and auto. Rounds interleave the contenders so a slow
 moment of a shared machine hits all of them alike.
 """
@@ -23,7 +23,7 @@ from typing import Any, Callable
 
 from shoal.dsm import apps, placement
 from shoal.errors import ShoalError
-from shoal.mpi.discover import MPIInstall
+from shoal.mpi.base import MPIInstall
 from shoal.runs.store import Run
 
 EXPERIMENTS = ("E", "F", "G")
@@ -53,10 +53,11 @@ class Contender:
 
 
 def contender(label: str, mpi: MPIInstall) -> Contender:
+    """``degraded`` is the MPI's own first way to wait less, without the library
+    (Open MPI's mpi_yield_when_idle, the seed's Degraded; MPICH's heavy yield)."""
     if label == "degraded":
-        if mpi.kind == "openmpi":
-            return Contender(label, None, {"OMPI_MCA_mpi_yield_when_idle": "1"})
-        return Contender(label, "yield")
+        knobs = list(mpi.impl.wait_knobs.values())
+        return Contender(label, None, dict(knobs[0])) if knobs else Contender(label, "yield")
     return Contender(label, label)
 
 
