@@ -104,7 +104,10 @@ def run(args) -> int:
         chosen = placement.preset(args.preset)
         patterns = ("full", "burst", "lock")
         if not (chosen.app == args.app or (chosen.app in patterns and args.app in patterns)):
-            raise ShoalError(f"preset {chosen.name} places {chosen.app}, not {args.app}")
+            fitting = [n for n, q in placement.PRESETS.items()
+                       if q.app == args.app or (q.app in patterns and args.app in patterns)]
+            raise ShoalError(f"preset {chosen.name} places {chosen.app}, not {args.app}; use "
+                             f"{' or '.join(fitting) or 'no preset'}")
         placement.check_fits(chosen, ranks)
     mpi = discover.resolve(args.mpi)
     result = apps.run(mpi, args.app, extra, ranks, mode, impl=args.impl)
