@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from bench_cli import shoal
+from shoal import profiles
 
 LINK_RATE_Bps = 100e6 / 8  # ethernet-100m
 
@@ -41,7 +42,8 @@ def test_node_count_sweep_on_emulated_minnowboards(tmp_path):
     assert (big["bandwidth_median_Bps"] > 0.5 * LINK_RATE_Bps).all()
     # Each device's power is its profile model driven by its cgroup's CPU time:
     # between all-idle and all-busy watts of the devices used, and labelled modelled.
-    idle_W, busy_W = 2.5663, 4.9871  # MinnowBoard MAX, seed 000 Table 5.6
+    minnow = profiles.load()["minnowboard"]
+    idle_W, busy_W = minnow.idle_W, minnow.busy_W
     assert (results["power_kind"] == "modelled").all()
     assert (results["power_mean_W"] >= results["nodes"] * idle_W * 0.999).all()
     assert (results["power_mean_W"] <= results["nodes"] * busy_W * 1.001).all()

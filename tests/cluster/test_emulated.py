@@ -130,7 +130,7 @@ def test_shaped_link_bounds_mpi_bandwidth_and_traffic_crosses_the_veths(any_mpi)
     rate = 20e6
     inv = inventory.from_emulate("2xminnowboard")
     links = {"links": {"test-20m": {"rate_bps": rate}}}
-    from shoal.cluster import profiles
+    from shoal import profiles
     link = profiles.link_from_table("test-20m", links["links"]["test-20m"], "test")
     inv.nodes[:] = [n.__class__(n.name, n.profile, link, n.slots, n.address) for n in inv.nodes]
     c = cluster.session.Cluster(inv, EmulatedCluster(inv, calibrate=False), owns=True)

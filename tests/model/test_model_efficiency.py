@@ -8,7 +8,13 @@ import pytest
 
 from shoal.errors import ShoalError
 from shoal.model import add_perf_per_watt, attributed_power_W, energy_per_work, idle_fraction, perf_per_watt
-from shoal.model.profiles import MINNOWBOARD_AVG_W, MINNOWBOARD_IDLE_W, NUC_AVG_W, NUC_IDLE_W
+from shoal.profiles import builtin
+
+# Seed 000 Tables 5.6 and 5.7, as profiles.toml carries them.
+_MINNOW, _NUC = builtin("minnowboard"), builtin("nuc")
+MINNOWBOARD_AVG_W = [_MINNOW.per_test.average_W[t] for t in ("allreduce", "reduce")]
+NUC_AVG_W = [_NUC.per_test.average_W["allreduce"]]
+MINNOWBOARD_IDLE_W, NUC_IDLE_W = _MINNOW.idle_W, _NUC.idle_W
 
 
 def test_gross_and_net_by_hand():

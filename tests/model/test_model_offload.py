@@ -7,9 +7,8 @@ from dataclasses import replace
 import pytest
 
 from shoal.errors import ShoalError
+from shoal import profiles
 from shoal.model import (
-    DEVICES,
-    SERVERS,
     UPLINKS,
     OffloadScenario,
     amdahl_speedup,
@@ -18,18 +17,20 @@ from shoal.model import (
     fit_scaling,
     min_local_nodes,
 )
-from shoal.model.profiles import DeviceProfile, ServerProfile, UplinkProfile
+from shoal.model.uplinks import UplinkProfile
+from shoal.profiles import DeviceProfile
 
 # Simple numbers so every figure below can be checked on paper.
-DEVICE = DeviceProfile("toy device", idle_W=1.0, busy_W=3.0, s_per_B=0.01)  # 100 B/s per device
-SERVER = ServerProfile("toy server", idle_W=10.0, busy_W=20.0, s_per_B=0.001, pue=1.5)
+DEVICE = DeviceProfile("toy device", idle_W=1.0, busy_W=3.0)
+SERVER = DeviceProfile("toy server", idle_W=10.0, busy_W=20.0)
 UPLINK = UplinkProfile("toy uplink", bandwidth_Bps=1000.0, rtt_s=0.1, device_J_per_bit=0.001, device_active_W=0.0,
                        network_J_per_bit=0.002)
 
 
 def toy(**changes) -> OffloadScenario:
     base = OffloadScenario(rate_Bps=50.0, nodes=2, parallel_fraction=1.0, device=DEVICE, server=SERVER,
-                           uplink=UPLINK, chunk_B=10.0)
+                           uplink=UPLINK, chunk_B=10.0, device_s_per_B=0.01,  # 100 B/s per device
+                           server_s_per_B=0.001, pue=1.5)
     return replace(base, **changes)
 
 
@@ -137,12 +138,12 @@ THESIS_LAN = UplinkProfile("direct LAN, no transport energy", bandwidth_Bps=125e
 
 def test_thesis_watts_idle_choice_decides():
     """Four MinnowBoards (Table 5.6) against one NUC (Table 5.7, average 18.886 W) for a 1 MB/s stream."""
-    nuc = replace(SERVERS["nuc-d54250wyk"], busy_W=18.886, pue=1.0)
-    minnow = DEVICES["minnowboard-max"]
+    nuc = replace(profiles.builtin("nuc"), busy_W=18.886)
+    minnow = profiles.builtin("minnowboard")
     assert minnow.idle_W == 2.5663 and nuc.idle_W == 4.4801
     assert minnow.busy_W == pytest.approx((5.6139 + 5.875 + 5.934 + 5.823 + 5.749 + 5.853 + 5.761 + 5.703) / 8)
     base = OffloadScenario(rate_Bps=1e6, nodes=4, parallel_fraction=0.95, device=minnow, server=nuc,
-                           uplink=THESIS_LAN)
+                           uplink=THESIS_LAN, pue=1.0)
     local_W = 4 * 2.5663 + 1e6 * 1e-7 * (minnow.busy_W - 2.5663)
     nuc_W = 1e6 * 2.5e-8 * 18.886
 
@@ -172,13 +173,15 @@ def test_defaults_run_and_carry_their_sources():
     inputs = v.inputs
     assert inputs["uplink"]["bandwidth_Bps"] == pytest.approx(27e6 / 8)
     assert "seed 002" in inputs["uplink"]["sources"]["bandwidth_Bps"]
-    assert "Table 5.6" in inputs["device"]["sources"]["idle_W"]
-    assert "Table 5.7" in inputs["server"]["sources"]["idle_W"]
-    for profile in list(UPLINKS.values()) + list(DEVICES.values()) + list(SERVERS.values()):
+    assert "Table 5.6" in inputs["device"]["sources"]["idle"]
+    assert "Table 5.7" in inputs["server"]["sources"]["idle"]
+    for profile in UPLINKS.values():
         numbers = [k for k, val in vars(profile).items() if isinstance(val, float)]
         missing = set(numbers) - set(profile.sources)
         assert not missing, f"{profile.name} lacks a source for {missing}"
-    assert set(OffloadScenario().sources) >= {"rate_Bps", "nodes", "parallel_fraction", "chunk_B"}
+    scenario = OffloadScenario()
+    numbers = {k for k, val in vars(scenario).items() if isinstance(val, float)}
+    assert set(scenario.sources) >= numbers | {"device", "server", "nodes", "chunk_B"}
     text = json.dumps(v.to_dict(), allow_nan=False)
     assert json.loads(text)["choice"] in ("local", "offload")
 
@@ -210,8 +213,8 @@ def test_decision_map_rows():
     ({"nodes": 2.5}, "node count"),
     ({"parallel_fraction": 1.2}, "parallel fraction"),
     ({"device": replace(DEVICE, idle_W=4.0)}, "device power"),
-    ({"device": replace(DEVICE, s_per_B=0.0)}, "device cost"),
-    ({"server": replace(SERVER, pue=0.9)}, "PUE"),
+    ({"device_s_per_B": 0.0}, "device cost"),
+    ({"pue": 0.9}, "PUE"),
     ({"uplink": replace(UPLINK, bandwidth_Bps=0.0)}, "uplink bandwidth"),
     ({"server_basis": "half"}, "server basis"),
 ])

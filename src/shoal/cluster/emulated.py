@@ -186,7 +186,7 @@ class EmulatedCluster:
 
         # 3. Shaping: each device's uplink (its eth0) and downlink (its switch port).
         netem = shaping.netem_available(self.netns("sw"), "d0")
-        if not netem and any(n.link.latency_s > 0 or n.link.loss > 0 for n in self.inventory.nodes):
+        if not netem and any(n.link.latency_s > 0 or n.link.jitter_s > 0 or n.link.loss > 0 for n in self.inventory.nodes):
             self._warn("this kernel has no netem (sch_netem): link delay and loss are NOT "
                        "emulated, only rates; load sch_netem to emulate them")
         switch_lines = []

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from shoal.cluster import profiles as _profiles
+from shoal import profiles as _profiles
 from shoal.errors import ShoalError
 
 MODES = ("emulated", "ssh", "slurm")
@@ -81,7 +81,7 @@ def parse(data: dict, where: str = "inventory", text: str = "") -> Inventory:
     from shoal.inputs import files, schema
 
     declared = schema.validate(files.InventoryFile, data, where, text)
-    known_profiles, known_links = _profiles._load_all(
+    known_profiles, known_links = _profiles.load_all(
         {"profiles": declared.profiles, "links": declared.links}, where, text)
     default_link = declared.cluster.link
     if default_link is not None and default_link not in known_links:
@@ -112,7 +112,7 @@ _TERM = re.compile(r"^(\d+)x([a-z0-9][a-z0-9-]*)$")
 
 def from_emulate(spec: str, link: str | None = None, host_speed: float = 1.0) -> Inventory:
     """Build an emulated inventory from ``4xminnowboard+1xnuc`` (``link`` overrides every node)."""
-    known_profiles, known_links = _profiles._load_all()
+    known_profiles, known_links = _profiles.load_all()
     if link is not None and link not in known_links:
         raise ShoalError(f"--link {link}: unknown link type (known: {', '.join(sorted(known_links))})")
     nodes: list[Node] = []

@@ -11,7 +11,7 @@ from __future__ import annotations
 import subprocess
 
 from shoal import verbose
-from shoal.cluster.profiles import LinkType
+from shoal.profiles import LinkType
 from shoal.errors import ShoalError
 
 MTU = 1500
@@ -27,8 +27,10 @@ def qdisc_lines(dev: str, link: LinkType, netem: bool) -> list[str]:
     # deep enough queue avoids drops that would pull goodput below the rate.
     limit = max(int(rate_Bps * 0.2), 4 * burst)
     tbf = f"tbf rate {int(link.rate_bps)}bit burst {burst} limit {limit}"
-    if netem and (link.latency_s > 0 or link.loss > 0):
+    if netem and (link.latency_s > 0 or link.loss > 0 or link.jitter_s > 0):
         netem_args = f"netem delay {int(round(link.latency_s * 1e6))}us"
+        if link.jitter_s > 0:
+            netem_args += f" {int(round(link.jitter_s * 1e6))}us"
         if link.loss > 0:
             netem_args += f" loss {link.loss * 100:.4f}%"
         # netem's own queue must hold what tbf lets through during the delay.

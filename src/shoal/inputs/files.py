@@ -84,6 +84,15 @@ class InventoryFile(_Table):
     links: dict[str, dict[str, Any]] = {}
 
 
+class PerTestTable(_Table):
+    """``[profiles.NAME.per_test]``: watts measured under each benchmark (test = W), with its source."""
+
+    average_W: dict[str, NonNegative] = {}
+    max_W: dict[str, NonNegative] = {}
+    min_W: dict[str, NonNegative] = {}
+    source: str = ""
+
+
 class ProfileTable(_Table):
     """One ``[profiles.NAME]`` table; ``FIELD_source`` keys say where a number came from."""
 
@@ -98,6 +107,7 @@ class ProfileTable(_Table):
     clock_Hz: Optional[Positive] = None
     max_W: Optional[NonNegative] = None
     pstates: list[tuple[Positive, NonNegative]] = []
+    per_test: Optional[PerTestTable] = None
 
     @model_validator(mode="after")
     def _sources_and_watts(self) -> "ProfileTable":
@@ -122,3 +132,4 @@ class LinkTable(_Table):
     latency_s: NonNegative = 0.0
     loss: Annotated[float, Field(ge=0, lt=1)] = 0.0
     source: str = ""
+    jitter_s: NonNegative = 0.0

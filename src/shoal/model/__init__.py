@@ -16,7 +16,6 @@ from shoal.model.efficiency import (
 )
 from shoal.model.offload import OffloadScenario, OffloadVerdict, OptionCost, decide, decision_map, min_local_nodes
 from shoal.model.optimum import Optimum, optimal_nodes, overall_optimum
-from shoal.model.profiles import DEVICES, SERVERS, UPLINKS, DeviceProfile, ServerProfile, UplinkProfile
 from shoal.model.scaling import (
     Prediction,
     ScalingFit,
@@ -28,11 +27,12 @@ from shoal.model.scaling import (
     woo_lee_perf_per_watt,
     woo_lee_power,
 )
+from shoal.model.uplinks import UPLINKS, UplinkProfile
 
 __all__ = [
     "BASES", "PerfPerWatt", "add_perf_per_watt", "attributed_power_W", "energy_per_work", "idle_fraction",
     "perf_per_watt", "OffloadScenario", "OffloadVerdict", "OptionCost", "decide", "decision_map",
-    "min_local_nodes", "Optimum", "optimal_nodes", "overall_optimum", "DEVICES", "SERVERS", "UPLINKS",
-    "DeviceProfile", "ServerProfile", "UplinkProfile", "Prediction", "ScalingFit", "amdahl_speedup",
+    "min_local_nodes", "Optimum", "optimal_nodes", "overall_optimum", "UPLINKS",
+    "UplinkProfile", "Prediction", "ScalingFit", "amdahl_speedup",
     "best_nodes_closed_form", "fit_scaling", "fit_table", "woo_lee_energy", "woo_lee_perf_per_watt", "woo_lee_power",
 ]

@@ -42,7 +42,9 @@ import math
 from dataclasses import asdict, dataclass, field, replace
 
 from shoal.errors import ShoalError
-from shoal.model.profiles import DOCSIS2, MINNOWBOARD_MAX, NUC_D54250WYK, DeviceProfile, ServerProfile, UplinkProfile
+from shoal import profiles
+from shoal.model.uplinks import DOCSIS2, UplinkProfile
+from shoal.profiles import DeviceProfile
 from shoal.model.scaling import ScalingFit, _jsonable, amdahl_speedup
 
 LOCAL = "local"
@@ -59,15 +61,25 @@ class OffloadScenario:
     rate_Bps: float = 1e6
     nodes: int = 4
     parallel_fraction: float = 0.95
-    device: DeviceProfile = MINNOWBOARD_MAX
-    server: ServerProfile = NUC_D54250WYK
+    device: DeviceProfile = field(default_factory=lambda: profiles.builtin("minnowboard"))
+    server: DeviceProfile = field(default_factory=lambda: profiles.builtin("nuc"))
     uplink: UplinkProfile = DOCSIS2
+    device_s_per_B: float = 1e-7  # seconds one device needs per byte of the stream
+    server_s_per_B: float = 2.5e-8
+    pue: float = 1.58  # facility power / IT power: cooling and distribution on top of the server
     chunk_B: float = 2.0**20
     devices_on_anyway: bool = True
     server_basis: str = "gross"
     sources: dict = field(default_factory=lambda: {
         "rate_Bps": "assumption: 1 MB/s (8 Mbit/s), the order of one compressed HD camera stream",
         "nodes": "seed 000, section 6.1: the best perf/W was always at three or four boards",
+        "device": "profile minnowboard (shoal/data/profiles.toml: seed 000 Table 5.6)",
+        "server": "profile nuc, the thesis' reference machine, hosted in a datacenter (seed 000 Table 5.7)",
+        "device_s_per_B": "assumption: ~130 cycles per byte at the E3825's 1.33 GHz (seed 000, Table 4.1), the "
+                          "order of a light per-byte analysis; measure your workload",
+        "server_s_per_B": "assumption: 4x one MinnowBoard (same 1.3 GHz base clock, seed 000 Tables 4.1/4.2; "
+                          "4 threads vs 2 and larger cores); measure your workload",
+        "pue": "Uptime Institute Global Data Center Survey 2023: average PUE 1.58",
         "parallel_fraction": "assumption: per-chunk stream processing is mostly parallel; use a fitted f "
                              "(shoal.model.fit_scaling) of your workload",
         "chunk_B": "assumption: results are needed per 1 MiB of data",
@@ -88,9 +100,11 @@ class OffloadScenario:
                                         f"busy {d.busy_W} W"),
             (0 <= s.idle_W <= s.busy_W, f"server power must satisfy 0 <= idle <= busy, got idle {s.idle_W} W, "
                                         f"busy {s.busy_W} W"),
-            (0 < d.s_per_B < math.inf, f"device cost per byte must be > 0 s/B, got {d.s_per_B}"),
-            (0 <= s.s_per_B < math.inf, f"server cost per byte must be >= 0 s/B, got {s.s_per_B}"),
-            (s.pue >= 1, f"PUE must be >= 1, got {s.pue}"),
+            (0 < self.device_s_per_B < math.inf, f"device cost per byte must be > 0 s/B, "
+                                                 f"got {self.device_s_per_B}"),
+            (0 <= self.server_s_per_B < math.inf, f"server cost per byte must be >= 0 s/B, "
+                                                  f"got {self.server_s_per_B}"),
+            (self.pue >= 1, f"PUE must be >= 1, got {self.pue}"),
             (u.bandwidth_Bps > 0, f"uplink bandwidth must be > 0 B/s (inf allowed), got {u.bandwidth_Bps}"),
             (u.rtt_s >= 0 and u.device_J_per_bit >= 0 and u.device_active_W >= 0 and u.network_J_per_bit >= 0,
              "uplink round trip, energies per bit and radio power must be >= 0"),
@@ -181,7 +195,7 @@ def _coefficients(sc: OffloadScenario, nodes: int) -> tuple[float, float, float,
     """(a_local, b_local, a_offload, b_offload): power = a + b R for both options."""
     d = sc.device
     a_loc = nodes * d.idle_W
-    b_loc = d.s_per_B * (d.busy_W - d.idle_W)
+    b_loc = sc.device_s_per_B * (d.busy_W - d.idle_W)
     a_off = nodes * d.idle_W if sc.devices_on_anyway else 0.0
     b_off = _offload_per_byte(sc)
     return a_loc, b_loc, a_off, b_off
@@ -193,9 +207,9 @@ def _server_power_W(sc: OffloadScenario) -> float:
 
 
 def _offload_per_byte(sc: OffloadScenario) -> float:
-    s, u = sc.server, sc.uplink
+    u = sc.uplink
     radio = 8 * u.device_J_per_bit + u.device_active_W / u.bandwidth_Bps
-    return radio + 8 * u.network_J_per_bit + s.s_per_B * _server_power_W(sc) * s.pue
+    return radio + 8 * u.network_J_per_bit + sc.server_s_per_B * _server_power_W(sc) * sc.pue
 
 
 def min_local_nodes(rate_Bps: float, s_per_B: float, parallel_fraction: float) -> int | None:
@@ -215,16 +229,17 @@ def decide(scenario: OffloadScenario | None = None) -> OffloadVerdict:
     """Cost both options for the scenario (defaults when None) and return the verdict."""
     sc = scenario or OffloadScenario()
     sc.validate()
-    d, s, u = sc.device, sc.server, sc.uplink
+    d, u = sc.device, sc.uplink
+    d_s_per_B, s_s_per_B = sc.device_s_per_B, sc.server_s_per_B
     R, n, f = float(sc.rate_Bps), int(sc.nodes), sc.parallel_fraction
 
     # Local.
     speedup = float(amdahl_speedup(n, f))
-    loc_max = speedup / d.s_per_B
+    loc_max = speedup / d_s_per_B
     loc_u = R / loc_max
     loc_ok = R <= loc_max
-    loc_service = sc.chunk_B * d.s_per_B / speedup
-    loc_breakdown = {"device_idle_W": n * d.idle_W, "device_dynamic_W": R * d.s_per_B * (d.busy_W - d.idle_W),
+    loc_service = sc.chunk_B * d_s_per_B / speedup
+    loc_breakdown = {"device_idle_W": n * d.idle_W, "device_dynamic_W": R * d_s_per_B * (d.busy_W - d.idle_W),
                      "radio_W": 0.0, "network_W": 0.0, "server_W": 0.0}
     loc_power = sum(loc_breakdown.values())
     local = OptionCost(
@@ -241,14 +256,14 @@ def decide(scenario: OffloadScenario | None = None) -> OffloadVerdict:
         "device_dynamic_W": 0.0,
         "radio_W": R * (8 * u.device_J_per_bit + u.device_active_W / u.bandwidth_Bps),
         "network_W": R * 8 * u.network_J_per_bit,
-        "server_W": R * s.s_per_B * _server_power_W(sc) * s.pue,
+        "server_W": R * s_s_per_B * _server_power_W(sc) * sc.pue,
     }
     off_power = sum(off_breakdown.values())
     uplink_wait = _md1_latency(sc.chunk_B / u.bandwidth_Bps, off_u) if off_ok else math.inf
     offload = OptionCost(
         OFFLOAD, off_ok,
         "" if off_ok else f"the uplink carries at most {u.bandwidth_Bps:.4g} B/s, below the stream's {R:.4g} B/s",
-        u.bandwidth_Bps, off_u, u.rtt_s + uplink_wait + sc.chunk_B * s.s_per_B, off_power,
+        u.bandwidth_Bps, off_u, u.rtt_s + uplink_wait + sc.chunk_B * s_s_per_B, off_power,
         off_power / R if R > 0 else None, off_breakdown)
 
     # Energy.
@@ -274,7 +289,7 @@ def decide(scenario: OffloadScenario | None = None) -> OffloadVerdict:
         choice = NEITHER
 
     crossover, cheaper_below = _crossover(sc, n)
-    n_min = min_local_nodes(R, d.s_per_B, f)
+    n_min = min_local_nodes(R, d_s_per_B, f)
     wins = _local_wins_nodes(sc, n_min, off_ok)
     reason = _reason(choice, energy_winner, ratio, local, offload, R)
     return OffloadVerdict(choice, reason, energy_winner, ratio, saving, saving / R if R > 0 else None,

@@ -18,7 +18,8 @@ channel (domain ``link``).
 
 The source keeps a cumulative modelled energy (J) per channel, so the
 sampler treats it as a counter. Every channel is labelled ``modelled``.
-The numbers are plain (idle_W, busy_W, cores): device profiles pass them in.
+The numbers are plain (idle_W, busy_W, cores): device profiles pass them in;
+without them the model is the built-in profile ``DEFAULT_PROFILE``.
 """
 
 from __future__ import annotations
@@ -30,10 +31,16 @@ from pathlib import Path
 from shoal.power.base import ENERGY, MODELLED, NAN, Channel, Source, SourceUnavailable
 from shoal.power.sysfs import SensorError, proc_root, read_text, sysfs_root
 
-#: Used when no numbers are given: MinnowBoard MAX (Atom E3825) measured idle
-#: and maximum watts under MPI benchmarks (thesis 000, Table 5.6).
-DEFAULT_IDLE_W = 2.5663
-DEFAULT_BUSY_W = 5.934
+#: The device whose watts the model takes when none are given (shoal/data/profiles.toml).
+DEFAULT_PROFILE = "minnowboard"
+
+
+def default_watts() -> tuple[str, float, float]:
+    """(description, idle W, busy W) of the default device."""
+    from shoal.profiles import builtin
+
+    profile = builtin(DEFAULT_PROFILE)
+    return profile.description or profile.name, profile.idle_W, profile.busy_W
 
 
 def linear_energy_J(idle_W: float, busy_W: float, cores: float, wall_s: float, cpu_s: float) -> float:
@@ -108,10 +115,12 @@ def net_bytes() -> int:
 class ModelSource(Source):
     """The utilisation model as a cumulative energy counter per channel."""
 
-    def __init__(self, idle_W: float = DEFAULT_IDLE_W, busy_W: float = DEFAULT_BUSY_W, *,
+    def __init__(self, idle_W: float | None = None, busy_W: float | None = None, *,
                  cores: float | None = None, cgroup: str | None = None,
                  link_J_per_B: float | None = None, node: str = "", domain: str = "board") -> None:
         super().__init__(label="model", default_period_s=0.1)
+        if idle_W is None or busy_W is None:
+            _, idle_W, busy_W = default_watts()
         if idle_W < 0 or busy_W < idle_W:
             raise SourceUnavailable(f"model needs 0 <= idle_W <= busy_W, got idle {idle_W} W, busy {busy_W} W")
         self.idle_W, self.busy_W = float(idle_W), float(busy_W)

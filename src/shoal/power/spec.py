@@ -167,13 +167,20 @@ def build(items: list[Item], *, node: str = "", offset_s: float = 0.0,
                 model = ModelSource(**parse_model_args(item.arg), node=node)
                 sources.append(model)
                 if not item.arg:
-                    notes.append("model without numbers uses a MinnowBoard MAX (2.57 W idle, 5.93 W busy); "
+                    notes.append(f"model without numbers uses {_default_device()}; "
                                  "give model:IDLE_W,BUSY_W for your device")
         except SourceUnavailable as exc:
             for source in sources:
                 source.close()
             raise ShoalError(f"power source {item.kind}: {exc}") from None
     return sources, notes
+
+
+def _default_device() -> str:
+    from shoal.power.model import default_watts
+
+    name, idle_W, busy_W = default_watts()
+    return f"a {name} ({idle_W:.3g} W idle, {busy_W:.3g} W busy)"
 
 
 def _auto(node: str) -> tuple[Source, list[str]]:

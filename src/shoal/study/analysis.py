@@ -135,7 +135,7 @@ def power_by_nodes(frame: pd.DataFrame, cluster_label: str) -> list[dict[str, An
 def offload_scenario(manifest: dict[str, Any], nodes: int, overrides: dict[str, Any]) -> model.OffloadScenario:
     """The offload inputs: model defaults, the study's device and reference watts, user overrides."""
     base = model.OffloadScenario()
-    device, server = base.device, base.server
+    device, server, device_s_per_B = base.device, base.server, base.device_s_per_B
     sources = dict(base.sources)
     profiles: dict[str, dict] = {}
     for described in manifest.get("clusters", {}).values():
@@ -154,10 +154,11 @@ def offload_scenario(manifest: dict[str, Any], nodes: int, overrides: dict[str, 
         if dev and p.get("speed") and dev.get("speed"):
             # The devices process a byte as much slower than the server as their cores are.
             ratio = float(p["speed"]) / float(dev["speed"])
-            device = dataclasses.replace(device, s_per_B=server.s_per_B * ratio)
+            device_s_per_B = base.server_s_per_B * ratio
             sources["device_s_per_B"] = (f"server cost per byte x speed ratio {ratio:.3g} of the profiles "
                                          f"({p['name']} {p['speed']} vs {dev['name']} {dev['speed']})")
-    scenario = dataclasses.replace(base, device=device, server=server, nodes=int(nodes), sources=sources)
+    scenario = dataclasses.replace(base, device=device, server=server, device_s_per_B=device_s_per_B,
+                                   nodes=int(nodes), sources=sources)
     for key, value in overrides.items():
         if key == "uplink":
             if value not in model.UPLINKS:

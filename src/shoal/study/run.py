@@ -47,7 +47,7 @@ def _emulate_spec(request: StudyRequest) -> str | None:
         return None
     if request.reference in ("host", "none"):
         return request.emulate
-    from shoal.cluster import profiles
+    from shoal import profiles
 
     known = profiles.load()
     if request.reference not in known:

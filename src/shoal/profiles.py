@@ -1,13 +1,17 @@
-"""Device profiles and link types as data, with the source of every number.
+"""Device profiles and link types: the one home of device facts, read into one typed class.
 
-Profiles come from ``shoal/data/profiles.toml``; users add or override them
-without editing shoal in ``~/.config/shoal/profiles.toml``, in files named by
-``SHOAL_PROFILES`` (colon-separated), or in an inventory's ``[profiles]``.
-The power model takes ``idle_W``, ``busy_W`` and ``cores`` from here.
+Every number comes from ``shoal/data/profiles.toml`` (each with its source);
+users add or override profiles without editing shoal in
+``~/.config/shoal/profiles.toml``, in files named by ``SHOAL_PROFILES``
+(colon-separated), or in an inventory's ``[profiles]``. Every layer reads
+devices through :class:`DeviceProfile`: the emulated cluster (cores, speed,
+link), the power model (idle/busy watts), the offload model, the study and
+Pallex. The fields a file may hold are declared in ``shoal.inputs.files``.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -15,17 +19,31 @@ from typing import Any
 
 from shoal.errors import ShoalError
 
-BUILTIN = Path(__file__).resolve().parent.parent / "data" / "profiles.toml"
+BUILTIN = Path(__file__).resolve().parent / "data" / "profiles.toml"
 
 
 @dataclass(frozen=True)
 class LinkType:
-    """A network link: rate per direction (bit/s), one-way delay (s), loss fraction."""
+    """A network link: rate per direction (bit/s), one-way delay (s), loss fraction, jitter (s)."""
 
     name: str
     rate_bps: float
     latency_s: float = 0.0
     loss: float = 0.0
+    source: str = ""
+    jitter_s: float = 0.0
+
+    def describe(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class PerTestWatts:
+    """Watts measured on one device under each benchmark (a paper's table): test -> W."""
+
+    average_W: dict = field(default_factory=dict)
+    max_W: dict = field(default_factory=dict)
+    min_W: dict = field(default_factory=dict)
     source: str = ""
 
     def describe(self) -> dict[str, Any]:
@@ -34,20 +52,27 @@ class LinkType:
 
 @dataclass(frozen=True)
 class DeviceProfile:
-    """One kind of device: cores, per-core speed relative to the reference core, watts."""
+    """One kind of device: cores, per-core speed relative to the reference core, watts, link.
+
+    ``idle_W`` and ``busy_W`` are the ends of the linear power model
+    (P = idle + u (busy - idle), u the CPU utilisation); ``max_W`` the
+    highest draw measured; ``per_test`` the per-benchmark table where a
+    paper gives one. ``sources`` maps a field name to where its number came from.
+    """
 
     name: str
-    cores: int
-    speed: float
-    idle_W: float
-    busy_W: float
+    cores: int = 1
+    speed: float = 1.0
+    idle_W: float = 0.0
+    busy_W: float = 0.0
     link: str = "gigabit"
     description: str = ""
     clock_Hz: float | None = None
     max_W: float | None = None
     # P-states as [[frequency_Hz, watts], ...] where known.
     pstates: tuple = ()
-    sources: dict = field(default_factory=dict)
+    per_test: PerTestWatts | None = None
+    sources: dict = field(default_factory=dict, compare=False)
 
     def describe(self) -> dict[str, Any]:
         data = asdict(self)
@@ -62,6 +87,8 @@ def profile_from_table(name: str, table: dict, where: str, text: str = "") -> De
     checked = schema.validate(files.ProfileTable, table, where, text, at=("profiles", name))
     values = checked.model_dump(exclude=set(checked.model_extra or {}))
     values["pstates"] = tuple(values["pstates"])
+    if values["per_test"] is not None:
+        values["per_test"] = PerTestWatts(**values["per_test"])
     return DeviceProfile(name=name, sources=checked.sources, **values)
 
 
@@ -76,6 +103,11 @@ def _read(path: Path) -> tuple[dict, str]:
     from shoal.inputs import schema
 
     return schema.read_toml(path, "profiles file", "SHOAL_PROFILES")
+
+
+def read_file(path: Path) -> dict:
+    """One profiles file as TOML tables (its other tables too, e.g. Pallex's ``[boot]``)."""
+    return _read(path)[0]
 
 
 def user_files() -> list[Path]:
@@ -93,13 +125,10 @@ def user_files() -> list[Path]:
     return files
 
 
-def _load_all(extra: dict | None = None, extra_where: str = "inventory", extra_text: str = ""
-              ) -> tuple[dict[str, DeviceProfile], dict[str, LinkType]]:
+def _parse_files(sources: list[tuple[Any, dict, str]]
+                 ) -> tuple[dict[str, DeviceProfile], dict[str, LinkType]]:
     profiles: dict[str, DeviceProfile] = {}
     links: dict[str, LinkType] = {}
-    sources = [(BUILTIN, *_read(BUILTIN))] + [(p, *_read(p)) for p in user_files()]
-    if extra:
-        sources.append((extra_where, extra, extra_text))
     declared: dict[str, tuple[str, str]] = {}  # where each profile was last defined
     for where, data, text in sources:
         for table_name in ("links", "profiles"):
@@ -122,11 +151,30 @@ def _load_all(extra: dict | None = None, extra_where: str = "inventory", extra_t
     return profiles, links
 
 
+def load_all(extra: dict | None = None, extra_where: str = "inventory", extra_text: str = ""
+             ) -> tuple[dict[str, DeviceProfile], dict[str, LinkType]]:
+    """Profiles and links: built-in, then user files, then ``extra`` (an inventory's tables)."""
+    sources = [(BUILTIN, *_read(BUILTIN))] + [(p, *_read(p)) for p in user_files()]
+    if extra:
+        sources.append((extra_where, extra, extra_text))
+    return _parse_files(sources)
+
+
 def load(extra: dict | None = None) -> dict[str, DeviceProfile]:
     """All device profiles: built-in, then user files, then ``extra`` (an inventory's tables)."""
-    return _load_all(extra)[0]
+    return load_all(extra)[0]
 
 
 def load_links(extra: dict | None = None) -> dict[str, LinkType]:
     """All link types, overridden in the same order as profiles."""
-    return _load_all(extra)[1]
+    return load_all(extra)[1]
+
+
+@functools.lru_cache(maxsize=None)
+def _builtin() -> dict[str, DeviceProfile]:
+    return _parse_files([(BUILTIN, *_read(BUILTIN))])[0]
+
+
+def builtin(name: str) -> DeviceProfile:
+    """A profile as shipped with shoal (user files ignored): the defaults of the models."""
+    return _builtin()[name]

@@ -1,53 +1,15 @@
-"""Default devices, servers and uplinks for the offload decision, each number with its source.
+"""Uplinks from the devices to a datacenter for the offload decision, each number with its source.
 
-Every profile carries ``sources``: field name -> where the number comes
-from. Seed papers are named by their file in the project's reading list
-(000: the MinnowBoard MAX / NUC thesis; 002: the set-top-box cluster on
-DOCSIS). Numbers marked "assumption" or "order of magnitude" are there so
-the decision can run before anything is measured; replace them with
-measurements (``dataclasses.replace``).
+The devices and the server themselves are device profiles
+(``shoal.profiles``, numbers in ``shoal/data/profiles.toml``). Numbers
+marked "assumption" or "order of magnitude" are there so the decision can
+run before anything is measured; replace them with measurements
+(``dataclasses.replace``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from statistics import fmean
-
-# Thesis 000, Table 5.6 (MinnowBoard MAX, one board, eight MPI benchmarks) and
-# Table 5.7 (NUC D54250WYK): the MAX row per benchmark and the idle figure.
-MINNOWBOARD_IDLE_W = 2.5663
-MINNOWBOARD_MAX_W = (5.6139, 5.875, 5.934, 5.823, 5.749, 5.853, 5.761, 5.703)
-MINNOWBOARD_AVG_W = (4.234, 2.231, 2.876, 4.9871, 4.7865, 4.8721, 4.1235, 4.8563)
-NUC_IDLE_W = 4.4801
-NUC_MAX_W = (20.3010, 20.1011, 20.4240, 20.8761, 19.9573, 20.8436, 20.3242, 20.3452)
-NUC_AVG_W = (18.0742, 19.2853, 18.6589, 18.2385, 18.8423, 19.4739, 18.8664, 19.6473)
-
-_BUSY_NOTE = ("mean of the MAX row over the eight MPI benchmarks; the averages mix load with waiting "
-              "(the MinnowBoard's Reduce average, 2.231 W, is below its idle figure), so the MAX row is the "
-              "fully-busy draw")
-
-
-@dataclass(frozen=True)
-class DeviceProfile:
-    """One edge device: idle and fully-busy power, and its processing cost per byte."""
-
-    name: str
-    idle_W: float
-    busy_W: float
-    s_per_B: float  # seconds one device needs per byte of the stream
-    sources: dict = field(default_factory=dict, compare=False)
-
-
-@dataclass(frozen=True)
-class ServerProfile:
-    """A datacenter server: power, processing cost per byte, and the facility overhead (PUE)."""
-
-    name: str
-    idle_W: float
-    busy_W: float
-    s_per_B: float
-    pue: float  # facility power / IT power: cooling and distribution on top of the server
-    sources: dict = field(default_factory=dict, compare=False)
 
 
 @dataclass(frozen=True)
@@ -80,34 +42,6 @@ _INTERNET_SOURCE = ("Aslan et al., J. Industrial Ecology 22(4) 2018: 0.06 kWh/GB
                     "energy of one more bit is lower")
 _ETHERNET_DEVICE_SOURCE = ("order of magnitude: a Gigabit Ethernet PHY draws ~0.5-1 W whether busy or not, so the "
                            "extra cost of a bit is the CPU's send path, ~1e-9 J/bit on a small core")
-
-MINNOWBOARD_MAX = DeviceProfile(
-    name="MinnowBoard MAX (Atom E3825)",
-    idle_W=MINNOWBOARD_IDLE_W,
-    busy_W=fmean(MINNOWBOARD_MAX_W),
-    s_per_B=1e-7,
-    sources={
-        "idle_W": "seed 000, Table 5.6: average power at idle 2.5663 W",
-        "busy_W": f"seed 000, Table 5.6: {_BUSY_NOTE}",
-        "s_per_B": "assumption: ~130 cycles per byte at the E3825's 1.33 GHz (seed 000, Table 4.1), the order of a "
-                   "light per-byte analysis; measure your workload",
-    },
-)
-
-NUC_D54250WYK = ServerProfile(
-    name="Intel NUC D54250WYK (Core i5-4250U), the thesis' reference machine, hosted in a datacenter",
-    idle_W=NUC_IDLE_W,
-    busy_W=fmean(NUC_MAX_W),
-    s_per_B=2.5e-8,
-    pue=1.58,
-    sources={
-        "idle_W": "seed 000, Table 5.7: average power at idle 4.4801 W",
-        "busy_W": f"seed 000, Table 5.7: {_BUSY_NOTE} (the averages are 18.1-19.6 W)",
-        "s_per_B": "assumption: 4x one MinnowBoard (same 1.3 GHz base clock, seed 000 Tables 4.1/4.2; 4 threads vs "
-                   "2 and larger cores); measure your workload",
-        "pue": "Uptime Institute Global Data Center Survey 2023: average PUE 1.58",
-    },
-)
 
 DOCSIS2 = UplinkProfile(
     name="DOCSIS 2.0 cable upstream",
@@ -173,6 +107,4 @@ LTE = UplinkProfile(
     },
 )
 
-DEVICES = {"minnowboard-max": MINNOWBOARD_MAX}
-SERVERS = {"nuc-d54250wyk": NUC_D54250WYK}
 UPLINKS = {"docsis2": DOCSIS2, "ethernet": ETHERNET, "wifi": WIFI, "lte": LTE}

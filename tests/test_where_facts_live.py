@@ -1,0 +1,72 @@
+"""Each kind of fact has one home: device watts in profiles.toml, one profile class."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+from shoal import profiles
+
+SRC = Path(profiles.__file__).resolve().parent
+
+
+def _python_files() -> list[Path]:
+    return sorted(SRC.rglob("*.py"))
+
+
+def _literal_numbers(path: Path) -> set[float]:
+    """Every float literal of a Python file (docstrings and comments included, as text)."""
+    text = path.read_text()
+    return {float(m) for m in re.findall(r"(?<![\w.])\d+\.\d+(?:e-?\d+)?(?![\w.])", text)}
+
+
+def _device_watts() -> dict[float, str]:
+    """Every watt figure of the built-in profiles with at least three significant digits
+    (round figures such as 3.0 W also stand for other things)."""
+    found: dict[float, str] = {}
+    for profile in profiles.load_all()[0].values():
+        numbers = {"idle_W": profile.idle_W, "busy_W": profile.busy_W, "max_W": profile.max_W}
+        if profile.per_test is not None:
+            for row in ("average_W", "max_W", "min_W"):
+                numbers.update({f"per_test.{row}.{t}": w for t, w in getattr(profile.per_test, row).items()})
+        for field, watts in numbers.items():
+            if watts is not None and len(f"{watts:g}".replace(".", "").strip("0")) >= 3:
+                found[watts] = f"{profile.name}.{field}"
+    return found
+
+
+def test_device_watts_live_only_in_profiles_toml():
+    watts = _device_watts()
+    assert len(watts) > 40  # the two thesis tables and the boards' idle/busy figures
+    offenders = []
+    for path in _python_files():
+        for number in _literal_numbers(path) & set(watts):
+            offenders.append(f"{path.relative_to(SRC)}: {number} ({watts[number]})")
+    assert not offenders, "device watts written outside shoal/data/profiles.toml: " + "; ".join(offenders)
+
+
+def test_the_grep_would_find_a_copied_watt_figure(tmp_path):
+    copied = tmp_path / "copy.py"
+    copied.write_text("BUSY = 5.7889875  # a MinnowBoard\n")
+    assert 5.7889875 in _literal_numbers(copied) and 5.7889875 in _device_watts()
+
+
+def test_one_device_profile_class():
+    classes = []
+    for path in _python_files():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef) and "Profile" in node.name and node.name != "UplinkProfile":
+                classes.append(f"{path.relative_to(SRC)}:{node.name}")
+    assert classes == ["profiles.py:DeviceProfile"]
+
+
+def test_busy_watts_are_the_mean_of_the_max_rows():
+    """seed 000 Tables 5.6/5.7: busy_W is the fully-loaded draw, the MAX row's mean."""
+    for name in ("minnowboard", "nuc"):
+        profile = profiles.builtin(name)
+        rows = profile.per_test
+        assert len(rows.max_W) == len(rows.average_W) == len(rows.min_W) == 8
+        assert abs(profile.busy_W - sum(rows.max_W.values()) / 8) < 1e-9
+        assert max(rows.average_W.values()) < profile.busy_W < profile.max_W == max(rows.max_W.values())
+        assert profile.idle_W < profile.busy_W
