@@ -70,3 +70,43 @@ def test_busy_watts_are_the_mean_of_the_max_rows():
         assert abs(profile.busy_W - sum(rows.max_W.values()) / 8) < 1e-9
         assert max(rows.average_W.values()) < profile.busy_W < profile.max_W == max(rows.max_W.values())
         assert profile.idle_W < profile.busy_W
+
+
+CLUSTER_KINDS = {"local", "emulated", "ssh", "slurm", "userns"}
+
+
+def _kind_tests(tree: ast.AST) -> list[int]:
+    """Lines comparing something with a cluster kind name (== / != / in / getattr defaults)."""
+    def names(node) -> set:
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return {node.value}
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+            return set().union(*(names(e) for e in node.elts)) if node.elts else set()
+        return set()
+
+    lines = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare):
+            if any(names(x) & CLUSTER_KINDS for x in [node.left, *node.comparators]):
+                lines.append(node.lineno)
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr"
+              and len(node.args) == 3 and names(node.args[2]) & CLUSTER_KINDS):
+            lines.append(node.lineno)
+    return sorted(lines)
+
+
+def test_cluster_kinds_are_tested_only_inside_the_cluster_package():
+    offenders = []
+    for path in _python_files():
+        relative = path.relative_to(SRC)
+        if relative.parts[0] == "cluster":
+            continue
+        offenders += [f"{relative}:{line}" for line in _kind_tests(ast.parse(path.read_text()))]
+    assert not offenders, "cluster kinds compared outside shoal/cluster (ask the cluster instead): " + \
+        ", ".join(offenders)
+
+
+def test_the_kind_grep_finds_comparisons():
+    tree = ast.parse('if where.kind == "emulated" or mode in ("ssh", "slurm"):\n    pass\n'
+                     'kind = getattr(where, "kind", "local")\nchoice = "local"\n')
+    assert _kind_tests(tree) == [1, 1, 3]

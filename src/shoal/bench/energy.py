@@ -1,12 +1,12 @@
 """Energy per benchmark point: one power session per node, summed per configuration.
 
-Where the power comes from depends on where ranks run:
+Where the power comes from, the cluster says (``Cluster.node_power``):
 
 - this machine: the ``--power`` spec as given (``auto`` picks RAPL, hwmon or
   a battery, else the host model, labelled modelled);
 - emulated devices: each device's profile model (idle/busy watts) driven by
-  the CPU time its cgroup counts — modelled by construction, and labelled so;
-- ssh hosts: a sampler process started on each host over the same ssh the
+  the CPU time it uses — modelled by construction, and labelled so;
+- real hosts: a sampler process started on each host over the same ssh the
   launcher uses, streamed back, its clock offset measured over the stream.
 
 A point's energy is the sum over the devices its ranks ran on of their
@@ -23,7 +23,6 @@ import threading
 from typing import Any, Iterator
 
 from shoal import proc
-from shoal.errors import ShoalError
 from shoal.power import COLUMNS, open_session
 from shoal.power.session import Session
 from shoal.runs.store import Run
@@ -101,14 +100,16 @@ def _is_part(session: Session, key: str) -> bool:
 def open_meter(spec: str, where: Any, run: Run, idle_s: float = 0.0,
                rate_hz: float = DEFAULT_RATE_HZ) -> Iterator[Meter]:
     """Start sampling on every node of ``where`` for the duration of the block."""
-    sessions = _sessions(spec, where, rate_hz)
+    plans = where.node_power(spec)
+    sessions: dict[str, Session] = {}
     processes: list[proc.Process] = []
     try:
-        for node, session in sessions.items():
-            if session is None:
-                sessions[node] = _remote_session(node, where, spec, rate_hz, processes)
+        for plan in plans:
+            if plan.remote:
+                sessions[plan.node] = _remote_session(plan, rate_hz, processes)
             else:
-                session.start()
+                sessions[plan.node] = open_session(plan.spec, rate_hz,
+                                                   node=plan.node if plan.named else None).start()
         meter = Meter(sessions, run)
         idle = meter.measure_idle(idle_s)
         run.update_manifest(power={"spec": spec, "rate_hz": rate_hz, "nodes": sorted(sessions),
@@ -124,45 +125,18 @@ def open_meter(spec: str, where: Any, run: Run, idle_s: float = 0.0,
                 print(f"shoal: warning: power: {fault}", file=sys.stderr)
     finally:
         for session in sessions.values():
-            if session is not None:
-                session.stop()
+            session.stop()
         for process in processes:
             process.stop()
 
 
-def _sessions(spec: str, where: Any, rate_hz: float) -> dict[str, Session | None]:
-    """A session per node; None marks a node whose session is remote (opened later)."""
-    kind = getattr(where, "kind", "local")
-    if kind == "local":
-        return {"local": open_session(spec, rate_hz)}
-    if kind == "emulated":
-        if spec not in ("auto", "model"):
-            raise ShoalError(f"--power {spec}: emulated devices have no sensors of their own; "
-                             "use --power model (each device's profile, driven by its CPU use)")
-        sessions: dict[str, Session | None] = {}
-        for node in where.inventory.nodes:
-            usage = where.emulated.usage_cgroup(node.name)
-            if usage is None:
-                raise ShoalError(f"no cgroup counts {node.name}'s CPU time, so its power cannot be "
-                                 "modelled; run as root with a cpu (v2) or cpuacct (v1) controller")
-            group, budget_cpus = usage
-            item = (f"model:{node.profile.idle_W},{node.profile.busy_W},cores={budget_cpus:.6g},"
-                    f"cgroup={group}")
-            sessions[node.name] = open_session(item, rate_hz, node=node.name)
-        return sessions
-    return {node.name: None for node in where.inventory.nodes}
-
-
-def _remote_session(node: str, where: Any, spec: str, rate_hz: float,
-                    processes: list[proc.Process]) -> Session:
+def _remote_session(plan: Any, rate_hz: float, processes: list[proc.Process]) -> Session:
     """Start ``python -m shoal.power.sampler`` on a real host and stream it back."""
-    from shoal.cluster import remote
-
-    host = next(n.address for n in where.inventory.nodes if n.name == node)
+    node = plan.node
     # The pre-flight checked that shoal's Python sits at the same path on every host.
-    remote_cmd = shlex.join([sys.executable, "-m", "shoal.power.sampler", "--source", spec,
+    remote_cmd = shlex.join([sys.executable, "-m", "shoal.power.sampler", "--source", plan.spec,
                              "--rate", str(rate_hz), "--node", node, "--control"])
-    argv = [remote.ssh_program(), "-o", "BatchMode=yes", host, remote_cmd]
+    argv = [*plan.remote, remote_cmd]
     process = proc.start(argv, stdin=proc.PIPE, stdout=proc.PIPE, bufsize=1)
     processes.append(process)
     session = open_session("none", rate_hz, node=node).start()  # filled by the stream

@@ -254,12 +254,7 @@ def measure(run: Run, the_plan: Plan, events: Events | None = None) -> None:
     request = the_plan.request
     with clusters.open(emulate=request.emulate, link=request.link,
                        inventory=request.cluster) as where:
-        if where.kind == "ssh":
-            from shoal.cluster import remote
-
-            problems = remote.preflight(where.inventory, the_plan.mpi, str(the_plan.program))
-            if problems:
-                raise ShoalError("hosts not ready: " + " | ".join(problems))
+        where.check_ready(the_plan.mpi, str(the_plan.program))
         described = run.manifest.get("clusters", {})
         described[request.config_label] = where.describe()
         run.update_manifest(clusters=described)
@@ -310,8 +305,7 @@ def _config(the_plan: Plan, where: "clusters.Cluster", placement: Placement) -> 
                          ranks_per_node=placement.ranks_per_node, rank_env=dict(rank_env),
                          names=names)
 
-    node_names = names or ([n.name for n in where.inventory.nodes[:placement.nodes]]
-                           if where.inventory else [])
+    node_names = names or where.node_names(placement.nodes)
     return Config(label=placement.label, nodes=placement.nodes, ranks=placement.ranks,
                   make_job=make_job, wait_mode=wait_label, node_names=node_names)
 

@@ -64,6 +64,27 @@ def _one_line_parser_errors(parser: argparse.ArgumentParser) -> None:
                 _one_line_parser_errors(sub)
 
 
+def _emulates(args: argparse.Namespace) -> bool:
+    """Whether the command builds emulated devices here (a command may set ``emulates``)."""
+    from shoal.cluster import userns
+
+    decide = getattr(args, "emulates", None)
+    if decide is not None:
+        return decide(args)
+    return userns.builds_emulation(getattr(args, "emulate", None), getattr(args, "cluster", None),
+                                   getattr(args, "resume", None))
+
+
+def _into_user_namespace(args: argparse.Namespace, argv: list[str]) -> None:
+    """Emulation without root runs in a user namespace: re-run the command there, or set it up."""
+    from shoal.cluster import userns
+
+    if userns.inside():
+        userns.prepare()
+    elif _emulates(args) and userns.needed():
+        userns.reexec(argv)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     parser = build_parser()
@@ -83,11 +104,7 @@ def main(argv: list[str] | None = None) -> int:
         from shoal.inputs import environment
 
         environment.check()
-        if getattr(args, "emulate", None):
-            from shoal.cluster import userns
-
-            if userns.needed():
-                userns.reexec(argv)
+        _into_user_namespace(args, argv)
         return int(args.func(args) or 0)
     except ShoalError as exc:
         if debug:

@@ -62,24 +62,14 @@ def _link_needs_emulate(args) -> None:
 
 
 def _up(args) -> int:
-    from shoal.cluster import inventory, state
-    from shoal.cluster.emulated import EmulatedCluster
+    from shoal.cluster import session, state
 
     if bool(args.emulate) == bool(args.cluster):
         raise ShoalError("give either --emulate SPEC or --cluster FILE (an inventory with mode = \"emulated\")")
     _link_needs_emulate(args)
-    if args.emulate:
-        inv = inventory.from_emulate(args.emulate, args.link, args.host_speed or 1.0)
-    else:
-        inv = inventory.load(args.cluster)
-        if inv.mode != "emulated":
-            raise ShoalError(f"{args.cluster}: mode is {inv.mode!r}; 'cluster up' builds emulated "
-                             "clusters (set [cluster] mode = \"emulated\")")
-        if args.host_speed:
-            inv.host_speed = args.host_speed
     start = time.perf_counter()
-    cluster = EmulatedCluster(inv, args.name, persistent=True, calibrate=not args.no_calibrate)
-    cluster.up()
+    cluster = session.bring_up(args.emulate, args.cluster, args.link, args.host_speed, args.name,
+                               calibrate=not args.no_calibrate)
     took = time.perf_counter() - start
     if args.json:
         print(jsonout.dumps(cluster.describe(), indent=1))

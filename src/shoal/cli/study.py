@@ -43,7 +43,14 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="parallel fraction f of the devices' processing (default 0.95)")
     p.add_argument("--out", type=typed.out_dir, default=None, help="run directory (default runs/study-<time>)")
     p.add_argument("--resume", type=typed.run_dir, default=None, metavar="RUN", help="continue an interrupted study")
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, emulates=_emulates)
+
+
+def _emulates(args: argparse.Namespace) -> bool:
+    from shoal.cluster import userns
+
+    emulate = args.emulate or (None if args.cluster or args.resume else "4xminnowboard")
+    return userns.builds_emulation(emulate, args.cluster, args.resume)
 
 
 def _request(args: argparse.Namespace) -> StudyRequest:

@@ -39,22 +39,87 @@ class CgroupLayout:
                 "cpuacct": str(self.acct_base) if self.acct_base else None}
 
 
-def detect() -> CgroupLayout:
-    """Find a writable cpu controller: pure v2, else v1 (also on hybrid systems)."""
+DELEGATED = "SHOAL_CGROUP_DELEGATED"  # a v2 cgroup prepared for this command's devices
+
+
+def _own_groups(text: str | None = None) -> dict[str, str]:
+    """This process's cgroup per controller ("" for v2's unified line)."""
+    if text is None:
+        try:
+            text = Path("/proc/self/cgroup").read_text()
+        except OSError:
+            return {}
+    groups = {}
+    for line in text.splitlines():
+        _, controllers, path = line.split(":", 2)
+        for controller in controllers.split(",") if controllers else [""]:
+            groups[controller] = path
+    return groups
+
+
+def _writable(directory: Path) -> bool:
+    return directory.is_dir() and os.access(directory, os.W_OK)
+
+
+def detect(self_cgroup: str | None = None) -> CgroupLayout:
+    """Find a cpu controller this process may divide.
+
+    As root: the hierarchy's root, pure v2, else v1 (also on hybrid systems).
+    Otherwise a delegated cgroup: the v2 group prepared in a systemd scope
+    (``prepare_delegated``), or this process's own v1 cpu group when its
+    owner made it writable for the user. ``self_cgroup`` stands in for
+    ``/proc/self/cgroup`` (tests).
+    """
     root = Path(os.environ.get("SHOAL_CGROUP_ROOT", CGROUP_ROOT))
+    own = _own_groups(self_cgroup)
     if (root / "cgroup.controllers").exists():
-        controllers = (root / "cgroup.controllers").read_text().split()
-        if "cpu" in controllers and os.access(root / "cgroup.subtree_control", os.W_OK):
-            return CgroupLayout(2, root / "shoal", root / "shoal" if "cpuset" in controllers else None)
+        delegated = os.environ.get(DELEGATED)
+        for base in ([Path(delegated)] if delegated else []) + [root]:
+            if not (base / "cgroup.controllers").exists():
+                continue
+            controllers = (base / "cgroup.controllers").read_text().split()
+            if "cpu" in controllers and os.access(base / "cgroup.subtree_control", os.W_OK):
+                group = base if base != root else root / "shoal"
+                return CgroupLayout(2, group, group if "cpuset" in controllers else None)
         return CgroupLayout(0, None, None)
-    if (root / "cpu" / "cpu.cfs_quota_us").exists() and os.access(root / "cpu", os.W_OK):
-        cpuset = root / "cpuset" if (root / "cpuset" / "cpuset.cpus").exists() else None
-        acct = root / "cpuacct"
-        separate = ((acct / "cpuacct.usage").exists() and not (root / "cpu" / "cpuacct.usage").exists()
-                    and os.access(acct, os.W_OK))
-        return CgroupLayout(1, root / "cpu" / "shoal", cpuset / "shoal" if cpuset else None,
+    cpu_root = root / "cpu"
+    if not (cpu_root / "cpu.cfs_quota_us").exists():
+        return CgroupLayout(0, None, None)
+    # Root's own group or, for an ordinary user, one delegated to them (v1: owned by the user).
+    for mine in ([cpu_root] if os.geteuid() == 0 else []) + [cpu_root / own.get("cpu", "/").lstrip("/")]:
+        if not _writable(mine) or (mine == cpu_root and os.geteuid() != 0):
+            continue
+        cpuset = root / "cpuset" / own.get("cpuset", "/").lstrip("/")
+        cpuset = cpuset if (cpuset / "cpuset.cpus").exists() and _writable(cpuset) else None
+        acct = root / "cpuacct" / own.get("cpuacct", "/").lstrip("/")
+        separate = ((acct / "cpuacct.usage").exists() and not (mine / "cpuacct.usage").exists()
+                    and _writable(acct))
+        return CgroupLayout(1, mine / "shoal", cpuset / "shoal" if cpuset else None,
                             acct / "shoal" if separate else None)
     return CgroupLayout(0, None, None)
+
+
+def prepare_delegated(self_cgroup: str | None = None) -> bool:
+    """In a delegated v2 scope (systemd-run --user -p Delegate=yes): make room for devices.
+
+    v2 lets a group with processes hand controllers to children only once
+    the processes sit in a leaf, so this process moves into ``<scope>/command``
+    and devices go under ``<scope>/shoal``. Returns False when there is no such scope.
+    """
+    root = Path(os.environ.get("SHOAL_CGROUP_ROOT", CGROUP_ROOT))
+    scope = root / _own_groups(self_cgroup).get("", "/").lstrip("/")
+    if not (scope / "cgroup.controllers").exists() or not os.access(scope / "cgroup.procs", os.W_OK):
+        return False
+    try:
+        (scope / "command").mkdir(exist_ok=True)
+        (scope / "command" / "cgroup.procs").write_text(str(os.getpid()))
+        _enable_v2(scope, ["cpu", "cpuset"])
+        (scope / "shoal").mkdir(exist_ok=True)
+        _enable_v2(scope / "shoal", ["cpu", "cpuset"])
+    except (OSError, ShoalError):
+        return False
+    os.environ[DELEGATED] = str(scope / "shoal")
+    return True
 
 
 def _write(path: Path, value: str) -> None:

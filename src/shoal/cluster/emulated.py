@@ -26,11 +26,12 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from shoal import verbose
-from shoal.cluster import cpulimit, shaping, state, sysns
+from shoal.cluster import cpulimit, shaping, state, sysns, tools
 from shoal.cluster.inventory import Inventory
 from shoal.errors import ShoalError
 
 SUBNET = ipaddress.ip_network("10.77.0.0/16")
+_unlimited_said = False
 HEAD = "shoal-head"
 
 
@@ -39,14 +40,18 @@ def _address(index: int) -> str:
     return str(SUBNET.network_address + 256 * (index // 250) + index % 250 + 1)
 
 
-def _check_root() -> None:
+def _check_privileges() -> None:
     if os.geteuid() != 0:
-        raise ShoalError("emulated clusters need root, or --emulate on a command that runs ranks "
-                         "(which moves into a user namespace of its own); 'shoal cluster up' "
-                         "keeps a cluster after the command and needs root")
-    for tool in ("unshare", "tc"):
-        if not any(Path(p, tool).exists() for p in os.environ.get("PATH", "").split(":") + ["/usr/sbin", "/sbin"]):
-            raise ShoalError(f"'{tool}' not found; install util-linux and iproute2")
+        raise ShoalError("emulated clusters need root or a user namespace of their own; "
+                         "run this through the shoal command (it moves into one by itself)")
+    tools.need("unshare")
+    tools.need("tc")
+
+
+def userns_inside() -> bool:
+    from shoal.cluster import userns
+
+    return userns.inside()
 
 
 def _new_id() -> str:
@@ -82,7 +87,7 @@ class EmulatedCluster:
 
     # -- up ----------------------------------------------------------------------------
     def up(self) -> "EmulatedCluster":
-        _check_root()
+        _check_privileges()
         state.reap()
         if state.read(self.id) is not None:
             raise ShoalError(f"an emulated cluster named {self.id} is already up; "
@@ -133,7 +138,7 @@ class EmulatedCluster:
         def make_ns(name: str, hostname: str | None) -> None:
             path = state.NETNS_DIR / self.netns(name)
             path.touch()
-            argv = ["unshare", f"--net={path}"]
+            argv = [tools.need("unshare"), f"--net={path}"]
             if hostname:
                 uts = directory / f"{name}.uts"
                 uts.touch()
@@ -229,8 +234,17 @@ class EmulatedCluster:
             record["nodes"][node.name] = {"cpu_fraction": fraction, "cpu_budget": budget,
                                           "cpuset": cpuset, "cgroups": []}
         if layout.version == 0:
-            self._warn("no writable cgroup cpu controller: device CPUs are NOT limited "
-                       "(delegate the cpu controller or run as root)")
+            global _unlimited_said
+            message = ("no cgroup cpu controller this user may divide (no systemd user manager to "
+                       "delegate one, none delegated by hand): emulated devices run at host speed, NOT "
+                       "at their profiles' (run as root, or under systemd-run --user -p Delegate=yes); "
+                       "their power is modelled from their namespaces' CPU time")
+            if os.geteuid() == 0 and not userns_inside():
+                message = "no writable cgroup cpu controller: device CPUs are NOT limited"
+            self.warnings.append(message)
+            if not _unlimited_said:  # said once per command, however many clusters it builds
+                _unlimited_said = True
+                print(f"shoal: warning: {message}", file=sys.stderr)
             return {}
         total = sum(b for _, b, _ in budgets.values())
         if total > len(cpus) * 1.001:
@@ -300,17 +314,22 @@ class EmulatedCluster:
         return [sys.executable, "-m", "shoal.cluster.nsexec", "--cluster", self.id,
                 "--run", "head", "--"]
 
-    def usage_cgroup(self, node: str) -> tuple[str, float] | None:
-        """The cgroup counting a device's CPU time, and the host CPUs it may use.
+    def usage_counter(self, node: str) -> tuple[str, float] | None:
+        """What counts a device's CPU time (a power model option: ``cgroup=G``, or
+        ``netns=PATH`` where no cgroup exists), and the host CPUs it may use.
 
         A device's utilisation (for its power model) is its CPU time over
         that budget: a device using its whole budget is fully busy.
         """
         record = state.read(self.id) or self.record or {}
         entry = record.get("nodes", {}).get(node, {})
-        group = cpulimit.usage_group(entry.get("cgroups", []))
         budget = entry.get("cpu_budget")
-        return (group, float(budget)) if group and budget else None
+        if not budget:
+            return None
+        group = cpulimit.usage_group(entry.get("cgroups", []))
+        if group:
+            return f"cgroup={group}", float(budget)
+        return f"netns={state.NETNS_DIR / entry['netns']}", float(budget)
 
     def run_on(self, node: str, argv: list[str], **kwargs) -> subprocess.CompletedProcess:
         """Run a program inside a device (for tests and calibration)."""

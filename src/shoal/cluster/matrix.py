@@ -30,7 +30,7 @@ def measure(cluster, mpi: MPIInstall, lat_size_B: int = 8, bw_size_B: int = 1 <<
         tail = (proc.stderr.strip().splitlines() or ["no message"])[-1]
         raise ShoalError(f"shoal-pairs failed with {mpi.name}: {tail} (rerun with --verbose)")
     rows = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
-    nodes = [n.name for n in cluster.inventory.nodes] if cluster.inventory else ["localhost"]
+    nodes = cluster.node_names(cluster.size) or ["localhost"]
     for row in rows:
         row["node_a"], row["node_b"] = nodes[row["a"]], nodes[row["b"]]
         row["lat_size_B"], row["bw_size_B"] = lat_size_B, bw_size_B

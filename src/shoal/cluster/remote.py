@@ -22,11 +22,9 @@ from shoal.errors import ShoalError
 from shoal.mpi.discover import MPIInstall
 
 
-def launcher_for(mode: str) -> str | None:
+def ssh_override() -> str | None:
     """The program the MPI launcher uses instead of plain ssh (SHOAL_SSH), if any."""
-    if mode == "ssh":
-        return os.environ.get("SHOAL_SSH") or None
-    return None
+    return os.environ.get("SHOAL_SSH") or None
 
 
 def ssh_program() -> str:

@@ -11,6 +11,7 @@ This is the API the benchmark driver uses for node-count sweeps::
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from shoal.cluster import inventory as _inventory
@@ -30,38 +31,57 @@ def transport_env(mpi: MPIInstall) -> tuple[dict[str, str], list[str]]:
     return mpi.impl.namespace_transport(str(SUBNET))
 
 
-class Cluster:
-    """Nodes in order and how to start ranks on the first k of them."""
+@dataclass(frozen=True)
+class NodePower:
+    """How one node's power is measured: a ``--power`` spec, opened on this machine
+    or, when ``remote`` is given, by a sampler started on the node with that argv prefix."""
 
-    def __init__(self, inventory: _inventory.Inventory | None,
-                 emulated: EmulatedCluster | None = None, owns: bool = False) -> None:
+    node: str
+    spec: str
+    remote: tuple[str, ...] = ()
+    named: bool = True  # samples carry ``node``; False: this machine's host name
+
+
+class Cluster:
+    """Where ranks run: the one protocol every kind of cluster implements.
+
+    Callers (bench, study, power, workloads) ask the cluster: its nodes and
+    slots (``nodes``, ``size``, ``select``), how to launch ranks on the first
+    k nodes (``job``: hosts, launcher, rank environment), whether its hosts
+    are ready (``check_ready``), how each node's power is measured
+    (``node_power``), how it comes up and goes down (a context manager), and
+    what the run manifest records (``describe``). They never test its kind.
+    """
+
+    kind = ""  # recorded as "mode" in manifests; compared only inside this package
+
+    def __init__(self, inventory: _inventory.Inventory | None) -> None:
         self.inventory = inventory
-        self.emulated = emulated
-        self._owns = owns
         self.preflight: list[str] = []
 
     @property
-    def kind(self) -> str:
-        if self.inventory is None:
-            return "local"
-        return self.inventory.mode
+    def nodes(self) -> list[_inventory.Node]:
+        return list(self.inventory.nodes) if self.inventory else []
 
     @property
     def size(self) -> int:
         return len(self.inventory.nodes) if self.inventory else 1
 
+    def up(self) -> None:
+        """Bring the cluster up (nothing to do for hosts that are already there)."""
+
+    def down(self) -> None:
+        """Undo ``up``; safe to call twice."""
+
     def __enter__(self) -> "Cluster":
-        if self.emulated is not None and self._owns:
-            self.emulated.up()
+        self.up()
         return self
 
     def __exit__(self, *exc) -> None:
         self.close()
 
     def close(self) -> None:
-        if self.emulated is not None and self._owns:
-            self.emulated.down()
-            self._owns = False
+        self.down()
 
     def job(self, mpi: MPIInstall, nodes: int, argv: list[str], ranks_per_node: int = 1,
             rank_env: dict[str, str] | None = None, names: list[str] | None = None) -> Job:
@@ -72,39 +92,137 @@ class Cluster:
                              f"use --nodes within 1..{self.size}")
         if ranks_per_node < 1:
             raise ShoalError("ranks per node must be at least 1")
-        env = dict(rank_env or {})
-        if self.inventory is None:
-            return Job(mpi, nodes * ranks_per_node, list(argv), env)
-        chosen = self.select(names)[:nodes] if names else self.inventory.nodes[:nodes]
-        if self.kind == "emulated":
-            if self.emulated is None:
-                raise ShoalError("emulated cluster is not up")
-            transport, extra = transport_env(mpi)
-            env.update(transport)
-            hosts = [HostSlots(n.name, ranks_per_node) for n in chosen]
-            return Job(mpi, nodes * ranks_per_node, list(argv), env, hosts=hosts,
-                       launcher_exec=self.emulated.launcher, extra_args=extra,
-                       exec_prefix=self.emulated.head_prefix())
-        hosts = [HostSlots(n.address, ranks_per_node) for n in chosen]
-        return Job(mpi, nodes * ranks_per_node, list(argv), env, hosts=hosts,
-                   launcher_exec=remote.launcher_for(self.kind))
+        chosen = self.select(names)[:nodes] if names else self.nodes[:nodes]
+        return self._job(mpi, chosen, nodes * ranks_per_node, list(argv), dict(rank_env or {}),
+                         ranks_per_node)
+
+    def _job(self, mpi: MPIInstall, chosen: list, ranks: int, argv: list[str], env: dict[str, str],
+             ranks_per_node: int) -> Job:
+        raise NotImplementedError
+
+    def node_names(self, nodes: int) -> list[str]:
+        """Names of the first ``nodes`` nodes (what power and results are keyed by)."""
+        return [n.name for n in self.nodes[:nodes]]
 
     def select(self, names: list[str]) -> list:
         """The inventory's nodes with these names, in the order given."""
-        by_name = {n.name: n for n in (self.inventory.nodes if self.inventory else [])}
+        by_name = {n.name: n for n in self.nodes}
         missing = [n for n in names if n not in by_name]
         if missing:
             raise ShoalError(f"no node named {', '.join(missing)} in the cluster "
                              f"(nodes: {', '.join(by_name) or 'none'})")
         return [by_name[n] for n in names]
 
+    def check_ready(self, mpi: MPIInstall, program: str | None = None) -> None:
+        """Raise ShoalError naming every host that cannot run the job (no-op where all is local)."""
+
+    def node_power(self, spec: str) -> list[NodePower]:
+        """How to measure every node's power for the ``--power`` spec."""
+        raise NotImplementedError
+
     def describe(self) -> dict[str, Any]:
         """What the run manifest records: nodes, profiles, links, emulation and calibration."""
-        if self.inventory is None:
-            return {"mode": "local"}
-        if self.emulated is not None:
-            return {"mode": "emulated", **self.emulated.describe()}
         return {**self.inventory.describe(), "preflight": self.preflight}
+
+
+class LocalCluster(Cluster):
+    """This machine only: ranks start with the MPI's own launcher, no host list."""
+
+    kind = "local"
+
+    def __init__(self) -> None:
+        super().__init__(None)
+
+    def _job(self, mpi, chosen, ranks, argv, env, ranks_per_node) -> Job:
+        return Job(mpi, ranks, argv, env)
+
+    def node_power(self, spec: str) -> list[NodePower]:
+        return [NodePower("local", spec, named=False)]
+
+    def describe(self) -> dict[str, Any]:
+        return {"mode": self.kind}
+
+
+class EmulatedDevices(Cluster):
+    """Devices emulated here: namespaces, shaped links and cgroup CPU limits (``emulated.py``)."""
+
+    kind = "emulated"
+
+    def __init__(self, inventory: _inventory.Inventory, emulated: EmulatedCluster,
+                 owns: bool = False) -> None:
+        super().__init__(inventory)
+        self.emulated = emulated
+        self._owns = owns
+
+    def up(self) -> None:
+        if self._owns:
+            self.emulated.up()
+
+    def down(self) -> None:
+        if self._owns:
+            self.emulated.down()
+            self._owns = False
+
+    def _job(self, mpi, chosen, ranks, argv, env, ranks_per_node) -> Job:
+        transport, extra = transport_env(mpi)
+        env.update(transport)
+        hosts = [HostSlots(n.name, ranks_per_node) for n in chosen]
+        return Job(mpi, ranks, argv, env, hosts=hosts, launcher_exec=self.emulated.launcher,
+                   extra_args=extra, exec_prefix=self.emulated.head_prefix())
+
+    def node_power(self, spec: str) -> list[NodePower]:
+        """Each device's profile model, driven by the CPU time its cgroup (or namespace) counts."""
+        if spec not in ("auto", "model"):
+            raise ShoalError(f"--power {spec}: emulated devices have no sensors of their own; "
+                             "use --power model (each device's profile, driven by its CPU use)")
+        plans = []
+        for node in self.nodes:
+            usage = self.emulated.usage_counter(node.name)
+            if usage is None:
+                raise ShoalError(f"nothing counts {node.name}'s CPU time, so its power cannot be "
+                                 "modelled; is the emulated cluster up?")
+            where, budget_cpus = usage
+            plans.append(NodePower(node.name, f"model:{node.profile.idle_W},{node.profile.busy_W},"
+                                              f"cores={budget_cpus:.6g},{where}"))
+        return plans
+
+    def describe(self) -> dict[str, Any]:
+        return {"mode": self.kind, **self.emulated.describe()}
+
+
+class SshHosts(Cluster):
+    """Real hosts reached with ssh (or SHOAL_SSH) by the MPI's own launcher."""
+
+    kind = "ssh"
+
+    def _job(self, mpi, chosen, ranks, argv, env, ranks_per_node) -> Job:
+        hosts = [HostSlots(n.address, ranks_per_node) for n in chosen]
+        return Job(mpi, ranks, argv, env, hosts=hosts, launcher_exec=self._launcher())
+
+    def _launcher(self) -> str | None:
+        return remote.ssh_override()
+
+    def check_ready(self, mpi: MPIInstall, program: str | None = None) -> None:
+        problems = remote.preflight(self.inventory, mpi, program)
+        if problems:
+            raise ShoalError("hosts not ready: " + " | ".join(problems))
+
+    def node_power(self, spec: str) -> list[NodePower]:
+        # A sampler on each host, over the same ssh the launcher uses.
+        return [NodePower(n.name, spec, (remote.ssh_program(), "-o", "BatchMode=yes", n.address))
+                for n in self.nodes]
+
+
+class SlurmAllocation(SshHosts):
+    """The hosts of the current Slurm allocation; the MPI launcher uses its Slurm support."""
+
+    kind = "slurm"
+
+    def _launcher(self) -> str | None:
+        return None
+
+    def check_ready(self, mpi: MPIInstall, program: str | None = None) -> None:
+        """Slurm already placed the job on hosts it manages."""
 
 
 def open(emulate: str | None = None, link: str | None = None, inventory: str | None = None,
@@ -122,10 +240,10 @@ def open(emulate: str | None = None, link: str | None = None, inventory: str | N
         raise ShoalError("give only one of --emulate, --cluster FILE or an emulated cluster id")
     if attach_to:
         emulated = attach(attach_to)
-        return Cluster(emulated.inventory, emulated, owns=False)
+        return EmulatedDevices(emulated.inventory, emulated, owns=False)
     if emulate:
         inv = _inventory.from_emulate(emulate, link, host_speed or 1.0)
-        return Cluster(inv, EmulatedCluster(inv, calibrate=calibrate), owns=True)
+        return EmulatedDevices(inv, EmulatedCluster(inv, calibrate=calibrate), owns=True)
     if inventory:
         inv = _inventory.load(inventory)
         if link is not None:
@@ -133,11 +251,29 @@ def open(emulate: str | None = None, link: str | None = None, inventory: str | N
         if host_speed:
             inv.host_speed = host_speed
         if inv.mode == "emulated":
-            return Cluster(inv, EmulatedCluster(inv, calibrate=calibrate), owns=True)
+            return EmulatedDevices(inv, EmulatedCluster(inv, calibrate=calibrate), owns=True)
         if inv.mode == "slurm":
-            inv = remote.slurm_inventory(inv)
-        return Cluster(inv)
-    return Cluster(None)
+            return SlurmAllocation(remote.slurm_inventory(inv))
+        return SshHosts(inv)
+    return LocalCluster()
+
+
+def bring_up(emulate: str | None, inventory: str | None, link: str | None = None,
+             host_speed: float | None = None, name: str | None = None,
+             calibrate: bool = True) -> EmulatedCluster:
+    """An emulated cluster that stays up after the command (``shoal cluster up``)."""
+    if bool(emulate) == bool(inventory):
+        raise ShoalError("give either --emulate SPEC or --cluster FILE (an inventory with mode = \"emulated\")")
+    if emulate:
+        inv = _inventory.from_emulate(emulate, link, host_speed or 1.0)
+    else:
+        inv = _inventory.load(inventory)
+        if inv.mode != "emulated":
+            raise ShoalError(f"{inventory}: mode is {inv.mode!r}; 'cluster up' builds emulated "
+                             "clusters (set [cluster] mode = \"emulated\")")
+        if host_speed:
+            inv.host_speed = host_speed
+    return EmulatedCluster(inv, name, persistent=True, calibrate=calibrate).up()
 
 
 def parse_nodes(text: str, available: int | None = None) -> list[int]:

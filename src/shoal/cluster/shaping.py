@@ -11,6 +11,7 @@ from __future__ import annotations
 import subprocess
 
 from shoal import verbose
+from shoal.cluster import tools
 from shoal.profiles import LinkType
 from shoal.errors import ShoalError
 
@@ -44,11 +45,12 @@ def apply(netns: str, lines: list[str]) -> None:
     """Run tc lines in one namespace with one ``tc -batch`` process."""
     if not lines:
         return
-    argv = ["tc", "-netns", netns, "-batch", "-"]
+    tc = tools.need("tc")
+    argv = [tc, "-netns", netns, "-batch", "-"]
     verbose.show(argv)
     if verbose.enabled():
         for line in lines:
-            verbose.show(["tc", "-netns", netns, *line.split()])
+            verbose.show([tc, "-netns", netns, *line.split()])
     proc = subprocess.run(argv, input="\n".join(lines) + "\n", capture_output=True, text=True)
     if proc.returncode != 0:
         raise ShoalError(f"tc failed in namespace {netns}: {proc.stderr.strip().splitlines()[0] if proc.stderr.strip() else 'no message'}; "
@@ -57,13 +59,14 @@ def apply(netns: str, lines: list[str]) -> None:
 
 def netem_available(netns: str, dev: str) -> bool:
     """Try a netem qdisc on ``dev`` once; kernels without sch_netem refuse it."""
-    argv = ["tc", "-netns", netns, "qdisc", "add", "dev", dev, "root", "handle", "9:", "netem",
+    tc = tools.need("tc")
+    argv = [tc, "-netns", netns, "qdisc", "add", "dev", dev, "root", "handle", "9:", "netem",
             "delay", "1us"]
     verbose.show(argv)
     proc = subprocess.run(argv, capture_output=True, text=True)
     if proc.returncode != 0:
         return False
-    subprocess.run(["tc", "-netns", netns, "qdisc", "del", "dev", dev, "root"],
+    subprocess.run([tc, "-netns", netns, "qdisc", "del", "dev", dev, "root"],
                    capture_output=True)
     return True
 

@@ -48,6 +48,12 @@ def bind_mount(source: str, target: str) -> None:
            f"bind mount {source} on {target}")
 
 
+def mount_tmpfs(target: str, options: str = "mode=0755") -> None:
+    """A fresh tmpfs on ``target`` (in this mount namespace)."""
+    _check(_libc.mount(b"shoal-run", target.encode(), b"tmpfs", 0, options.encode()),
+           f"mount tmpfs on {target}")
+
+
 def make_private(target: str = "/") -> None:
     """Stop mounts made from now on from propagating back to the parent namespace."""
     _check(_libc.mount(None, target.encode(), None, MS_REC | MS_PRIVATE, None),

@@ -10,7 +10,11 @@ its Epsilon equal to Idle). ``u`` over each interval comes from
   (steal is another guest's time and is left out);
 * a cgroup, for an emulated device limited to ``cores`` CPUs: v2
   ``cpu.stat`` ``usage_usec`` or v1 ``cpuacct.usage`` (ns); u is CPU time
-  over interval x cores.
+  over interval x cores;
+* a network namespace, for an emulated device without a cgroup (an ordinary
+  user without a delegated one): the CPU time (user + system, own and of
+  reaped children) of the processes inside it, from ``/proc/PID/stat``. A
+  process that leaves takes its time with it, so a falling total counts as idle.
 
 With ``link_J_per_B`` each byte sent or received on the namespace's
 non-loopback interfaces (``/proc/net/dev``) adds that energy, on a second
@@ -98,6 +102,28 @@ def cgroup_cpu_seconds(path: Path, version: str) -> float:
     raise SensorError(0, f"{path}: no usage_usec")
 
 
+def netns_cpu_seconds(netns: str) -> float:
+    """CPU time of the processes whose network namespace is the one bound at ``netns``."""
+    try:
+        inode = os.stat(netns).st_ino
+    except OSError as exc:
+        raise SensorError(exc.errno or 0, f"{netns}: {exc.strerror}") from None
+    proc = proc_root()
+    ticks = 0
+    for entry in os.scandir(proc):
+        if not entry.name.isdigit():
+            continue
+        try:
+            if os.stat(f"{entry.path}/ns/net").st_ino != inode:
+                continue
+            with open(f"{entry.path}/stat") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # gone, or not ours to look at
+        ticks += sum(int(x) for x in fields[11:15])  # utime stime cutime cstime
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
 def net_bytes() -> int:
     """Bytes received plus sent on every non-loopback interface."""
     path = proc_root() / "net" / "dev"
@@ -116,7 +142,7 @@ class ModelSource(Source):
     """The utilisation model as a cumulative energy counter per channel."""
 
     def __init__(self, idle_W: float | None = None, busy_W: float | None = None, *,
-                 cores: float | None = None, cgroup: str | None = None,
+                 cores: float | None = None, cgroup: str | None = None, netns: str | None = None,
                  link_J_per_B: float | None = None, node: str = "", domain: str = "board") -> None:
         super().__init__(label="model", default_period_s=0.1)
         if idle_W is None or busy_W is None:
@@ -130,6 +156,12 @@ class ModelSource(Source):
             self.cores = float(cores or os.cpu_count() or 1)
             self._util = self._cgroup_util
             what = f"cgroup {cgroup} ({self._cg_version}, {self.cores:g} cores)"
+        elif netns:
+            self._usage_path, self._cg_version = Path(netns), "netns"
+            self.cores = float(cores or os.cpu_count() or 1)
+            self._util = self._cgroup_util
+            self.min_period_s = 1.0 / os.sysconf("SC_CLK_TCK")
+            what = f"the processes of network namespace {netns} ({self.cores:g} cores)"
         else:
             self._usage_path = None
             self.cores = float(cores or os.cpu_count() or 1)
@@ -156,6 +188,8 @@ class ModelSource(Source):
     def _usage(self):
         if self._usage_path is None:
             return proc_stat_times()
+        if self._cg_version == "netns":
+            return netns_cpu_seconds(str(self._usage_path))
         return cgroup_cpu_seconds(self._usage_path, self._cg_version)
 
     def _proc_util(self, prev, now, dt: float) -> float:

