@@ -81,8 +81,18 @@ def _into_user_namespace(args: argparse.Namespace, argv: list[str]) -> None:
 
     if userns.inside():
         userns.prepare()
-    elif _emulates(args) and userns.needed():
-        userns.reexec(argv)
+        return
+    if not userns.needed():
+        return
+    attach = getattr(args, "attach", None)
+    if attach:
+        from shoal.cluster import state
+
+        record = state.read(attach)
+        if record and record.get("in_user_namespace"):
+            userns.enter(record, argv)
+    elif _emulates(args):
+        userns.reexec(argv, detach=bool(getattr(args, "keeps_cluster", False)))
 
 
 def main(argv: list[str] | None = None) -> int:

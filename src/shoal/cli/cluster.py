@@ -25,7 +25,7 @@ def register(subparsers) -> None:
     up.add_argument("--name", type=typed.text, help="cluster id (2-12 lower-case letters/digits); default: random")
     up.add_argument("--no-calibrate", action="store_true", help="skip the CPU speed calibration")
     up.add_argument("--json", action="store_true", help="print the cluster description as JSON")
-    up.set_defaults(func=_up)
+    up.set_defaults(func=_up, keeps_cluster=True)
 
     status = sub.add_parser("status", help="list emulated clusters and leftovers")
     status.add_argument("--json", action="store_true")
@@ -62,7 +62,7 @@ def _link_needs_emulate(args) -> None:
 
 
 def _up(args) -> int:
-    from shoal.cluster import session, state
+    from shoal.cluster import session, state, userns
 
     if bool(args.emulate) == bool(args.cluster):
         raise ShoalError("give either --emulate SPEC or --cluster FILE (an inventory with mode = \"emulated\")")
@@ -73,10 +73,11 @@ def _up(args) -> int:
     took = time.perf_counter() - start
     if args.json:
         print(jsonout.dumps(cluster.describe(), indent=1))
-        return 0
-    _print_cluster(state.read(cluster.id))
-    print(f"up in {took:.2f} s. Run ranks with --attach {cluster.id}; remove with "
-          f"'shoal cluster down {cluster.id}'. Launcher helper: {cluster.launcher}")
+    else:
+        _print_cluster(state.read(cluster.id))
+        print(f"up in {took:.2f} s. Run ranks with --attach {cluster.id}; remove with "
+              f"'shoal cluster down {cluster.id}'. Launcher helper: {cluster.launcher}")
+    userns.hold()  # in a user namespace: keep it, with the cluster, until 'cluster down'
     return 0
 
 
@@ -108,7 +109,8 @@ def _status(args) -> int:
     records = state.records()
     rows = [{"id": r["id"], "nodes": len(r.get("nodes", {})),
              "state": ("leftover (owner gone)" if state.is_leftover(r) else
-                       "up, inside a command's user namespace" if r.get("in_user_namespace") else "up"),
+                       (f"up, in the user namespace of process {r.get('owner_pid')}" if r.get("persistent")
+                        else "up, inside a command's user namespace") if r.get("in_user_namespace") else "up"),
              "persistent": bool(r.get("persistent"))} for r in records]
     if args.json:
         print(jsonout.dumps(rows, indent=1))

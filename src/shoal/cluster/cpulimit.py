@@ -100,26 +100,36 @@ def detect(self_cgroup: str | None = None) -> CgroupLayout:
 
 
 def prepare_delegated(self_cgroup: str | None = None) -> bool:
-    """In a delegated v2 scope (systemd-run --user -p Delegate=yes): make room for devices.
+    """Under a delegated v2 group (a systemd scope with Delegate=yes, or one an
+    administrator gave the user): make room for the devices' groups.
 
-    v2 lets a group with processes hand controllers to children only once
-    the processes sit in a leaf, so this process moves into ``<scope>/command``
-    and devices go under ``<scope>/shoal``. Returns False when there is no such scope.
+    v2 hands controllers to children only of a group without processes of
+    its own. So the devices go under ``<parent>/shoal`` when this process's
+    group has a parent the user may divide, else this process moves into
+    ``<own>/command`` and they go under ``<own>/shoal``. Returns False when
+    neither is possible (nothing changed).
     """
     root = Path(os.environ.get("SHOAL_CGROUP_ROOT", CGROUP_ROOT))
-    scope = root / _own_groups(self_cgroup).get("", "/").lstrip("/")
-    if not (scope / "cgroup.controllers").exists() or not os.access(scope / "cgroup.procs", os.W_OK):
+    own = root / _own_groups(self_cgroup).get("", "/").lstrip("/")
+    if not (own / "cgroup.controllers").exists() or own == root:
         return False
-    try:
-        (scope / "command").mkdir(exist_ok=True)
-        (scope / "command" / "cgroup.procs").write_text(str(os.getpid()))
-        _enable_v2(scope, ["cpu", "cpuset"])
-        (scope / "shoal").mkdir(exist_ok=True)
-        _enable_v2(scope / "shoal", ["cpu", "cpuset"])
-    except (OSError, ShoalError):
-        return False
-    os.environ[DELEGATED] = str(scope / "shoal")
-    return True
+    for base, move in ((own.parent, False), (own, True)):
+        if base == root or not os.access(base / "cgroup.subtree_control", os.W_OK):
+            continue
+        if "cpu" not in (base / "cgroup.controllers").read_text().split():
+            continue
+        try:
+            if move:
+                (own / "command").mkdir(exist_ok=True)
+                (own / "command" / "cgroup.procs").write_text(str(os.getpid()))
+            _enable_v2(base, ["cpu", "cpuset"])
+            (base / "shoal").mkdir(exist_ok=True)
+            _enable_v2(base / "shoal", ["cpu", "cpuset"])
+        except (OSError, ShoalError):
+            continue
+        os.environ[DELEGATED] = str(base / "shoal")
+        return True
+    return False
 
 
 def _write(path: Path, value: str) -> None:

@@ -33,7 +33,14 @@ NETNS_DIR = Path("/run/netns")
 
 
 def root() -> Path:
-    return Path(os.environ.get("SHOAL_STATE_DIR", "/run/shoal"))
+    """Where cluster records live: /run/shoal for root, the user's runtime or cache
+    directory for everyone else (SHOAL_STATE_DIR overrides both)."""
+    if os.environ.get("SHOAL_STATE_DIR"):
+        return Path(os.environ["SHOAL_STATE_DIR"])
+    if os.geteuid() == 0:
+        return Path("/run/shoal")
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    return Path(runtime, "shoal") if runtime else Path.home() / ".cache" / "shoal" / "clusters"
 
 
 def cluster_dir(cluster_id: str) -> Path:
@@ -64,8 +71,10 @@ def _write_mirror(record: dict) -> None:
     fd, owner_pid, owner_start = _host_mirror
     name = record["id"]
     mirror = {"id": name, "owner_pid": owner_pid, "owner_start": owner_start,
-              "persistent": False, "in_user_namespace": True, "created": record.get("created"),
-              "cgroups": record.get("cgroups", []), "netns": [], "uts": [], "nodes": {}}
+              "persistent": bool(record.get("persistent")), "in_user_namespace": True,
+              "created": record.get("created"), "cgroups": record.get("cgroups", []),
+              "netns": [], "uts": [], "nodes": {node: {} for node in record.get("nodes", {})},
+              "inventory": record.get("inventory", {}), "emulation": record.get("emulation", {})}
     try:
         os.mkdir(name, dir_fd=fd)
     except FileExistsError:
@@ -114,13 +123,23 @@ def owner_alive(record: dict) -> bool:
 
 
 def is_leftover(record: dict) -> bool:
-    """A cluster nobody owns any more: its shoal process died before removing it."""
+    """A cluster nobody owns any more: its shoal process died before removing it
+    (a user namespace's cluster, persistent or not, dies with its owner)."""
+    if record.get("in_user_namespace"):
+        return not owner_alive(record)
     return not record.get("persistent") and not owner_alive(record)
 
 
 def remove(record: dict) -> list[str]:
     """Remove every object the record names; return what was removed (for --verbose)."""
     removed: list[str] = []
+    # 0. A cluster kept in a user namespace: its holder takes the namespaces with it.
+    if record.get("in_user_namespace") and owner_alive(record) and record["owner_pid"] != os.getpid():
+        try:
+            os.kill(record["owner_pid"], signal.SIGKILL)
+            removed.append(f"user namespace of process {record['owner_pid']}")
+        except ProcessLookupError:
+            pass
     # 1. Stop processes still running inside the cluster (ranks of a crashed run).
     inodes = []
     for name in record.get("netns", []):

@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import json
 import os
+import select
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -37,7 +39,10 @@ from shoal.errors import ShoalError
 
 MODE = "SHOAL_USERNS"  # "always": use a user namespace even as root
 INSIDE = "SHOAL_USERNS_INSIDE"
-OWNER = "SHOAL_USERNS_OWNER"  # "pid:start" of the command on the host (root only)
+OWNER = "SHOAL_USERNS_OWNER"  # "pid:start" of the command's namespace holder on the host
+HOST_STATE = "SHOAL_USERNS_HOST_STATE"  # the host's state root, where records are mirrored
+ATTACHED = "attached"
+READY = b"\0"  # INSIDE's value in a command that joined a cluster's namespaces
 SCOPED = "SHOAL_USERNS_SCOPED"  # set once the command runs in a delegated systemd scope
 
 _prepared = False
@@ -60,12 +65,16 @@ def _user_manager() -> bool:
     return tools.find("systemd-run") is not None and Path(runtime, "systemd", "private").exists()
 
 
-def reexec(argv: list[str]) -> None:
-    """Replace this process by the same shoal command inside a fresh user namespace."""
+def reexec(argv: list[str], detach: bool = False) -> None:
+    """Replace this process by the same shoal command inside a fresh user namespace
+    (``detach``: one that outlives this process, for ``cluster up``)."""
     unshare = tools.find("unshare")
     if unshare is None:
         raise ShoalError("emulating devices as an ordinary user needs 'unshare' (util-linux); "
                          "install it or run as root")
+    if os.geteuid() != 0 and cpulimit.detect().version == 0:
+        # A v2 group delegated by hand (or the systemd scope below): room for the devices.
+        cpulimit.prepare_delegated()
     if (os.geteuid() != 0 and not os.environ.get(SCOPED) and cpulimit.detect().version == 0
             and _user_manager()):
         # Into a systemd scope whose cgroup this user may divide, then back here.
@@ -74,9 +83,6 @@ def reexec(argv: list[str]) -> None:
                       "-p", "Delegate=yes", "--", sys.executable, "-m", "shoal", *argv]
         verbose.show(argv_scope)
         os.execv(argv_scope[0], argv_scope)
-    if os.environ.get(SCOPED) == "1":
-        os.environ[SCOPED] = "done"
-        cpulimit.prepare_delegated()
     probe = subprocess.run([unshare, "--user", "--map-root-user", "--net", "true"],
                            capture_output=True, text=True)
     if probe.returncode != 0:
@@ -84,13 +90,92 @@ def reexec(argv: list[str]) -> None:
                          f"({probe.stderr.strip() or 'unshare failed'}); run as root, or allow them "
                          "(sysctl kernel.unprivileged_userns_clone=1 / user.max_user_namespaces)")
     os.environ[INSIDE] = "1"
-    start = sysns.process_start_time(os.getpid())
-    if os.geteuid() == 0 and start is not None:   # this pid stays the command's (unshare's)
-        os.environ[OWNER] = f"{os.getpid()}:{start}"
+    os.environ[HOST_STATE] = str(state.root())
     argv_ns = [unshare, "--user", "--map-root-user", "--net", "--mount", "--pid", "--fork",
                "--kill-child", "--mount-proc", sys.executable, "-m", "shoal", *argv]
     verbose.show(argv_ns)
+    if detach:
+        _exec_detached(argv_ns)
+    _own_the_namespace()
     os.execv(unshare, argv_ns)
+
+
+def _own_the_namespace() -> None:
+    # This pid becomes unshare's, which holds the namespaces: the records' owner on the host.
+    start = sysns.process_start_time(os.getpid())
+    if start is not None:
+        os.environ[OWNER] = f"{os.getpid()}:{start}"
+
+
+def _exec_detached(argv_ns: list[str]) -> None:
+    """Run the namespace holder in a session of its own; relay its output until it
+    says the cluster is up (see ``hold``), then end; or end with its status."""
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setsid()
+            os.dup2(out_w, 1)
+            os.dup2(err_w, 2)
+            os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+            for fd in (out_r, out_w, err_r, err_w):
+                os.close(fd)
+            _own_the_namespace()
+            os.execv(argv_ns[0], argv_ns)
+        finally:
+            os._exit(127)
+    os.close(out_w)
+    os.close(err_w)
+    # unshare keeps both pipes open while it holds the namespaces: READY, not EOF, ends this.
+    sinks = {out_r: sys.stdout.buffer, err_r: sys.stderr.buffer}
+    while sinks:
+        for fd in select.select(list(sinks), [], [])[0]:
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                del sinks[fd]
+                continue
+            sinks[fd].write(chunk.rstrip(READY) if fd == out_r else chunk)
+            sinks[fd].flush()
+            if fd == out_r and chunk.endswith(READY):
+                while select.select([err_r], [], [], 0)[0] and (rest := os.read(err_r, 65536)):
+                    sys.stderr.buffer.write(rest)
+                sys.stderr.flush()
+                os._exit(0)  # the holder keeps the cluster
+    _, status = os.waitpid(pid, 0)
+    os._exit(os.waitstatus_to_exitcode(status))
+
+
+def hold() -> None:
+    """In a detached command (``cluster up``): keep the namespaces, and with them the
+    cluster, until ``cluster down`` ends this process."""
+    if not inside():
+        return
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.write(1, READY)  # tells the command that started this one that the cluster is up
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    while True:
+        signal.pause()
+
+
+def enter(record: dict, argv: list[str]) -> None:
+    """Re-run this command inside the namespaces of a cluster another command holds."""
+    holder = record.get("owner_pid")
+    try:
+        child = Path(f"/proc/{holder}/task/{holder}/children").read_text().split()[0]
+    except (OSError, IndexError):
+        raise ShoalError(f"emulated cluster {record['id']} is gone (its process {holder} ended); "
+                         f"'shoal cluster down {record['id']}' removes what is left") from None
+    os.environ[INSIDE] = ATTACHED
+    # Credentials kept: this uid is the namespace's root (setgroups is denied there).
+    argv_ns = [tools.need("nsenter"), "--target", child, "--user", "--preserve-credentials",
+               "--mount", "--net", "--pid",
+               "--", sys.executable, "-m", "shoal", *argv]
+    verbose.show(argv_ns)
+    os.execv(argv_ns[0], argv_ns)
 
 
 def prepare() -> None:
@@ -99,11 +184,14 @@ def prepare() -> None:
     if _prepared:
         return
     _prepared = True
-    os.environ.pop(INSIDE, None)  # commands this one starts are not re-run commands
+    # Commands this one starts are not re-run commands.
+    if os.environ.pop(INSIDE, None) == ATTACHED:
+        return  # the cluster's /run is the one to use
     owner = os.environ.pop(OWNER, "")
-    if owner:
-        # Opened before the private /run covers it: where cgroup records are mirrored.
-        host = state.root()
+    host_state = os.environ.pop(HOST_STATE, "")
+    if owner and host_state:
+        # Opened before the private /run covers it: where records are mirrored.
+        host = Path(host_state)
         host.mkdir(parents=True, exist_ok=True)
         pid, start = owner.split(":")
         state.mirror_to_host(os.open(host, os.O_RDONLY | os.O_DIRECTORY), int(pid), int(start))

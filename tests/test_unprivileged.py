@@ -1,0 +1,88 @@
+"""CI runs as root; this runs the ordinary user's tests (tests/user) as uid 65534.
+
+Twice: inside a cpu cgroup delegated to that user (its own v1 group owned by
+it, or a v2 group it may divide), and without any. The user's environment is
+a venv made from the system Python (scripts/unprivileged-venv.sh, cached under
+/var/tmp) with shoal from this repository on PYTHONPATH, a fresh HOME, and a
+PATH without /usr/sbin. Run as an ordinary user, it runs tests/user as is.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+USER = 65534
+CGROUP = Path("/sys/fs/cgroup")
+
+
+def _run(argv: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(argv, env=env, cwd=cwd, capture_output=True, text=True, timeout=1800)
+
+
+def _delegated_groups(name: str) -> list[Path]:
+    """cpu cgroups owned by the user, as an administrator (or systemd) delegates them."""
+    if (CGROUP / "cgroup.controllers").exists():
+        # v2: the user's processes sit in a leaf under the group they may divide.
+        (CGROUP / name / "tests").mkdir(parents=True)
+        (CGROUP / "cgroup.subtree_control").write_text("+cpu")
+        groups = [CGROUP / name / "tests", CGROUP / name]
+    else:
+        groups = []
+        for controller in ("cpu", "cpuacct"):
+            if (CGROUP / controller / "cgroup.procs").exists():
+                (CGROUP / controller / name).mkdir()
+                groups.append(CGROUP / controller / name)
+    for group in groups:
+        for path in [group, *group.iterdir()]:
+            os.chown(path, USER, USER)
+    return groups
+
+
+def _remove(groups: list[Path]) -> None:
+    for group in groups:
+        if not group.exists():
+            continue
+        for path in sorted((p for p in group.rglob("*") if p.is_dir()), key=lambda p: len(str(p)),
+                           reverse=True):
+            path.rmdir()
+        group.rmdir()
+
+
+@pytest.mark.timeout(3600)
+def test_ordinary_user_tests_pass_as_uid_65534():
+    if os.geteuid() != 0:
+        proc = _run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/user"],
+                    dict(os.environ), REPO)
+        assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+        return
+    venv = subprocess.run([str(REPO / "scripts" / "unprivileged-venv.sh")], capture_output=True,
+                          text=True, check=True).stdout.strip().splitlines()[-1]
+    for delegated in (True, False):
+        # Outside root's own temporary directory, which the user may not enter.
+        home = Path(tempfile.mkdtemp(prefix="shoal-user-home-"))
+        os.chown(home, USER, USER)
+        env = {"HOME": str(home), "PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8",
+               "PYTHONPATH": str(REPO / "src"), "TMPDIR": str(home)}
+        inner = [f"{venv}/bin/python", "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                 "--basetemp", str(home / "pytest"), "tests/user"]
+        user = [shutil.which("setpriv") or "/usr/bin/setpriv", "--reuid", str(USER), "--regid", str(USER),
+                "--clear-groups", "--"]
+        groups = _delegated_groups(f"shoal-test-user-{os.getpid()}") if delegated else []
+        try:
+            # Join the delegated groups first, then become the user.
+            joined = [g for g in groups if not any(o != g and o.is_relative_to(g) for o in groups)]
+            enter = "".join(f'echo $$ > "{g}/cgroup.procs"; ' for g in joined)
+            proc = _run(["/bin/sh", "-c", enter + 'exec "$@"', "sh", *user, *inner], env, REPO)
+        finally:
+            _remove(groups)
+            shutil.rmtree(home, ignore_errors=True)
+        assert proc.returncode == 0, (f"as uid {USER} ({'with' if delegated else 'without'} a delegated "
+                                      f"cgroup):\n" + proc.stdout[-6000:] + proc.stderr[-2000:])

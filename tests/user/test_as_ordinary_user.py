@@ -1,0 +1,121 @@
+"""What an ordinary user can do, done the way they do it.
+
+CI runs these as uid 65534 (tests/test_unprivileged.py), once inside a cgroup
+delegated to that user and once without one; as root they check the same
+things on root's path. PATH lacks /usr/sbin (Debian's default for ordinary
+users) and holds a directory nobody may read.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from shoal import profiles
+from shoal.cluster import cpulimit, state
+
+NOT_LIMITED = "emulated devices run at host speed"
+
+
+def _user_env(tmp_path: Path) -> dict[str, str]:
+    locked = tmp_path / "locked"
+    if not locked.exists():
+        (locked / "bin").mkdir(parents=True)
+        locked.chmod(0)
+    return {**os.environ, "PATH": f"{locked}/bin:/usr/local/bin:/usr/bin:/bin"}
+
+
+def _shoal(tmp_path: Path, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    proc = subprocess.run([sys.executable, "-m", "shoal", *args], capture_output=True, text=True,
+                          timeout=timeout, env=_user_env(tmp_path))
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return proc
+
+
+def test_bench_on_emulated_devices_with_a_users_path(tmp_path):
+    out = tmp_path / "run"
+    proc = _shoal(tmp_path, "bench", "--emulate", "2xminnowboard", "--nodes", "2",
+                  "--tests", "mpbench.latency", "--sizes", "8", "--budget", "1", "--power", "model",
+                  "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    results = pd.read_csv(out / "results.csv")
+    minnow = profiles.load()["minnowboard"]
+    # Each device's modelled power lies between its idle and busy watts.
+    assert (results["power_kind"] == "modelled").all()
+    assert results["power_mean_W"].between(2 * minnow.idle_W * 0.999, 2 * minnow.busy_W * 1.001).all()
+    manifest = json.loads((out / "manifest.json").read_text())
+    emulation = manifest["clusters"]["2xminnowboard"]["emulation"]
+    limited = cpulimit.detect().version != 0 or os.geteuid() == 0
+    if limited:
+        # A cgroup this user may divide: every device is held to its profile's CPU.
+        assert emulation["cgroup"]["version"] in (1, 2)
+        assert not any(NOT_LIMITED in w for w in emulation["warnings"])
+    else:
+        assert emulation["cgroup"]["version"] == 0
+        assert proc.stderr.count(NOT_LIMITED) == 1  # said once, clearly
+        assert any(NOT_LIMITED in w for w in emulation["warnings"])
+
+
+def test_emulated_device_cpu_is_limited_to_its_profile_where_a_cgroup_allows(tmp_path):
+    name = f"l{os.getpid() % 100000}"
+    up = _shoal(tmp_path, "cluster", "up", "--emulate", "1xminnowboard", "--name", name, "--no-calibrate",
+                timeout=300)
+    try:
+        assert up.returncode == 0, up.stderr
+        record = state.read(name)  # root's record, or the host's copy of a user namespace's
+        groups = [Path(g) for g in record["cgroups"]]
+        if cpulimit.detect().version == 0 and os.geteuid() != 0:
+            assert groups == [] and NOT_LIMITED in up.stderr
+            return
+        # Two cores at 0.25 of the reference core: a quota of 0.5 CPU in the device's group.
+        minnow = profiles.load()["minnowboard"]
+        device = [g for g in groups if g.name == "minnowboard1" and
+                  ((g / "cpu.max").exists() or (g / "cpu.cfs_quota_us").exists())]
+        assert device, groups
+        if (device[0] / "cpu.max").exists():
+            quota, period = map(int, (device[0] / "cpu.max").read_text().split())
+        else:
+            quota = int((device[0] / "cpu.cfs_quota_us").read_text())
+            period = int((device[0] / "cpu.cfs_period_us").read_text())
+        assert abs(quota / period - minnow.cores * minnow.speed) < 0.01
+    finally:
+        down = _shoal(tmp_path, "cluster", "down", name)
+        assert down.returncode == 0, down.stderr
+    assert not any(g.exists() for g in groups)
+
+
+def test_study_runs_without_root(tmp_path):
+    out = tmp_path / "study"
+    proc = _shoal(tmp_path, "study", "--emulate", "2xminnowboard", "--nodes", "1..2", "--sizes", "8",
+                  "--time-budget", "20", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert (out / "report" / "report.html").is_file()
+    assert "emulated clusters need root" not in proc.stderr
+
+
+def test_cluster_up_is_seen_by_status_used_by_attach_and_removed_by_down(tmp_path):
+    name = f"u{os.getpid() % 100000}"
+    up = _shoal(tmp_path, "cluster", "up", "--emulate", "2xminnowboard", "--name", name, "--no-calibrate",
+                timeout=300)
+    try:
+        assert up.returncode == 0, up.stderr
+        assert f"--attach {name}" in up.stdout
+        status = _shoal(tmp_path, "cluster", "status", "--json")
+        (row,) = [r for r in json.loads(status.stdout) if r["id"] == name]
+        assert row["nodes"] == 2 and row["state"].startswith("up") and row["persistent"]
+        matrix = _shoal(tmp_path, "cluster", "matrix", "--attach", name, "--bytes", "1000000", "--json",
+                        timeout=300)
+        assert matrix.returncode == 0, matrix.stderr
+        (pair,) = json.loads(matrix.stdout)["pairs"]
+        # The two devices talk over their shaped 100 Mbit/s link.
+        assert 0.5 * 100e6 / 8 < pair["bandwidth_Bps"] < 1.05 * 100e6 / 8
+    finally:
+        down = _shoal(tmp_path, "cluster", "down", name)
+    assert down.returncode == 0 and f"removed {name}" in down.stdout, down.stderr
+    after = json.loads(_shoal(tmp_path, "cluster", "status", "--json").stdout)
+    assert name not in [r["id"] for r in after]
