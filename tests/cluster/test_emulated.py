@@ -36,15 +36,13 @@ def test_up_down_hostnames_and_nothing_in_root_namespace():
         names = list(record["netns"])
         assert set(names) <= netns_names()
         for node in ("minnowboard1", "minnowboard2", "rpi0w1"):
-            out = emu.run_on(node, ["hostname"], capture_output=True, text=True, check=True).stdout
+            out = emu.run_on(node, ["hostname"], check=True).stdout
             assert out.strip() == node
         # Names resolve to the emulated addresses inside a device.
-        hosts = emu.run_on("rpi0w1", ["getent", "hosts", "minnowboard2"], capture_output=True,
-                           text=True, check=True).stdout
+        hosts = emu.run_on("rpi0w1", ["getent", "hosts", "minnowboard2"], check=True).stdout
         assert hosts.split()[0] == record["nodes"]["minnowboard2"]["address"]
         # Shaped links: tbf at the configured rates on both ends.
-        qdisc = emu.run_on("rpi0w1", ["tc", "qdisc", "show", "dev", "eth0"],
-                           capture_output=True, text=True, check=True).stdout
+        qdisc = emu.run_on("rpi0w1", ["tc", "qdisc", "show", "dev", "eth0"], check=True).stdout
         assert "tbf" in qdisc and "40Mbit" in qdisc
         # CPU limit: the device's cgroup holds a quota of speed x cores of a host CPU.
         group = record["nodes"]["minnowboard1"]["cgroups"][0]
@@ -111,7 +109,7 @@ def test_launcher_helper_behaves_like_ssh_and_rejects_bad_hosts():
         bad = subprocess.run([emu.launcher, "-Z", "nuc1", "true"], capture_output=True, text=True)
         assert bad.returncode == 255 and "unsupported ssh option" in bad.stderr
         # Direct mode passes arguments through without any shell.
-        out = emu.run_on("nuc1", ["printf", "%s|", "a b", "$(x)", ";"], capture_output=True, text=True)
+        out = emu.run_on("nuc1", ["printf", "%s|", "a b", "$(x)", ";"])
         assert out.stdout == "a b|$(x)|;|"
 
 

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from shoal.cluster import profiles
+from shoal import profiles
 from shoal.model import lifetime
 from shoal.pallex import boot, seedtables
 

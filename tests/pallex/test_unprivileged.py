@@ -1,15 +1,13 @@
 """Nothing in Pallex needs root: the runner, units, lifetime and lab as uid 65534.
 
 The ordinary user cannot run the project's .venv when its Python lives below
-/root (pyenv); the test then runs shoal from a virtual environment made from
-the system's /usr/bin/python3 in /tmp (made once, then reused; keyed by the
-repository and its pyproject.toml).
+/root (pyenv); the test then runs shoal from the virtual environment made from
+the system's /usr/bin/python3 by scripts/unprivileged-venv.sh (made once, then
+reused; keyed by the repository and its pyproject.toml).
 """
 
 from __future__ import annotations
 
-import fcntl
-import hashlib
 import json
 import os
 import shutil
@@ -39,17 +37,10 @@ def _runs_as_nobody(python: str) -> bool:
 def user_python() -> str:
     if _runs_as_nobody(sys.executable):
         return sys.executable
-    key = hashlib.sha256(str(REPO).encode() + (REPO / "pyproject.toml").read_bytes()).hexdigest()[:12]
-    venv = Path(f"/tmp/shoal-user-venv-{key}")
-    with open(f"/tmp/shoal-user-venv-{key}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not (venv / ".ready").exists():
-            shutil.rmtree(venv, ignore_errors=True)
-            subprocess.run(["/usr/bin/python3", "-m", "venv", str(venv)], check=True)
-            subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check",
-                            "-e", str(REPO)], check=True, timeout=1200)
-            (venv / ".ready").touch()
-    python = str(venv / "bin" / "python")
+    # The ordinary user's environment of the whole suite (tests/test_unprivileged.py).
+    venv = subprocess.run([str(REPO / "scripts" / "unprivileged-venv.sh")], capture_output=True, text=True,
+                          check=True, timeout=1200).stdout.strip().splitlines()[-1]
+    python = str(Path(venv) / "bin" / "python")
     assert _runs_as_nobody(python), f"{python} does not run as uid 65534"
     return python
 

@@ -311,7 +311,7 @@ def cmd_lifetime(args) -> int:
 # -- lab ---------------------------------------------------------------------------------
 def cmd_lab(args) -> int:
     from shoal import hostfacts
-    from shoal.cluster import profiles as device_profiles
+    from shoal import profiles as device_profiles
     from shoal.model import lifetime
     from shoal.pallex import boot, figures, lab, stagefile
     from shoal.runs.store import Run

@@ -11,12 +11,12 @@ device's limits and reports the speed actually achieved.
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from shoal import proc
 from shoal.errors import ShoalError
 
 PERIOD_US = 10_000
@@ -222,17 +222,12 @@ def usage_group(paths: list[str]) -> str | None:
     return paths
 
 
-def join(groups: list[str], pid: int | None = None) -> None:
-    """Move a process (default: this one) into the device's cgroups."""
-    for group in groups:
-        procs = Path(group) / "cgroup.procs"
-        if procs.exists() and Path(group).name != "":
-            procs.write_text(str(pid or os.getpid()))
-
-
 # -- calibration ------------------------------------------------------------------------
 _KERNEL = r"""
-import sys, time
+import os, sys, time
+for group in sys.argv[2:]:  # the device's cgroups, joined before any work
+    with open(os.path.join(group, "cgroup.procs"), "w") as fh:
+        fh.write(str(os.getpid()))
 window = float(sys.argv[1])
 x = 0
 time.sleep(0.05)
@@ -260,17 +255,12 @@ def kernel_runs(workers: int, groups: list[str] | None, window_s: float = 0.5
     second is the host core's own speed, unaffected by other load on a shared
     machine; iterations per wall second is what the device delivered.
     """
-    def enter() -> None:
-        if groups:
-            join(groups)
-
-    procs = [subprocess.Popen([sys.executable, "-c", _KERNEL, str(window_s)],
-                              stdout=subprocess.PIPE, text=True,
-                              preexec_fn=enter if groups else None)
-             for _ in range(workers)]
+    argv = [sys.executable, "-c", _KERNEL, str(window_s), *(groups or [])]
+    workers_started = [proc.start(argv, stdout=proc.PIPE, show=i == 0) for i in range(workers)]
     runs = []
-    for proc in procs:
-        out, _ = proc.communicate(timeout=60)
+    for worker in workers_started:
+        with worker:
+            out, _ = worker.popen.communicate(timeout=60)
         count, wall, cpu = (float(x) for x in out.split())
         runs.append((count, wall, cpu))
     return runs

@@ -19,14 +19,13 @@ import ipaddress
 import os
 import secrets
 import shlex
-import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from shoal import verbose
-from shoal.cluster import cpulimit, shaping, state, sysns, tools
+from shoal import proc, verbose
+from shoal.cluster import cpulimit, shaping, state, sysns
 from shoal.cluster.inventory import Inventory
 from shoal.errors import ShoalError
 
@@ -44,8 +43,8 @@ def _check_privileges() -> None:
     if os.geteuid() != 0:
         raise ShoalError("emulated clusters need root or a user namespace of their own; "
                          "run this through the shoal command (it moves into one by itself)")
-    tools.need("unshare")
-    tools.need("tc")
+    proc.tool("unshare", "network namespaces of emulated devices")
+    proc.tool("tc", "shaped links of emulated devices")
 
 
 def userns_inside() -> bool:
@@ -138,17 +137,16 @@ class EmulatedCluster:
         def make_ns(name: str, hostname: str | None) -> None:
             path = state.NETNS_DIR / self.netns(name)
             path.touch()
-            argv = [tools.need("unshare"), f"--net={path}"]
+            argv = ["unshare", f"--net={path}"]
             if hostname:
                 uts = directory / f"{name}.uts"
                 uts.touch()
                 argv += [f"--uts={uts}", "hostname", hostname]
             else:
                 argv += ["true"]
-            verbose.show(argv)
-            proc = subprocess.run(argv, capture_output=True, text=True)
-            if proc.returncode != 0:
-                raise ShoalError(f"cannot create network namespace {path}: {proc.stderr.strip()}")
+            done = proc.run(argv)
+            if not done.ok:
+                raise ShoalError(f"cannot create network namespace {path}: {done.tail()}")
 
         jobs = [("sw", None), ("head", HEAD)] + [(n.name, n.name) for n in self.inventory.nodes]
         with ThreadPoolExecutor(max_workers=8) as pool:
@@ -331,12 +329,12 @@ class EmulatedCluster:
             return f"cgroup={group}", float(budget)
         return f"netns={state.NETNS_DIR / entry['netns']}", float(budget)
 
-    def run_on(self, node: str, argv: list[str], **kwargs) -> subprocess.CompletedProcess:
-        """Run a program inside a device (for tests and calibration)."""
+    def run_on(self, node: str, argv: list[str], check: bool = False,
+               timeout: float | None = None) -> proc.Result:
+        """Run a program inside a device (for tests and calibration); output captured."""
         full = [sys.executable, "-m", "shoal.cluster.nsexec", "--cluster", self.id,
                 "--run", node, "--", *argv]
-        verbose.show(full)
-        return subprocess.run(full, **kwargs)
+        return proc.run(full, check=check, timeout=timeout)
 
     def describe(self) -> dict:
         record = state.read(self.id) or self.record

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import json
-import subprocess
 from typing import Sequence
 
-from shoal import verbose
+from shoal import proc
 from shoal.errors import ShoalError
 from shoal.mpi import build
 from shoal.mpi.discover import MPIInstall
@@ -19,17 +18,15 @@ def measure(cluster, mpi: MPIInstall, lat_size_B: int = 8, bw_size_B: int = 1 <<
     job = cluster.job(mpi, nodes=cluster.size, ranks_per_node=1,
                       argv=[str(exe), str(lat_size_B), str(bw_size_B), str(bw_total_B), str(lat_iters)])
     argv, env = job.command()
-    verbose.show(argv, env)
     try:
-        proc = subprocess.run(argv, env=job.popen_env(), capture_output=True, text=True,
-                              timeout=timeout_s)
-    except subprocess.TimeoutExpired:
+        done = proc.run(argv, env=job.popen_env(), show_env=env, timeout=timeout_s)
+    except proc.CommandTimeout:
         raise ShoalError(f"the pair matrix did not finish within {timeout_s:.0f} s; "
                          "use a smaller --bytes or fewer nodes") from None
-    if proc.returncode != 0:
-        tail = (proc.stderr.strip().splitlines() or ["no message"])[-1]
-        raise ShoalError(f"shoal-pairs failed with {mpi.name}: {tail} (rerun with --verbose)")
-    rows = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    if not done.ok:
+        raise ShoalError(f"shoal-pairs failed with {mpi.name}: {done.tail(1) or 'no message'} "
+                         "(rerun with --verbose)")
+    rows = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
     nodes = cluster.node_names(cluster.size) or ["localhost"]
     for row in rows:
         row["node_a"], row["node_b"] = nodes[row["a"]], nodes[row["b"]]

@@ -10,13 +10,11 @@ from __future__ import annotations
 import os
 import re
 import shlex
-import shutil
-import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
-from shoal import __version__, verbose
+from shoal import __version__, proc
 from shoal.cluster.inventory import Inventory
 from shoal.errors import ShoalError
 from shoal.mpi.discover import MPIInstall
@@ -29,7 +27,7 @@ def ssh_override() -> str | None:
 
 def ssh_program() -> str:
     """ssh, or the replacement named by SHOAL_SSH."""
-    return os.environ.get("SHOAL_SSH") or shutil.which("ssh") or "ssh"
+    return os.environ.get("SHOAL_SSH") or proc.find("ssh") or "ssh"
 
 
 def check_host(address: str, mpi: MPIInstall, binary: str | None, timeout: float = 15.0) -> str | None:
@@ -39,19 +37,16 @@ def check_host(address: str, mpi: MPIInstall, binary: str | None, timeout: float
     if binary:
         probes.append(f"test -x {shlex.quote(binary)} && echo binary=yes || echo binary=no")
     argv = [ssh_program(), "-o", "BatchMode=yes", "-o", "ConnectTimeout=5", address, "; ".join(probes)]
-    verbose.show(argv)
     try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
+        done = proc.run(argv, timeout=timeout)
+    except proc.CommandTimeout:
         return f"{address}: ssh did not answer within {timeout:.0f} s; check the host is up"
-    except OSError as exc:
-        return f"{address}: cannot run ssh ({exc.strerror}); install an ssh client"
-    if proc.returncode != 0:
-        last = (proc.stderr.strip().splitlines() or ["no message"])[-1]
-        return f"{address}: ssh failed ({last}); set up key-based ssh to this host"
-    facts = dict(line.split("=", 1) for line in proc.stdout.splitlines() if "=" in line)
-    local = subprocess.run([str(mpi.mpiexec), "--version"], capture_output=True, text=True,
-                           env={**os.environ, **mpi.env()}).stdout
+    except (proc.CannotStart, proc.ToolMissing) as exc:
+        return f"{address}: cannot run ssh ({exc}); install an ssh client"
+    if not done.ok:
+        return f"{address}: ssh failed ({done.tail(1) or 'no message'}); set up key-based ssh to this host"
+    facts = dict(line.split("=", 1) for line in done.stdout.splitlines() if "=" in line)
+    local = proc.run([str(mpi.mpiexec), "--version"], env_add=mpi.env()).stdout
     local = " ".join(local.splitlines()[:3])
     if facts.get("mpi", "").split() != local.split():
         return (f"{address}: MPI differs from this machine's ({mpi.name} at {mpi.mpiexec}); "
@@ -122,13 +117,11 @@ def allocation_hosts() -> list[str]:
     nodelist = os.environ.get("SLURM_JOB_NODELIST") or os.environ.get("SLURM_NODELIST")
     if not nodelist:
         raise ShoalError("SLURM_JOB_NODELIST is not set; run shoal inside the allocation's shell")
-    scontrol = shutil.which("scontrol")
+    scontrol = proc.find("scontrol")
     if scontrol:
-        argv = [scontrol, "show", "hostnames", nodelist]
-        verbose.show(argv)
-        proc = subprocess.run(argv, capture_output=True, text=True)
-        if proc.returncode == 0 and proc.stdout.split():
-            return proc.stdout.split()
+        done = proc.run([scontrol, "show", "hostnames", nodelist])
+        if done.ok and done.stdout.split():
+            return done.stdout.split()
     return expand_nodelist(nodelist)
 
 

@@ -8,10 +8,7 @@ receiver's downlink, as on a star-topology switch.
 
 from __future__ import annotations
 
-import subprocess
-
-from shoal import verbose
-from shoal.cluster import tools
+from shoal import proc, verbose
 from shoal.profiles import LinkType
 from shoal.errors import ShoalError
 
@@ -45,29 +42,23 @@ def apply(netns: str, lines: list[str]) -> None:
     """Run tc lines in one namespace with one ``tc -batch`` process."""
     if not lines:
         return
-    tc = tools.need("tc")
-    argv = [tc, "-netns", netns, "-batch", "-"]
-    verbose.show(argv)
+    tc = proc.tool("tc", "shaped links of emulated devices")
     if verbose.enabled():
-        for line in lines:
+        for line in lines:  # what the batch does, one command a line, ready to paste
             verbose.show([tc, "-netns", netns, *line.split()])
-    proc = subprocess.run(argv, input="\n".join(lines) + "\n", capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise ShoalError(f"tc failed in namespace {netns}: {proc.stderr.strip().splitlines()[0] if proc.stderr.strip() else 'no message'}; "
+    done = proc.run([tc, "-netns", netns, "-batch", "-"], input="\n".join(lines) + "\n")
+    if not done.ok:
+        raise ShoalError(f"tc failed in namespace {netns}: {done.tail(1) or 'no message'}; "
                          "is the sch_tbf module available? (modprobe sch_tbf)")
 
 
 def netem_available(netns: str, dev: str) -> bool:
     """Try a netem qdisc on ``dev`` once; kernels without sch_netem refuse it."""
-    tc = tools.need("tc")
-    argv = [tc, "-netns", netns, "qdisc", "add", "dev", dev, "root", "handle", "9:", "netem",
-            "delay", "1us"]
-    verbose.show(argv)
-    proc = subprocess.run(argv, capture_output=True, text=True)
-    if proc.returncode != 0:
+    tc = proc.tool("tc", "shaped links of emulated devices")
+    if not proc.run([tc, "-netns", netns, "qdisc", "add", "dev", dev, "root", "handle", "9:", "netem",
+                     "delay", "1us"]).ok:
         return False
-    subprocess.run([tc, "-netns", netns, "qdisc", "del", "dev", dev, "root"],
-                   capture_output=True)
+    proc.run([tc, "-netns", netns, "qdisc", "del", "dev", dev, "root"])
     return True
 
 

@@ -29,12 +29,11 @@ import json
 import os
 import select
 import signal
-import subprocess
 import sys
 from pathlib import Path
 
-from shoal import verbose
-from shoal.cluster import cpulimit, state, sysns, tools
+from shoal import proc, verbose
+from shoal.cluster import cpulimit, state, sysns
 from shoal.errors import ShoalError
 
 MODE = "SHOAL_USERNS"  # "always": use a user namespace even as root
@@ -62,16 +61,13 @@ def needed() -> bool:
 def _user_manager() -> bool:
     """A systemd user manager this user can ask for a delegated scope."""
     runtime = os.environ.get("XDG_RUNTIME_DIR") or f"/run/user/{os.getuid()}"
-    return tools.find("systemd-run") is not None and Path(runtime, "systemd", "private").exists()
+    return proc.find("systemd-run") is not None and Path(runtime, "systemd", "private").exists()
 
 
 def reexec(argv: list[str], detach: bool = False) -> None:
     """Replace this process by the same shoal command inside a fresh user namespace
     (``detach``: one that outlives this process, for ``cluster up``)."""
-    unshare = tools.find("unshare")
-    if unshare is None:
-        raise ShoalError("emulating devices as an ordinary user needs 'unshare' (util-linux); "
-                         "install it or run as root")
+    unshare = proc.tool("unshare", "emulating devices as an ordinary user")
     if os.geteuid() != 0 and cpulimit.detect().version == 0:
         # A v2 group delegated by hand (or the systemd scope below): room for the devices.
         cpulimit.prepare_delegated()
@@ -79,15 +75,14 @@ def reexec(argv: list[str], detach: bool = False) -> None:
             and _user_manager()):
         # Into a systemd scope whose cgroup this user may divide, then back here.
         os.environ[SCOPED] = "1"
-        argv_scope = [tools.need("systemd-run"), "--user", "--scope", "--quiet", "--collect",
+        argv_scope = [proc.tool("systemd-run"), "--user", "--scope", "--quiet", "--collect",
                       "-p", "Delegate=yes", "--", sys.executable, "-m", "shoal", *argv]
         verbose.show(argv_scope)
         os.execv(argv_scope[0], argv_scope)
-    probe = subprocess.run([unshare, "--user", "--map-root-user", "--net", "true"],
-                           capture_output=True, text=True)
-    if probe.returncode != 0:
+    probe = proc.run([unshare, "--user", "--map-root-user", "--net", "true"])
+    if not probe.ok:
         raise ShoalError("this kernel does not let ordinary users create user namespaces "
-                         f"({probe.stderr.strip() or 'unshare failed'}); run as root, or allow them "
+                         f"({probe.tail(1) or 'unshare failed'}); run as root, or allow them "
                          "(sysctl kernel.unprivileged_userns_clone=1 / user.max_user_namespaces)")
     os.environ[INSIDE] = "1"
     os.environ[HOST_STATE] = str(state.root())
@@ -171,7 +166,7 @@ def enter(record: dict, argv: list[str]) -> None:
                          f"'shoal cluster down {record['id']}' removes what is left") from None
     os.environ[INSIDE] = ATTACHED
     # Credentials kept: this uid is the namespace's root (setgroups is denied there).
-    argv_ns = [tools.need("nsenter"), "--target", child, "--user", "--preserve-credentials",
+    argv_ns = [proc.tool("nsenter"), "--target", child, "--user", "--preserve-credentials",
                "--mount", "--net", "--pid",
                "--", sys.executable, "-m", "shoal", *argv]
     verbose.show(argv_ns)

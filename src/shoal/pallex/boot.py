@@ -2,7 +2,7 @@
 
 Read from the ``[boot.DEVICE]`` tables of the device-profile files (the
 built-in ``shoal/data/profiles.toml``, then the user's files, as
-:mod:`shoal.cluster.profiles` finds them), or from a file that
+:mod:`shoal.profiles` finds them), or from a file that
 ``shoal pallex profile`` wrote. This module is the only reader of those
 tables.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from shoal.cluster import profiles as device_profiles
+from shoal import profiles as device_profiles
 from shoal.errors import ShoalError
 
 _PHASES = ("bootloader_s", "kernel_s", "bootloader_kernel_J", "systemd_ready_s", "shutdown_s", "shutdown_J")

@@ -13,7 +13,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass, field
 
-from shoal.cluster.profiles import DeviceProfile
+from shoal.profiles import DeviceProfile
 from shoal.model import lifetime
 from shoal.pallex import project, seedtables, stagefile
 from shoal.pallex.boot import BootProfile

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from shoal.cluster.profiles import DeviceProfile
+from shoal.profiles import DeviceProfile
 from shoal.pallex import schedule
 from shoal.pallex.boot import BootProfile
 from shoal.pallex.runner import CycleResult
