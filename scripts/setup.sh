@@ -28,10 +28,10 @@ if ! command -v chromium >/dev/null 2>&1; then
     echo "setup: chromium not found; install it (Debian: apt-get install chromium) for the report test" >&2
   fi
 fi
-# The ordinary user's tests (tests/test_unprivileged.py) run as uid 65534 in a venv of
+# The ordinary user's tests (tests/test_user_tests_as_uid_65534.py) run as uid 65534 in a venv of
 # their own; root builds it here once (cached under /var/tmp).
 if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null 2>&1; then
   scripts/unprivileged-venv.sh >/dev/null \
-    || echo "setup: could not build the unprivileged test venv; tests/test_unprivileged.py will try again" >&2
+    || echo "setup: could not build the unprivileged test venv; tests/test_user_tests_as_uid_65534.py will try again" >&2
 fi
 touch "$VENV/.shoal-setup"

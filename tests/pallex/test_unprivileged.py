@@ -37,7 +37,7 @@ def _runs_as_nobody(python: str) -> bool:
 def user_python() -> str:
     if _runs_as_nobody(sys.executable):
         return sys.executable
-    # The ordinary user's environment of the whole suite (tests/test_unprivileged.py).
+    # The ordinary user's environment of the whole suite (tests/test_user_tests_as_uid_65534.py).
     venv = subprocess.run([str(REPO / "scripts" / "unprivileged-venv.sh")], capture_output=True, text=True,
                           check=True, timeout=1200).stdout.strip().splitlines()[-1]
     python = str(Path(venv) / "bin" / "python")

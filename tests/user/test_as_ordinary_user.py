@@ -1,6 +1,6 @@
 """What an ordinary user can do, done the way they do it.
 
-CI runs these as uid 65534 (tests/test_unprivileged.py), once inside a cgroup
+CI runs these as uid 65534 (tests/test_user_tests_as_uid_65534.py), once inside a cgroup
 delegated to that user and once without one; as root they check the same
 things on root's path. PATH lacks /usr/sbin (Debian's default for ordinary
 users) and holds a directory nobody may read.
