@@ -105,11 +105,6 @@ def _read(path: Path) -> tuple[dict, str]:
     return schema.read_toml(path, "profiles file", "SHOAL_PROFILES")
 
 
-def read_file(path: Path) -> dict:
-    """One profiles file as TOML tables (its other tables too, e.g. Pallex's ``[boot]``)."""
-    return _read(path)[0]
-
-
 def user_files() -> list[Path]:
     """Profile files a user supplies, in the order they override each other."""
     files = []

@@ -8,11 +8,13 @@ users) and holds a directory nobody may read.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Iterator
 
 import pandas as pd
 
@@ -61,12 +63,21 @@ def test_bench_on_emulated_devices_with_a_users_path(tmp_path):
         assert any(NOT_LIMITED in w for w in emulation["warnings"])
 
 
-def test_emulated_device_cpu_is_limited_to_its_profile_where_a_cgroup_allows(tmp_path):
-    name = f"l{os.getpid() % 100000}"
-    up = _shoal(tmp_path, "cluster", "up", "--emulate", "1xminnowboard", "--name", name, "--no-calibrate",
-                timeout=300)
+@contextlib.contextmanager
+def _cluster_up(tmp_path: Path, spec: str, name: str) -> Iterator[subprocess.CompletedProcess]:
+    """``shoal cluster up`` for the block, ``cluster down`` after it (which must succeed)."""
+    up = _shoal(tmp_path, "cluster", "up", "--emulate", spec, "--name", name, "--no-calibrate", timeout=300)
     try:
         assert up.returncode == 0, up.stderr
+        yield up
+    finally:
+        down = _shoal(tmp_path, "cluster", "down", name)
+        assert down.returncode == 0 and f"removed {name}" in down.stdout, down.stderr
+
+
+def test_emulated_device_cpu_is_limited_to_its_profile_where_a_cgroup_allows(tmp_path):
+    name = f"l{os.getpid() % 100000}"
+    with _cluster_up(tmp_path, "1xminnowboard", name) as up:
         record = state.read(name)  # root's record, or the host's copy of a user namespace's
         groups = [Path(g) for g in record["cgroups"]]
         if cpulimit.detect().version == 0 and os.geteuid() != 0:
@@ -83,9 +94,6 @@ def test_emulated_device_cpu_is_limited_to_its_profile_where_a_cgroup_allows(tmp
             quota = int((device[0] / "cpu.cfs_quota_us").read_text())
             period = int((device[0] / "cpu.cfs_period_us").read_text())
         assert abs(quota / period - minnow.cores * minnow.speed) < 0.01
-    finally:
-        down = _shoal(tmp_path, "cluster", "down", name)
-        assert down.returncode == 0, down.stderr
     assert not any(g.exists() for g in groups)
 
 
@@ -100,10 +108,7 @@ def test_study_runs_without_root(tmp_path):
 
 def test_cluster_up_is_seen_by_status_used_by_attach_and_removed_by_down(tmp_path):
     name = f"u{os.getpid() % 100000}"
-    up = _shoal(tmp_path, "cluster", "up", "--emulate", "2xminnowboard", "--name", name, "--no-calibrate",
-                timeout=300)
-    try:
-        assert up.returncode == 0, up.stderr
+    with _cluster_up(tmp_path, "2xminnowboard", name) as up:
         assert f"--attach {name}" in up.stdout
         status = _shoal(tmp_path, "cluster", "status", "--json")
         (row,) = [r for r in json.loads(status.stdout) if r["id"] == name]
@@ -114,8 +119,5 @@ def test_cluster_up_is_seen_by_status_used_by_attach_and_removed_by_down(tmp_pat
         (pair,) = json.loads(matrix.stdout)["pairs"]
         # The two devices talk over their shaped 100 Mbit/s link.
         assert 0.5 * 100e6 / 8 < pair["bandwidth_Bps"] < 1.05 * 100e6 / 8
-    finally:
-        down = _shoal(tmp_path, "cluster", "down", name)
-    assert down.returncode == 0 and f"removed {name}" in down.stdout, down.stderr
     after = json.loads(_shoal(tmp_path, "cluster", "status", "--json").stdout)
     assert name not in [r["id"] for r in after]
