@@ -215,7 +215,7 @@ def _check_ranks(request: BenchRequest, placements: list[Placement], buffer_B: i
            else inventory.load(request.cluster))
     widest = max(p.nodes for p in placements)
     for node in inv.nodes[:widest]:
-        local = inv.mode == "emulated"  # every emulated device's ranks run on this machine
+        local = inv.runs_here  # every emulated device's ranks run on this machine
         ranklimit.check(request.ranks_per_node, buffer_B, slots=node.slots, where=f"node {node.name}",
                         option="--ranks-per-node", oversubscribe=request.oversubscribe,
                         host_ranks=widest * request.ranks_per_node if local else None,

@@ -59,6 +59,11 @@ class Inventory:
     host_speed: float = 1.0
     profiles: dict[str, _profiles.DeviceProfile] = field(default_factory=dict)
 
+    @property
+    def runs_here(self) -> bool:
+        """Whether every node's ranks run on this machine (emulated devices)."""
+        return self.mode == "emulated"
+
     def describe(self) -> dict[str, Any]:
         used = {n.profile.name: n.profile for n in self.nodes}
         links = {n.link.name: n.link for n in self.nodes}

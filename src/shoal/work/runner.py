@@ -182,7 +182,7 @@ def _job_maker(the_plan: Plan, where: Any, placement: Placement):
         return where.job(the_plan.mpi, placement.nodes, argv,
                          ranks_per_node=placement.ranks_per_node, rank_env=dict(rank_env))
 
-    node_names = [n.name for n in where.inventory.nodes[:placement.nodes]] if where.inventory else []
+    node_names = where.node_names(placement.nodes)
     return make_job, node_names, wait_label
 
 
