@@ -17,7 +17,7 @@ Targets: FPS ratio >= 0.90; S-DSM share <= 5% on the A15.
 from wait_common import median, mpis, parser, verdict
 
 from entry import run_main
-from shoal.cluster import profiles
+from shoal import profiles
 from shoal.dsm import apps, lab
 
 # seed 003 §5: one frame takes 0.2 s on the reference core; device speeds are

@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from shoal.cluster import profiles
+from shoal import profiles
 from shoal.pallex import boot, project, stagefile
 
 APP = stagefile.parse({"app": {"name": "p"}, "stages": {"cap": {"command": ["/bin/true"]}}})

@@ -163,7 +163,7 @@ def _power_spec(spec: str, device: str) -> str:
     """``auto``: a sensor where this machine has one, else the model with the device profile's watts."""
     if spec != "auto":
         return spec
-    from shoal.cluster import profiles as device_profiles
+    from shoal import profiles as device_profiles
     from shoal.power import spec as power_spec
 
     found, _ = power_spec.detect()

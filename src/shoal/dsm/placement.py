@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from shoal.cluster import profiles
+from shoal import profiles
 from shoal.errors import ShoalError
 
 
