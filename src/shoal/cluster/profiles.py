@@ -47,6 +47,8 @@ class DeviceProfile:
     max_W: float | None = None
     # P-states as [[frequency_Hz, watts], ...] where known.
     pstates: tuple = ()
+    # AES instructions in the CPU (None: not known): decides the edge workload's AES.
+    aes_instructions: bool | None = None
     sources: dict = field(default_factory=dict)
 
     def describe(self) -> dict[str, Any]:

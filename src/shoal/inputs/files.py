@@ -98,6 +98,9 @@ class ProfileTable(_Table):
     clock_Hz: Optional[Positive] = None
     max_W: Optional[NonNegative] = None
     pstates: list[tuple[Positive, NonNegative]] = []
+    # Whether the CPU has AES instructions (None: not known); the edge workload
+    # runs software AES on devices without them.
+    aes_instructions: Optional[bool] = None
 
     @model_validator(mode="after")
     def _sources_and_watts(self) -> "ProfileTable":
