@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from shoal import render
-from shoal.bench import heterogeneity, runner
 from shoal.bench.sizes import DEFAULT_SIZES, QUICK_SIZES
-from shoal.bench.sweep import Options
-from shoal.cli._progress import Progress
 from shoal.cli._where import add_energy, add_where
 from shoal.errors import ShoalError
 from shoal.inputs import options as typed
@@ -17,6 +15,9 @@ from shoal.inputs import ranklimit
 from shoal.inputs.grammar import MAX_SLOTS, Bounds
 from shoal.runs import jsonout
 from shoal.mpi import kinds
+
+if TYPE_CHECKING:
+    from shoal.bench.sweep import Options
 
 ORDER = 10
 # Repetitions per point at most: the native program keeps every sample in memory.
@@ -62,6 +63,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _options(args: argparse.Namespace) -> Options:
+    from shoal.bench.sweep import Options
+
     quick = args.quick
     opts = Options(
         ci=args.ci if args.ci is not None else (0.05 if quick else 0.02),
@@ -81,6 +84,10 @@ def _options(args: argparse.Namespace) -> Options:
 
 
 def run(args: argparse.Namespace) -> int:
+    # The sweep's machinery (numpy, pandas) loads only when a benchmark runs.
+    from shoal.bench import heterogeneity, runner
+    from shoal.cli._progress import Progress
+
     if args.resume:
         run_dir, request, plan = runner.resume(args.resume)
     else:

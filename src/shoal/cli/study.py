@@ -5,10 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from shoal.cli._progress import Progress
 from shoal.inputs import options as typed
 from shoal.mpi import kinds
-from shoal.study import run as study_run
 from shoal.study.request import StudyRequest
 
 ORDER = 5
@@ -72,7 +70,10 @@ def _request(args: argparse.Namespace) -> StudyRequest:
 
 
 def run(args: argparse.Namespace) -> int:
+    # The sweep, models and report (numpy, pandas, matplotlib) load only when a study runs.
+    from shoal.cli._progress import Progress
     from shoal.report import study_report
+    from shoal.study import run as study_run
 
     if args.resume:
         run_dir, study = study_run.resume(args.resume)

@@ -14,12 +14,11 @@ from __future__ import annotations
 import argparse
 
 from shoal.errors import Interrupted, ShoalError
-from shoal.hostfacts import collect
 from shoal.inputs import options as typed
 from shoal.mpi import discover, kinds
 from shoal.runs import jsonout
 from shoal.runs.store import Run
-from shoal.wait import lab, plots
+from shoal.wait import lab
 from shoal.wait.modes import parse_mode
 
 ORDER = 35
@@ -79,6 +78,8 @@ def run(args) -> int:
     if args.resume:
         record = Run.open(args.resume)
     else:
+        from shoal.hostfacts import collect
+
         record = Run.create("waitlab", ["shoal", "waitlab", *_argv(args)], args.out,
                             mpis=[m.describe() for m in mpis], modes=list(modes),
                             experiments=list(experiments), quick=args.quick,
@@ -99,6 +100,8 @@ def run(args) -> int:
         if session is not None:
             record.append("power", session.new_samples())
             session.stop()
+    from shoal.wait import plots   # matplotlib: only once there is something to plot
+
     figures = plots.plot_all(record)
     failed = [r for r in record.rows("results") if r["status"] != "ok"]
     record.finish("complete" if not failed else "partial",
