@@ -331,7 +331,8 @@ def energy_meter(request: Any, where: "clusters.Cluster", run: Run) -> Iterator[
 
 def transport_env() -> dict[str, str]:
     """MPI transport settings in the environment: they change what is measured."""
+    from shoal import environment
     from shoal.mpi import kinds
 
-    prefixes = (*kinds.setting_prefixes(), "SHOAL_WAIT")
+    prefixes = (*kinds.setting_prefixes(), environment.WAIT.name)
     return {k: v for k, v in sorted(os.environ.items()) if k.startswith(prefixes)}

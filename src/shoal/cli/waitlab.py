@@ -1,4 +1,5 @@
-"""`shoal waitlab`: 003's waiting experiments under every wait mode, plotted.
+"""`shoal waitlab`: the waiting experiments of "Adaptive message passing polling
+for energy efficiency" under every wait mode, plotted.
 
 Runs experiment A (CPU load of a receiver between bursts), D (reaction time
 as gaps grow from 1 ns to ~130 ms), regular gaps of 10 ms, 100 ms and 1 s
@@ -26,7 +27,8 @@ ORDER = 35
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
-        "waitlab", help="compare wait modes on 003's experiments (CPU load, reaction time)",
+        "waitlab", help="compare wait modes (CPU load, reaction time) on the experiments of "
+             "'Adaptive message passing polling for energy efficiency'",
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--quick", action="store_true", help="short runs (about a minute per MPI)")
     p.add_argument("--mpi", type=typed.text, default=",".join(kinds.names()),

@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from shoal import environment
 from shoal.errors import ShoalError
 
 PERIOD_US = 10_000
@@ -41,7 +42,7 @@ class CgroupLayout:
 
 def detect() -> CgroupLayout:
     """Find a writable cpu controller: pure v2, else v1 (also on hybrid systems)."""
-    root = Path(os.environ.get("SHOAL_CGROUP_ROOT", CGROUP_ROOT))
+    root = Path(environment.CGROUP_ROOT.get() or CGROUP_ROOT)
     if (root / "cgroup.controllers").exists():
         controllers = (root / "cgroup.controllers").read_text().split()
         if "cpu" in controllers and os.access(root / "cgroup.subtree_control", os.W_OK):

@@ -25,7 +25,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from shoal import verbose
+from shoal import environment, verbose
 from shoal.cluster import cpulimit, shaping, state, sysns
 from shoal.cluster.inventory import Inventory
 from shoal.errors import ShoalError
@@ -124,7 +124,7 @@ class EmulatedCluster:
         (directory / "hosts").write_text("\n".join(hosts) + "\n")
         shim = directory / "ssh"
         shim.write_text("#!/bin/sh\n# Launcher helper of emulated cluster " + self.id + "\n"
-                        f"SHOAL_STATE_DIR={shlex.quote(str(state.root()))} "
+                        f"{environment.STATE_DIR.name}={shlex.quote(str(state.root()))} "
                         f"exec {shlex.quote(sys.executable)} -m shoal.cluster.nsexec "
                         f"--cluster {self.id} \"$@\"\n")
         shim.chmod(0o755)

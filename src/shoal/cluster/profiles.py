@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from shoal import environment
 from shoal.errors import ShoalError
 
 BUILTIN = Path(__file__).resolve().parent.parent / "data" / "profiles.toml"
@@ -86,10 +87,10 @@ def user_files() -> list[Path]:
     config = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
     if (config / "shoal" / "profiles.toml").is_file():
         files.append(config / "shoal" / "profiles.toml")
-    for item in filter(None, os.environ.get("SHOAL_PROFILES", "").split(os.pathsep)):
+    for item in filter(None, (environment.PROFILES.get() or "").split(os.pathsep)):
         path = Path(item).expanduser()
         if not path.is_file():
-            raise ShoalError(f"SHOAL_PROFILES names {path}, which does not exist; "
+            raise ShoalError(f"{environment.PROFILES.name} names {path}, which does not exist; "
                              "fix the variable or create the file")
         files.append(path)
     return files

@@ -16,7 +16,7 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
-from shoal import __version__, verbose
+from shoal import __version__, environment, verbose
 from shoal.cluster.inventory import Inventory
 from shoal.errors import ShoalError
 from shoal.mpi.discover import MPIInstall
@@ -25,13 +25,13 @@ from shoal.mpi.discover import MPIInstall
 def launcher_for(mode: str) -> str | None:
     """The program the MPI launcher uses instead of plain ssh (SHOAL_SSH), if any."""
     if mode == "ssh":
-        return os.environ.get("SHOAL_SSH") or None
+        return environment.SSH.get()
     return None
 
 
 def ssh_program() -> str:
     """ssh, or the replacement named by SHOAL_SSH."""
-    return os.environ.get("SHOAL_SSH") or shutil.which("ssh") or "ssh"
+    return environment.SSH.get() or shutil.which("ssh") or "ssh"
 
 
 def check_host(address: str, mpi: MPIInstall, binary: str | None, timeout: float = 15.0) -> str | None:

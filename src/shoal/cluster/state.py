@@ -27,13 +27,14 @@ import signal
 import time
 from pathlib import Path
 
+from shoal import environment
 from shoal.cluster import sysns
 
 NETNS_DIR = Path("/run/netns")
 
 
 def root() -> Path:
-    return Path(os.environ.get("SHOAL_STATE_DIR", "/run/shoal"))
+    return Path(environment.STATE_DIR.get())
 
 
 def cluster_dir(cluster_id: str) -> Path:

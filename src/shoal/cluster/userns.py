@@ -26,12 +26,13 @@ import shutil
 import subprocess
 import sys
 
+from shoal import environment
 from shoal.cluster import state, sysns
 from shoal.errors import ShoalError
 
-MODE = "SHOAL_USERNS"  # "always": use a user namespace even as root
-INSIDE = "SHOAL_USERNS_INSIDE"
-OWNER = "SHOAL_USERNS_OWNER"  # "pid:start" of the command on the host (root only)
+MODE = environment.USERNS.name  # "always": use a user namespace even as root
+INSIDE = environment.USERNS_INSIDE.name
+OWNER = environment.USERNS_OWNER.name  # "pid:start" of the command on the host (root only)
 
 
 def inside() -> bool:

@@ -43,7 +43,7 @@ from dataclasses import asdict, dataclass, field, replace
 
 from shoal.errors import ShoalError
 from shoal.model.profiles import DOCSIS2, MINNOWBOARD_MAX, NUC_D54250WYK, DeviceProfile, ServerProfile, UplinkProfile
-from shoal.model.scaling import ScalingFit, _jsonable, amdahl_speedup
+from shoal.model.scaling import _jsonable, amdahl_speedup
 
 LOCAL = "local"
 OFFLOAD = "offload"
@@ -101,15 +101,6 @@ class OffloadScenario:
         for ok, message in checks:
             if not ok:
                 raise ShoalError(message)
-
-    def with_fit(self, fit: ScalingFit) -> "OffloadScenario":
-        """This scenario with the parallel fraction of a scaling fit of the local workload."""
-        if not fit.ok:
-            raise ShoalError(f"the scaling fit cannot give a parallel fraction ({fit.status}: {fit.reason}); "
-                             "measure more node counts or set parallel_fraction")
-        sources = dict(self.sources)
-        sources["parallel_fraction"] = f"fitted: f = {fit.f:.4g} +/- {fit.stderr['f']:.2g} ({fit.n_points} points)"
-        return replace(self, parallel_fraction=fit.f, sources=sources)
 
     def to_dict(self) -> dict:
         return _jsonable(asdict(self))

@@ -23,7 +23,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from shoal import proc
+from shoal import environment, proc
 from shoal.errors import ShoalError
 from shoal.mpi.base import MPIInstall
 
@@ -36,7 +36,7 @@ NATIVE_DIR = Path(__file__).resolve().parent.parent / "native"
 
 
 def cache_root() -> Path:
-    base = os.environ.get("SHOAL_CACHE") or os.path.join(
+    base = environment.CACHE.get() or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "shoal")
     return Path(base)
 
