@@ -78,7 +78,7 @@ def link_from_table(name: str, table: dict, where: str, text: str = "") -> LinkT
 def _read(path: Path) -> tuple[dict, str]:
     from shoal.inputs import schema
 
-    return schema.read_toml(path, "profiles file", "SHOAL_PROFILES")
+    return schema.read_toml(path, "profiles file", environment.PROFILES.name)
 
 
 def user_files() -> list[Path]:
