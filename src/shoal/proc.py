@@ -286,27 +286,17 @@ class Process:
     _seen: set[int] = field(default_factory=set)
     _tail: collections.deque = field(default_factory=lambda: collections.deque(maxlen=_TAIL_LINES))
     _pumps: list[threading.Thread] = field(default_factory=list)
+    # Popen's pid and streams, for callers that talk to the command.
+    pid: int = field(init=False)
+    stdin: IO | None = field(init=False)
+    stdout: IO | None = field(init=False)
+    stderr: IO | None = field(init=False)
 
     def __post_init__(self) -> None:
+        self.pid = self.popen.pid
+        self.stdin, self.stdout, self.stderr = self.popen.stdin, self.popen.stdout, self.popen.stderr
         with _live_lock:
             _live.add(self)
-
-    # Popen's streams and status, for callers that talk to the command.
-    @property
-    def pid(self) -> int:
-        return self.popen.pid
-
-    @property
-    def stdin(self) -> IO | None:
-        return self.popen.stdin
-
-    @property
-    def stdout(self) -> IO | None:
-        return self.popen.stdout
-
-    @property
-    def stderr(self) -> IO | None:
-        return self.popen.stderr
 
     @property
     def returncode(self) -> int | None:
