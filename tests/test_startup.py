@@ -40,13 +40,15 @@ def test_help_loads_no_heavy_module():
 
 
 def test_a_command_s_help_loads_no_heavy_module_either():
-    for command in ("bench", "study", "plot", "waitlab", "run", "power", "cluster", "doctor", "pallex"):
+    for command in ("bench", "study", "plot", "waitlab", "run", "power", "cluster", "doctor", "pallex",
+                    "dsm", "work"):
         text, modules = _loaded(command, "--help")
         assert f"usage: shoal {command}" in text
         assert sorted(m for m in modules if m.split(".")[0] in HEAVY or m in HEAVY) == [], command
 
 
 def test_help_cites_papers_by_title_not_by_number():
-    for argv in ([], ["waitlab"], ["pallex"], ["pallex", "lab"], ["pallex", "lifetime"], ["run"]):
+    for argv in ([], ["waitlab"], ["pallex"], ["pallex", "lab"], ["pallex", "lifetime"], ["run"],
+                 ["dsm"], ["dsm", "lab"], ["work"]):
         text, _ = _loaded(*argv, "--help")
         assert not re.search(r"\b00[0-4]\b|seed", text), (argv, text)
