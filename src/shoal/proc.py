@@ -266,6 +266,8 @@ def start(argv: list[str], *, env: dict[str, str] | None = None,
     try:
         popen = subprocess.Popen(argv, env=full_env, stdin=stdin, stdout=stdout,
                                  stderr=PIPE if keep_tail else stderr, text=text,
+                                 # a tool's stray non-UTF-8 byte must not become a traceback
+                                 errors="replace" if text else None,
                                  bufsize=bufsize, pass_fds=tuple(pass_fds), cwd=cwd,
                                  start_new_session=True)
     except OSError as exc:
