@@ -21,7 +21,6 @@ import argparse
 import json
 
 from shoal.errors import Interrupted, ShoalError
-from shoal.hostfacts import collect
 from shoal.mpi import discover, kinds
 from shoal.runs.store import Run
 from shoal.wait.modes import MODES_HELP, parse_mode
@@ -177,10 +176,12 @@ def run_lab(args) -> int:
     mpis = [discover.resolve(s) for s in args.mpi.split(",") if s]
     if not mpis:
         raise ShoalError(f"no MPI given; use --mpi {','.join(kinds.names())}")
+    from shoal import hostfacts
+
     record = Run.create("dsm-lab", ["shoal", "dsm", "lab"], args.out,
                         mpis=[m.describe() for m in mpis], modes=list(modes),
                         experiments=list(experiments), rounds=args.rounds, quick=args.quick,
-                        host=collect())
+                        host=hostfacts.collect())
     from rich.progress import Progress
 
     total = args.rounds * len(mpis) * len(modes) * sum(len(lab.scenarios(e, args.quick))

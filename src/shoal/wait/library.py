@@ -13,7 +13,6 @@ import os
 from pathlib import Path
 
 from shoal import environment
-from shoal.mpi import build
 from shoal.mpi.base import MPIInstall
 from shoal.mpi.launch import Job
 from shoal.wait.modes import parse_classes, parse_mode
@@ -26,6 +25,8 @@ ENV_NAMES = ("LD_PRELOAD", *(v.name for v in environment.WAIT_VARIABLES))
 
 def library_for(mpi: MPIInstall) -> Path:
     """Path of libshoalwait.so built for this MPI (compiled on first use)."""
+    from shoal.mpi import build   # the compiler cache: not needed for `shoal --help`
+
     return build.build(TARGET, mpi)
 
 
