@@ -54,6 +54,9 @@ USERNS_INSIDE = Variable("SHOAL_USERNS_INSIDE", "set by shoal inside its user na
                          "unset", reader="internal")
 USERNS_OWNER = Variable("SHOAL_USERNS_OWNER", "set by shoal: pid:start time of the command on "
                         "the host, owner of a user-namespace cluster", "unset", reader="internal")
+LINK_EMULATOR = Variable("SHOAL_LINK_EMULATOR", "how emulated links are made: netem, forwarder "
+                        "(shoal-linkemu) or tbf (rates only)", "netem where the kernel has it, "
+                        "else forwarder")
 SYSFS_ROOT = Variable("SHOAL_SYSFS_ROOT", "where power sources look for /sys (tests: a fake tree)",
                       "/sys", "/sys")
 PROC_ROOT = Variable("SHOAL_PROC_ROOT", "where the power model reads /proc/stat (tests: a fake "
@@ -74,7 +77,7 @@ BENCH_CORRUPT = Variable("SHOAL_BENCH_CORRUPT", "tests only: this rank of the be
                          "flips a sent byte (to test --check)", "none", reader="native")
 
 ALL = (MPI, CACHE, RUNS, PROFILES, SSH, STATE_DIR, CGROUP_ROOT, USERNS, USERNS_INSIDE,
-       USERNS_OWNER, SYSFS_ROOT, PROC_ROOT, POWER_FASTPOLL, WAIT, WAIT_CLASSES, WAIT_TELEMETRY,
+       USERNS_OWNER, LINK_EMULATOR, SYSFS_ROOT, PROC_ROOT, POWER_FASTPOLL, WAIT, WAIT_CLASSES, WAIT_TELEMETRY,
        WAIT_SLACK_NS, WAIT_SEND_EAGER_B, BENCH_CORRUPT)
 #: libshoalwait's variables: passed to ranks, and recorded with benchmark runs.
 WAIT_VARIABLES = (WAIT, WAIT_CLASSES, WAIT_TELEMETRY, WAIT_SLACK_NS, WAIT_SEND_EAGER_B)

@@ -21,16 +21,54 @@ BUILTIN = Path(__file__).resolve().parent.parent / "data" / "profiles.toml"
 
 @dataclass(frozen=True)
 class LinkType:
-    """A network link: rate per direction (bit/s), one-way delay (s), loss fraction."""
+    """A network link: rate per direction (bit/s), one-way delay (s), loss fraction.
+
+    ``latency_s`` is the one-way time of a small message between two devices
+    on such links through the switch (each link carries half); ``jitter_s``
+    spreads it uniformly by up to that much either way; ``loss`` is the chance
+    a frame is lost on one link in one direction. ``sources`` names where each
+    number comes from (``source`` covers those without their own).
+    """
 
     name: str
     rate_bps: float
     latency_s: float = 0.0
     loss: float = 0.0
     source: str = ""
+    jitter_s: float = 0.0
+    sources: dict = field(default_factory=dict, compare=False)
+    # The switch (or access point, or gateway) devices on this link share: see SwitchProfile.
+    switch: str = ""
 
     def describe(self) -> dict[str, Any]:
         return asdict(self)
+
+
+@dataclass(frozen=True)
+class SwitchProfile:
+    """What a star of devices shares: a switch, access point or gateway, counted once.
+
+    Its draw barely follows traffic (a store-and-forward switch's ASIC and
+    PHYs run whether frames pass or not), so a configuration is charged
+    ``idle_W``; ``busy_W`` bounds it under full load.
+    """
+
+    name: str
+    idle_W: float
+    busy_W: float
+    description: str = ""
+    sources: dict = field(default_factory=dict, compare=False)
+
+    def describe(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def switch_from_table(name: str, table: dict, where: str, text: str = "") -> SwitchProfile:
+    from shoal.inputs import files, schema
+
+    checked = schema.validate(files.SwitchTable, table, where, text, at=("switches", name))
+    return SwitchProfile(name, checked.idle_W, checked.busy_W, checked.description,
+                         checked.sources)
 
 
 @dataclass(frozen=True)
@@ -72,7 +110,8 @@ def link_from_table(name: str, table: dict, where: str, text: str = "") -> LinkT
     from shoal.inputs import files, schema
 
     checked = schema.validate(files.LinkTable, table, where, text, at=("links", name))
-    return LinkType(name, **checked.model_dump())
+    fields = checked.model_dump(exclude=set(checked.model_extra or {}))
+    return LinkType(name, **fields, sources=checked.sources)
 
 
 def _read(path: Path) -> tuple[dict, str]:
@@ -128,6 +167,29 @@ def _load_all(extra: dict | None = None, extra_where: str = "inventory", extra_t
 def load(extra: dict | None = None) -> dict[str, DeviceProfile]:
     """All device profiles: built-in, then user files, then ``extra`` (an inventory's tables)."""
     return _load_all(extra)[0]
+
+
+def load_switches(extra: dict | None = None) -> dict[str, SwitchProfile]:
+    """Switches, access points and gateways, overridden in the same order as profiles."""
+    switches: dict[str, SwitchProfile] = {}
+    sources = [(BUILTIN, *_read(BUILTIN))] + [(p, *_read(p)) for p in user_files()]
+    if extra:
+        sources.append(("inventory", extra, ""))
+    for where, data, text in sources:
+        for name, table in (data.get("switches") or {}).items():
+            switches[name] = switch_from_table(name, table, str(where), text)
+    return switches
+
+
+def switch_of(link: LinkType, extra: dict | None = None) -> SwitchProfile | None:
+    """The switch a link type names (None when it names none)."""
+    if not link.switch:
+        return None
+    switches = load_switches(extra)
+    if link.switch not in switches:
+        raise ShoalError(f"link {link.name!r} names switch {link.switch!r}, which is not defined "
+                         f"(known: {', '.join(sorted(switches)) or 'none'})")
+    return switches[link.switch]
 
 
 def load_links(extra: dict | None = None) -> dict[str, LinkType]:

@@ -11,6 +11,7 @@ This is the API the benchmark driver uses for node-count sweeps::
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from shoal.cluster import inventory as _inventory
@@ -45,6 +46,11 @@ class Cluster:
         if self.inventory is None:
             return "local"
         return self.inventory.mode
+
+    @property
+    def dilation(self) -> float:
+        """How many times slower than real time the cluster runs (1 unless emulated)."""
+        return float(getattr(self.emulated, "dilation", 1.0)) if self.emulated else 1.0
 
     @property
     def size(self) -> int:
@@ -89,6 +95,26 @@ class Cluster:
         return Job(mpi, nodes * ranks_per_node, list(argv), env, hosts=hosts,
                    launcher_exec=remote.launcher_for(self.kind))
 
+    def switches(self) -> list:
+        """The switches (access points, gateways) the nodes' links name, each once."""
+        from shoal.cluster import profiles
+
+        if self.inventory is None:
+            return []
+        seen: dict[str, object] = {}
+        for node in self.inventory.nodes:
+            switch = profiles.switch_of(node.link)
+            if switch is not None:
+                seen.setdefault(switch.name, switch)
+        return list(seen.values())
+
+    def slack_monitor(self):
+        """A context manager that watches whether the host gives emulated devices their CPU
+        (``slack.Monitor``); on real hardware there is nothing to watch (None)."""
+        if self.emulated is not None:
+            return self.emulated.slack_monitor()
+        return contextlib.nullcontext()
+
     def select(self, names: list[str]) -> list:
         """The inventory's nodes with these names, in the order given."""
         by_name = {n.name: n for n in (self.inventory.nodes if self.inventory else [])}
@@ -102,18 +128,20 @@ class Cluster:
         """What the run manifest records: nodes, profiles, links, emulation and calibration."""
         if self.inventory is None:
             return {"mode": "local"}
+        switches = [s.describe() for s in self.switches()]
         if self.emulated is not None:
-            return {"mode": "emulated", **self.emulated.describe()}
-        return {**self.inventory.describe(), "preflight": self.preflight}
+            return {"mode": "emulated", **self.emulated.describe(), "switches": switches}
+        return {**self.inventory.describe(), "switches": switches, "preflight": self.preflight}
 
 
 def open(emulate: str | None = None, link: str | None = None, inventory: str | None = None,
          attach_to: str | None = None, host_speed: float | None = None,
-         calibrate: bool = True) -> Cluster:
+         calibrate: bool = True, dilation: float | None = None) -> Cluster:
     """Describe where ranks run; a context manager brings an emulated cluster up and down.
 
     ``emulate`` ("4xminnowboard+1xnuc") or an inventory file with mode
-    "emulated" builds a cluster here; ``attach_to`` uses one started by
+    "emulated" builds a cluster here, ``dilation`` times slower than real time
+    (None: the smallest whole factor at which its devices fit this host); ``attach_to`` uses one started by
     ``shoal cluster up``; an inventory with mode "ssh" or "slurm" describes
     real hosts; nothing at all means this machine only.
     """
@@ -121,11 +149,16 @@ def open(emulate: str | None = None, link: str | None = None, inventory: str | N
     if len(chosen) > 1:
         raise ShoalError("give only one of --emulate, --cluster FILE or an emulated cluster id")
     if attach_to:
+        if dilation is not None:
+            raise ShoalError("--dilation is set when the cluster comes up ('shoal cluster up "
+                             "--dilation D'), not when attaching to it")
         emulated = attach(attach_to)
         return Cluster(emulated.inventory, emulated, owns=False)
+    if dilation is not None and not (emulate or inventory):
+        raise ShoalError("--dilation applies to emulated clusters (--emulate SPEC)")
     if emulate:
         inv = _inventory.from_emulate(emulate, link, host_speed or 1.0)
-        return Cluster(inv, EmulatedCluster(inv, calibrate=calibrate), owns=True)
+        return Cluster(inv, EmulatedCluster(inv, calibrate=calibrate, dilation=dilation), owns=True)
     if inventory:
         inv = _inventory.load(inventory)
         if link is not None:
@@ -133,7 +166,10 @@ def open(emulate: str | None = None, link: str | None = None, inventory: str | N
         if host_speed:
             inv.host_speed = host_speed
         if inv.mode == "emulated":
-            return Cluster(inv, EmulatedCluster(inv, calibrate=calibrate), owns=True)
+            return Cluster(inv, EmulatedCluster(inv, calibrate=calibrate, dilation=dilation),
+                           owns=True)
+        if dilation is not None:
+            raise ShoalError("--dilation applies to emulated clusters only")
         if inv.mode == "slurm":
             inv = remote.slurm_inventory(inv)
         return Cluster(inv)
