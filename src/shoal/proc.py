@@ -372,6 +372,15 @@ class Process:
             self._forget()
             return self.popen.returncode
 
+    def detach(self) -> None:
+        """Let the command outlive shoal: it is no longer stopped on exit or on signals.
+
+        For daemons whose owner is a record rather than this process (an
+        emulated cluster's link forwarder); whoever removes the record stops it.
+        """
+        self._forget()
+        self.popen.returncode = 0  # nobody waits for it from here on
+
     def __enter__(self) -> "Process":
         return self
 

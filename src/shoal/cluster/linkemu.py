@@ -14,13 +14,12 @@ import json
 import os
 import select
 import signal
-import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Callable
 
-from shoal import verbose
+from shoal import proc
 from shoal.cluster import sysns
 from shoal.cluster.profiles import LinkType
 from shoal.errors import ShoalError
@@ -89,26 +88,23 @@ def start(ports: list[Port], switch_netns: str | None, stats: Path | None,
     outlives the command that brought the cluster up.
     """
     command = argv(ports, switch_netns, stats, log, seed)
-    verbose.show(command)
-    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            stdin=subprocess.PIPE, start_new_session=True)
-    entry = {"pid": proc.pid, "start": sysns.process_start_time(proc.pid)}
+    process = proc.start(command, stdin=proc.PIPE, stdout=proc.PIPE, stderr=proc.PIPE, text=False)
+    entry = {"pid": process.pid, "start": sysns.process_start_time(process.pid)}
     if on_spawn is not None:
         on_spawn(entry)  # e.g. into the state record, before it creates anything
-    ready, _, _ = select.select([proc.stdout], [], [], READY_TIMEOUT_S)
-    line = proc.stdout.readline().decode() if ready else ""
+    ready, _, _ = select.select([process.stdout], [], [], READY_TIMEOUT_S)
+    line = process.stdout.readline().decode() if ready else ""
     if line.strip() != "ready":
-        proc.kill()
-        err = proc.stderr.read().decode().strip()
-        proc.wait()
+        process.stop()
+        err = process.stderr.read().decode().strip()
         raise ShoalError(f"the link forwarder did not start: {err or 'no message'}; "
                          "is /dev/net/tun there (modprobe tun)?")
-    proc.stdout.close()
-    proc.stderr.close()
-    # Nobody waits for it from here on: the state record names it, and
-    # stop() or state.remove() end it. Its stdin stays open for set_host_latency().
-    proc.returncode = 0
-    return entry, proc.stdin
+    process.stdout.close()
+    process.stderr.close()
+    # The state record names it from here on, and stop() or state.remove() end
+    # it; its stdin stays open for set_host_latency().
+    process.detach()
+    return entry, process.stdin
 
 
 def set_host_latency(control: IO[bytes], seconds: float) -> None:

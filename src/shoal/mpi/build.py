@@ -105,14 +105,10 @@ def build(target: str, mpi: MPIInstall, extra_cflags: tuple[str, ...] = ()) -> P
 
 def build_host(target: str) -> Path:
     """Build a target that uses no MPI (``compiler = "cc"``) with the host's C compiler."""
-    import shutil
-
     tdir, spec = _target_spec(target)
     if spec.get("compiler") != "cc":
         raise ShoalError(f"native target '{target}' is an MPI program; build it with an MPI")
-    compiler = shutil.which("cc") or shutil.which("gcc")
-    if compiler is None:
-        raise ShoalError(f"building {target} needs a C compiler; install gcc (Debian: apt install gcc)")
+    compiler = proc.tool("cc", f"to build {target}")
     sources = _sources(tdir, spec)
     cflags, libs = list(spec.get("cflags", ["-O2"])), list(spec.get("libs", []))
     digest = hashlib.sha256()
@@ -127,13 +123,10 @@ def build_host(target: str) -> Path:
     out_dir.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{output.name}.", dir=out_dir)
     os.close(fd)
-    argv = [compiler, *cflags, "-o", tmp_name, *map(str, sources), *libs]
-    verbose.show(argv)
-    proc = subprocess.run(argv, capture_output=True, text=True)
-    if proc.returncode != 0:
+    done = proc.run([compiler, *cflags, "-o", tmp_name, *map(str, sources), *libs])
+    if not done.ok:
         os.unlink(tmp_name)
-        first = (proc.stderr or proc.stdout or "no output").strip().splitlines()[0]
-        raise ShoalError(f"building {target} failed: {first.strip()}")
+        raise ShoalError(f"building {target} failed: {done.error_line('cc')}")
     os.chmod(tmp_name, 0o755)
     os.replace(tmp_name, output)
     return output
