@@ -17,7 +17,7 @@ import time
 from entry import run_main
 
 from shoal import cluster
-from shoal.cluster import linkemu, linkmodel, matrix, state
+from shoal.cluster import linkemu, linkmodel, matrix, profiles, state
 from shoal.mpi import discover
 
 LINKS = (("ethernet-100m", 64 << 20), ("gigabit", 512 << 20))
@@ -50,11 +50,15 @@ def main() -> int:
     for name, _ in LINKS:
         shares = [s for s, _, _ in seen[name]]
         ratios = [r for _, r, _ in seen[name]]
+        # While a stream fills the link: CPU per byte times the link's payload rate.
+        rate = linkmodel.path(profiles.load_links()[name]).stream_Bps()
+        busy = sorted(ns * 1e-9 * rate for _, _, ns in seen[name])
         verdict = "" if name != "ethernet-100m" else (
-            " (target < 5%: " + ("met)" if statistics.median(shares) < 0.05 else "MISSED)"))
-        print(f"{name}: forwarder CPU median {statistics.median(shares):.1%} of a core "
-              f"(range {min(shares):.1%}-{max(shares):.1%}), goodput/model median "
-              f"{statistics.median(ratios):.3f} (range {min(ratios):.3f}-{max(ratios):.3f}){verdict}")
+            " (target < 5%: " + ("met)" if statistics.median(busy) < 0.05 else "MISSED)"))
+        print(f"{name}: forwarder CPU over the whole job median {statistics.median(shares):.1%} of a "
+              f"core (range {min(shares):.1%}-{max(shares):.1%}); while the link is full "
+              f"{statistics.median(busy):.1%} (range {busy[0]:.1%}-{busy[-1]:.1%}); goodput/model "
+              f"median {statistics.median(ratios):.3f} (range {min(ratios):.3f}-{max(ratios):.3f}){verdict}")
     return 0
 
 
