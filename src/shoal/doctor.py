@@ -79,7 +79,7 @@ def check_namespaces() -> list[Finding]:
                             "" if tc else "install iproute2"))
     netem = _kernel_has_module("sch_netem")
     tun = Path("/dev/net/tun").exists()
-    compiler = shutil.which("cc") or shutil.which("gcc")
+    compiler = proc.find("cc") or proc.find("gcc")
     if netem:
         findings.append(Finding("link emulation", True, "tc netem (rate, delay, jitter, loss)", ""))
     else:
