@@ -65,6 +65,8 @@ def test_results_recorded_at_d_are_divided_by_d():
     (["bench", "--emulate", "2xminnowboard", "--dilation", "0.5"], "at least 1"),
     (["bench", "--tests", "imb.PingPong", "--dilation", "2"], "emulated clusters"),
     (["cluster", "up", "--emulate", "2xminnowboard", "--dilation", "x"], "give a number"),
+    (["study", "--dilation", "-1"], "at least 1"),
+    (["cluster", "fidelity", "--dilation", "1,,2"], "separated by commas"),
     (["cluster", "fidelity", "--dilation", "1,inf"], "at least 1"),
 ])
 def test_cli_refuses_impossible_dilations_in_one_line(argv, message, tmp_path):

@@ -139,6 +139,7 @@ def _load_all(extra: dict | None = None, extra_where: str = "inventory", extra_t
               ) -> tuple[dict[str, DeviceProfile], dict[str, LinkType]]:
     profiles: dict[str, DeviceProfile] = {}
     links: dict[str, LinkType] = {}
+    switches: dict[str, SwitchProfile] = {}  # checked here; load_switches() returns them
     sources = [(BUILTIN, *_read(BUILTIN))] + [(p, *_read(p)) for p in user_files()]
     if extra:
         sources.append((extra_where, extra, extra_text))
@@ -151,9 +152,20 @@ def _load_all(extra: dict | None = None, extra_where: str = "inventory", extra_t
                 raise schema.locate(str(where), text, (table_name,), "must be a table of named tables")
         for name, table in (data.get("links") or {}).items():
             links[name] = link_from_table(name, table, str(where), text)
+            declared[f"links.{name}"] = (str(where), text)
+        for name, table in (data.get("switches") or {}).items():
+            switches[name] = switch_from_table(name, table, str(where), text)
         for name, table in (data.get("profiles") or {}).items():
             profiles[name] = profile_from_table(name, table, str(where), text)
             declared[name] = (str(where), text)
+    for link in links.values():
+        if link.switch and link.switch not in switches:
+            from shoal.inputs import schema
+
+            raise schema.locate(*declared[f"links.{link.name}"], ("links", link.name, "switch"),
+                                f"names switch {link.switch!r}, which is not defined; use one of "
+                                f"{', '.join(sorted(switches))} or define it under "
+                                f"[switches.{link.switch}]")
     for profile in profiles.values():
         if profile.link not in links:
             from shoal.inputs import schema
