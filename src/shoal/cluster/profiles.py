@@ -110,8 +110,7 @@ def link_from_table(name: str, table: dict, where: str, text: str = "") -> LinkT
     from shoal.inputs import files, schema
 
     checked = schema.validate(files.LinkTable, table, where, text, at=("links", name))
-    fields = checked.model_dump(exclude=set(checked.model_extra or {}))
-    return LinkType(name, **fields, sources=checked.sources)
+    return LinkType(name, **checked.values(), sources=checked.sources)
 
 
 def _read(path: Path) -> tuple[dict, str]:

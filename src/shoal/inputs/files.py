@@ -104,7 +104,12 @@ class ProfileTable(_Table):
 
     @model_validator(mode="after")
     def _sources_and_watts(self) -> "ProfileTable":
-        _sources_only(self)
+        for key, value in (self.model_extra or {}).items():
+            if not key.endswith("_source"):
+                raise ValueError(f"unknown field {key!r} (known: "
+                                 f"{', '.join(sorted(type(self).model_fields))}, FIELD_source)")
+            if not isinstance(value, str):
+                raise ValueError(f"{key} must be text naming where the number came from")
         if self.busy_W < self.idle_W:
             raise ValueError(f"needs idle_W <= busy_W, got {self.idle_W:g} and {self.busy_W:g}")
         return self
@@ -114,20 +119,9 @@ class ProfileTable(_Table):
         return {k.removesuffix("_source"): v for k, v in (self.model_extra or {}).items()}
 
 
-def _sources_only(table: BaseModel) -> None:
-    """Extra keys of a table must be ``FIELD_source`` texts."""
-    for key, value in (table.model_extra or {}).items():
-        if not key.endswith("_source"):
-            raise ValueError(f"unknown field {key!r} (known: "
-                             f"{', '.join(sorted(type(table).model_fields))}, FIELD_source)")
-        if not isinstance(value, str):
-            raise ValueError(f"{key} must be text naming where the number came from")
-
-
 class LinkTable(_Table):
-    """One ``[links.NAME]`` table; ``FIELD_source`` keys say where a number came from."""
+    """One ``[links.NAME]`` table; each number may name its source (``rate_source``, ...)."""
 
-    model_config = ConfigDict(extra="allow")
     required_hint: ClassVar[str] = "every link needs rate_bps (bits per second)"
     rate_bps: Positive
     latency_s: NonNegative = 0.0
@@ -135,10 +129,14 @@ class LinkTable(_Table):
     loss: Annotated[float, Field(ge=0, lt=1)] = 0.0
     source: str = ""
     switch: str = ""
+    rate_source: str = ""
+    latency_source: str = ""
+    jitter_source: str = ""
+    loss_source: str = ""
+    switch_source: str = ""
 
     @model_validator(mode="after")
-    def _sources_and_jitter(self) -> "LinkTable":
-        _sources_only(self)
+    def _jitter(self) -> "LinkTable":
         if self.jitter_s > self.latency_s:
             raise ValueError(f"needs jitter_s <= latency_s (a message cannot arrive before it is "
                              f"sent), got {self.jitter_s:g} and {self.latency_s:g}")
@@ -146,25 +144,31 @@ class LinkTable(_Table):
 
     @property
     def sources(self) -> dict[str, str]:
-        return {k.removesuffix("_source"): v for k, v in (self.model_extra or {}).items()}
+        return {k.removesuffix("_source"): getattr(self, k) for k in type(self).model_fields
+                if k.endswith("_source") and getattr(self, k)}
+
+    def values(self) -> dict[str, Any]:
+        """The link's own fields, without the sources."""
+        return {k: getattr(self, k) for k in type(self).model_fields if not k.endswith("_source")}
 
 
 class SwitchTable(_Table):
     """One ``[switches.NAME]`` table: what a star of devices shares (counted once)."""
 
-    model_config = ConfigDict(extra="allow")
     required_hint: ClassVar[str] = "every switch needs idle_W and busy_W (watts)"
     idle_W: NonNegative
     busy_W: NonNegative
     description: str = ""
+    idle_source: str = ""
+    busy_source: str = ""
 
     @model_validator(mode="after")
-    def _sources_and_watts(self) -> "SwitchTable":
-        _sources_only(self)
+    def _watts(self) -> "SwitchTable":
         if self.busy_W < self.idle_W:
             raise ValueError(f"needs idle_W <= busy_W, got {self.idle_W:g} and {self.busy_W:g}")
         return self
 
     @property
     def sources(self) -> dict[str, str]:
-        return {k.removesuffix("_source"): v for k, v in (self.model_extra or {}).items()}
+        return {k.removesuffix("_source"): getattr(self, k) for k in ("idle_source", "busy_source")
+                if getattr(self, k)}
