@@ -7,7 +7,6 @@ import sys
 import time
 from pathlib import Path
 
-from shoal.cluster import dilation
 from shoal.errors import ShoalError
 from shoal.inputs import options as typed
 from shoal.runs import jsonout
@@ -26,7 +25,7 @@ def register(subparsers) -> None:
     _where(up)
     up.add_argument("--name", type=typed.text, help="cluster id (2-12 lower-case letters/digits); default: random")
     up.add_argument("--no-calibrate", action="store_true", help="skip the CPU speed calibration")
-    up.add_argument("--dilation", type=typed.typed(dilation.check, name="dilation"), metavar="D",
+    up.add_argument("--dilation", type=typed.typed(_dilation, name="dilation"), metavar="D",
                     help="run D times slower than real time "
                     "(default: the smallest whole D at which the devices fit this host)")
     up.add_argument("--json", action="store_true", help="print the cluster description as JSON")
@@ -59,7 +58,7 @@ def register(subparsers) -> None:
     fidelity.add_argument("--mpi", type=typed.text, help=kinds.choices_help())
     fidelity.add_argument("--sizes", type=typed.SIZES, default="64..4M:4",
                           help="message sizes (default 64..4M:4)")
-    fidelity.add_argument("--dilation", type=typed.typed(dilation.dilations, name="dilations"),
+    fidelity.add_argument("--dilation", type=typed.typed(_dilations, name="dilations"),
                           default=(1.0, 2.0), metavar="D[,D...]",
                           help="time dilations to compare (default 1,2; 'auto': chosen to fit)")
     fidelity.add_argument("--budget", type=typed.SECONDS_NUMBER, default=1.0,
@@ -248,3 +247,15 @@ def _fidelity(args) -> int:
         print(f"D > 1 against the first D: worst {worst['kind']} "
               f"{render.byte_size(worst['size_B'])} at {worst['ratio']:.3f}")
     return 0
+
+
+def _dilation(text: str) -> float:
+    from shoal.cluster import dilation
+
+    return dilation.check(text)
+
+
+def _dilations(text: str) -> tuple:
+    from shoal.cluster import dilation
+
+    return dilation.dilations(text)
