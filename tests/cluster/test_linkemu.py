@@ -155,7 +155,8 @@ def test_kill_9_of_the_owner_leaves_no_forwarder_and_no_tap(tmp_path):
     assert linkemu.alive(forwarder)  # the switch outlives its owner ...
     down = subprocess.run([sys.executable, "-m", "shoal", "cluster", "down"], capture_output=True,
                           text=True, timeout=60)
-    assert down.returncode == 0 and f"removed {cluster_id}" in down.stdout
+    # (Another `cluster down` on this machine may have reaped it first.)
+    assert down.returncode == 0 and state.read(cluster_id) is None
     assert not linkemu.alive(forwarder)  # ... until the leftover is reaped
     assert not (set(record["netns"]) & set(os.listdir(state.NETNS_DIR)))
     taps = subprocess.run(["ip", "-o", "link", "show", "type", "tun"], capture_output=True,
