@@ -112,3 +112,21 @@ def test_a_link_naming_an_unknown_switch_says_so():
     link = link_from_table("x", {"rate_bps": 1e6, "switch": "nowhere"}, "t")
     with pytest.raises(ShoalError, match="names switch 'nowhere', which is not defined"):
         profiles.switch_of(link)
+
+
+def test_fidelity_sets_each_result_against_the_link_model():
+    from shoal.cluster import fidelity
+
+    path = fidelity.model_path("nuc", "ethernet-100m")
+    rows = fidelity.rows_of([
+        {"test": "imb.PingPong", "size_B": "1024", "time_median_s": str(path.one_way_s(1024) * 1.05),
+         "time_ci_low_s": "0", "time_ci_high_s": "1", "dilation": "2.0", "host_slack": "short",
+         "host_slack_note": "steal 10%"},
+        {"test": "imb.Uniband", "size_B": "65536", "bandwidth_median_Bps": str(path.stream_Bps() * 0.97),
+         "dilation": "2.0"},
+    ], path)
+    assert [r["kind"] for r in rows] == ["ping-pong", "stream"]
+    assert rows[0]["ratio"] == pytest.approx(1.05) and rows[0]["host_slack"] == "short"
+    assert rows[1]["ratio"] == pytest.approx(0.97) and rows[1]["dilation"] == 2.0
+    result = {"runs": [{"rows": [dict(rows[0], measured=1.0)]}, {"rows": [dict(rows[0], measured=1.08)]}]}
+    assert fidelity.dilation_agreement(result)[0]["ratio"] == pytest.approx(1.08)

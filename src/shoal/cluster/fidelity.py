@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from shoal.bench import runner
-from shoal.bench.sizes import parse_sizes
+from shoal.inputs.grammar import sizes as parse_sizes
 from shoal.bench.sweep import Options
 from shoal.cluster import inventory, linkmodel
 from shoal.errors import ShoalError
