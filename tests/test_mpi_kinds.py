@@ -64,13 +64,8 @@ FAKE_MODULE = textwrap.dedent('''
 
 
     class TinyMPI(Implementation):
-        kind = "tinympi"
-        title = "Tiny MPI"
-        companion = "tinympi_info"
-        order = 90
-        launcher_names = ("tinyrun",)
-        setting_prefixes = ("TINY_",)
-        wait_knobs = {"tiny:nap": {"TINY_NAP": "1"}}
+        kind, title, companion = "tinympi", "Tiny MPI", "tinympi_info"
+        launcher_names, setting_prefixes = ("tinyrun",), ("TINY_",)
 
         def identify(self, bindir):
             if not (bindir / self.companion).exists():

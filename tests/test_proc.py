@@ -121,6 +121,7 @@ def test_run_captures_and_checks():
         proc.run(["sh", "-c", "echo bad thing >&2; exit 4"], check=True, what="the probe")
     assert str(err.value) == "the probe failed (exit status 4): bad thing"
     assert proc.run(["cat"], input="fed\n").stdout == "fed\n"
+    assert proc.run(["printf", "a\\377b"]).stdout == "a\ufffdb"   # not a traceback
 
 
 def test_verbose_echoes_the_command_with_its_environment(capsys):

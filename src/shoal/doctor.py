@@ -78,10 +78,19 @@ def check_namespaces() -> list[Finding]:
     findings.append(Finding("tc (link shaping)", bool(tc), tc or "missing",
                             "" if tc else "install iproute2"))
     netem = _kernel_has_module("sch_netem")
-    findings.append(Finding("tc netem (delay/loss)", netem,
-                            "available" if netem else "not in this kernel",
-                            "" if netem else "emulated links get rate limits but no added delay "
-                            "or loss; a kernel with sch_netem enables them"))
+    tun = Path("/dev/net/tun").exists()
+    compiler = proc.find("cc") or proc.find("gcc")
+    if netem:
+        findings.append(Finding("link emulation", True, "tc netem (rate, delay, jitter, loss)", ""))
+    else:
+        ready = tun and bool(compiler)
+        findings.append(Finding(
+            "link emulation", ready,
+            "no netem in this kernel: shoal's link forwarder (TAP devices) emulates rate, "
+            "delay, jitter and loss" if ready else
+            f"no netem in this kernel, and the link forwarder needs "
+            f"{'/dev/net/tun' if not tun else 'a C compiler'}",
+            "" if ready else ("modprobe tun" if not tun else "install gcc (Debian: apt install gcc)")))
     return findings
 
 

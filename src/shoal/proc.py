@@ -266,6 +266,8 @@ def start(argv: list[str], *, env: dict[str, str] | None = None,
     try:
         popen = subprocess.Popen(argv, env=full_env, stdin=stdin, stdout=stdout,
                                  stderr=PIPE if keep_tail else stderr, text=text,
+                                 # a tool's stray non-UTF-8 byte must not become a traceback
+                                 errors="replace" if text else None,
                                  bufsize=bufsize, pass_fds=tuple(pass_fds), cwd=cwd,
                                  start_new_session=True)
     except OSError as exc:
@@ -286,27 +288,17 @@ class Process:
     _seen: set[int] = field(default_factory=set)
     _tail: collections.deque = field(default_factory=lambda: collections.deque(maxlen=_TAIL_LINES))
     _pumps: list[threading.Thread] = field(default_factory=list)
+    # Popen's pid and streams, for callers that talk to the command.
+    pid: int = field(init=False)
+    stdin: IO | None = field(init=False)
+    stdout: IO | None = field(init=False)
+    stderr: IO | None = field(init=False)
 
     def __post_init__(self) -> None:
+        self.pid = self.popen.pid
+        self.stdin, self.stdout, self.stderr = self.popen.stdin, self.popen.stdout, self.popen.stderr
         with _live_lock:
             _live.add(self)
-
-    # Popen's streams and status, for callers that talk to the command.
-    @property
-    def pid(self) -> int:
-        return self.popen.pid
-
-    @property
-    def stdin(self) -> IO | None:
-        return self.popen.stdin
-
-    @property
-    def stdout(self) -> IO | None:
-        return self.popen.stdout
-
-    @property
-    def stderr(self) -> IO | None:
-        return self.popen.stderr
 
     @property
     def returncode(self) -> int | None:
@@ -379,6 +371,15 @@ class Process:
                         stream.close()
             self._forget()
             return self.popen.returncode
+
+    def detach(self) -> None:
+        """Let the command outlive shoal: it is no longer stopped on exit or on signals.
+
+        For daemons whose owner is a record rather than this process (an
+        emulated cluster's link forwarder); whoever removes the record stops it.
+        """
+        self._forget()
+        self.popen.returncode = 0  # nobody waits for it from here on
 
     def __enter__(self) -> "Process":
         return self

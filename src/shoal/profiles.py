@@ -1,12 +1,9 @@
-"""Device profiles and link types: the one home of device facts, read into one typed class.
+"""Device profiles, link types and switches: the one home of device facts, read into typed classes.
 
-Every number comes from ``shoal/data/profiles.toml`` (each with its source);
-users add or override profiles without editing shoal in
-``~/.config/shoal/profiles.toml``, in files named by ``SHOAL_PROFILES``
-(colon-separated), or in an inventory's ``[profiles]``. Every layer reads
-devices through :class:`DeviceProfile`: the emulated cluster (cores, speed,
-link), the power model (idle/busy watts), the offload model, the study and
-Pallex. The fields a file may hold are declared in ``shoal.inputs.files``.
+Profiles come from ``shoal/data/profiles.toml``; users add or override them
+without editing shoal in ``~/.config/shoal/profiles.toml``, in files named by
+``SHOAL_PROFILES`` (colon-separated), or in an inventory's ``[profiles]``.
+The power model takes ``idle_W``, ``busy_W`` and ``cores`` from here.
 """
 
 from __future__ import annotations
@@ -17,6 +14,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from shoal import environment
 from shoal.errors import ShoalError
 
 BUILTIN = Path(__file__).resolve().parent / "data" / "profiles.toml"
@@ -24,7 +22,14 @@ BUILTIN = Path(__file__).resolve().parent / "data" / "profiles.toml"
 
 @dataclass(frozen=True)
 class LinkType:
-    """A network link: rate per direction (bit/s), one-way delay (s), loss fraction, jitter (s)."""
+    """A network link: rate per direction (bit/s), one-way delay (s), loss fraction.
+
+    ``latency_s`` is the one-way time of a small message between two devices
+    on such links through the switch (each link carries half); ``jitter_s``
+    spreads it uniformly by up to that much either way; ``loss`` is the chance
+    a frame is lost on one link in one direction. ``sources`` names where each
+    number comes from (``source`` covers those without their own).
+    """
 
     name: str
     rate_bps: float
@@ -32,9 +37,39 @@ class LinkType:
     loss: float = 0.0
     source: str = ""
     jitter_s: float = 0.0
+    sources: dict = field(default_factory=dict, compare=False)
+    # The switch (or access point, or gateway) devices on this link share: see SwitchProfile.
+    switch: str = ""
 
     def describe(self) -> dict[str, Any]:
         return asdict(self)
+
+
+@dataclass(frozen=True)
+class SwitchProfile:
+    """What a star of devices shares: a switch, access point or gateway, counted once.
+
+    Its draw barely follows traffic (a store-and-forward switch's ASIC and
+    PHYs run whether frames pass or not), so a configuration is charged
+    ``idle_W``; ``busy_W`` bounds it under full load.
+    """
+
+    name: str
+    idle_W: float
+    busy_W: float
+    description: str = ""
+    sources: dict = field(default_factory=dict, compare=False)
+
+    def describe(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def switch_from_table(name: str, table: dict, where: str, text: str = "") -> SwitchProfile:
+    from shoal.inputs import files, schema
+
+    checked = schema.validate(files.SwitchTable, table, where, text, at=("switches", name))
+    return SwitchProfile(name, checked.idle_W, checked.busy_W, checked.description,
+                         checked.sources)
 
 
 @dataclass(frozen=True)
@@ -71,6 +106,8 @@ class DeviceProfile:
     max_W: float | None = None
     # P-states as [[frequency_Hz, watts], ...] where known.
     pstates: tuple = ()
+    # AES instructions in the CPU (None: not known): decides the edge workload's AES.
+    aes_instructions: bool | None = None
     per_test: PerTestWatts | None = None
     sources: dict = field(default_factory=dict, compare=False)
 
@@ -87,7 +124,7 @@ def profile_from_table(name: str, table: dict, where: str, text: str = "") -> De
     checked = schema.validate(files.ProfileTable, table, where, text, at=("profiles", name))
     values = checked.model_dump(exclude=set(checked.model_extra or {}))
     values["pstates"] = tuple(values["pstates"])
-    if values["per_test"] is not None:
+    if values.get("per_test") is not None:
         values["per_test"] = PerTestWatts(**values["per_test"])
     return DeviceProfile(name=name, sources=checked.sources, **values)
 
@@ -96,13 +133,13 @@ def link_from_table(name: str, table: dict, where: str, text: str = "") -> LinkT
     from shoal.inputs import files, schema
 
     checked = schema.validate(files.LinkTable, table, where, text, at=("links", name))
-    return LinkType(name, **checked.model_dump())
+    return LinkType(name, **checked.values(), sources=checked.sources)
 
 
 def _read(path: Path) -> tuple[dict, str]:
     from shoal.inputs import schema
 
-    return schema.read_toml(path, "profiles file", "SHOAL_PROFILES")
+    return schema.read_toml(path, "profiles file", environment.PROFILES.name)
 
 
 def user_files() -> list[Path]:
@@ -111,19 +148,24 @@ def user_files() -> list[Path]:
     config = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
     if (config / "shoal" / "profiles.toml").is_file():
         files.append(config / "shoal" / "profiles.toml")
-    for item in filter(None, os.environ.get("SHOAL_PROFILES", "").split(os.pathsep)):
+    for item in filter(None, (environment.PROFILES.get() or "").split(os.pathsep)):
         path = Path(item).expanduser()
         if not path.is_file():
-            raise ShoalError(f"SHOAL_PROFILES names {path}, which does not exist; "
+            raise ShoalError(f"{environment.PROFILES.name} names {path}, which does not exist; "
                              "fix the variable or create the file")
         files.append(path)
     return files
 
 
-def _parse_files(sources: list[tuple[Any, dict, str]]
-                 ) -> tuple[dict[str, DeviceProfile], dict[str, LinkType]]:
+def load_all(extra: dict | None = None, extra_where: str = "inventory", extra_text: str = ""
+             ) -> tuple[dict[str, DeviceProfile], dict[str, LinkType]]:
+    """Profiles and links: built-in, then user files, then ``extra`` (an inventory's tables)."""
     profiles: dict[str, DeviceProfile] = {}
     links: dict[str, LinkType] = {}
+    switches: dict[str, SwitchProfile] = {}  # checked here; load_switches() returns them
+    sources = [(BUILTIN, *_read(BUILTIN))] + [(p, *_read(p)) for p in user_files()]
+    if extra:
+        sources.append((extra_where, extra, extra_text))
     declared: dict[str, tuple[str, str]] = {}  # where each profile was last defined
     for where, data, text in sources:
         for table_name in ("links", "profiles"):
@@ -133,9 +175,20 @@ def _parse_files(sources: list[tuple[Any, dict, str]]
                 raise schema.locate(str(where), text, (table_name,), "must be a table of named tables")
         for name, table in (data.get("links") or {}).items():
             links[name] = link_from_table(name, table, str(where), text)
+            declared[f"links.{name}"] = (str(where), text)
+        for name, table in (data.get("switches") or {}).items():
+            switches[name] = switch_from_table(name, table, str(where), text)
         for name, table in (data.get("profiles") or {}).items():
             profiles[name] = profile_from_table(name, table, str(where), text)
             declared[name] = (str(where), text)
+    for link in links.values():
+        if link.switch and link.switch not in switches:
+            from shoal.inputs import schema
+
+            raise schema.locate(*declared[f"links.{link.name}"], ("links", link.name, "switch"),
+                                f"names switch {link.switch!r}, which is not defined; use one of "
+                                f"{', '.join(sorted(switches))} or define it under "
+                                f"[switches.{link.switch}]")
     for profile in profiles.values():
         if profile.link not in links:
             from shoal.inputs import schema
@@ -146,18 +199,32 @@ def _parse_files(sources: list[tuple[Any, dict, str]]
     return profiles, links
 
 
-def load_all(extra: dict | None = None, extra_where: str = "inventory", extra_text: str = ""
-             ) -> tuple[dict[str, DeviceProfile], dict[str, LinkType]]:
-    """Profiles and links: built-in, then user files, then ``extra`` (an inventory's tables)."""
-    sources = [(BUILTIN, *_read(BUILTIN))] + [(p, *_read(p)) for p in user_files()]
-    if extra:
-        sources.append((extra_where, extra, extra_text))
-    return _parse_files(sources)
-
-
 def load(extra: dict | None = None) -> dict[str, DeviceProfile]:
     """All device profiles: built-in, then user files, then ``extra`` (an inventory's tables)."""
     return load_all(extra)[0]
+
+
+def load_switches(extra: dict | None = None) -> dict[str, SwitchProfile]:
+    """Switches, access points and gateways, overridden in the same order as profiles."""
+    switches: dict[str, SwitchProfile] = {}
+    sources = [(BUILTIN, *_read(BUILTIN))] + [(p, *_read(p)) for p in user_files()]
+    if extra:
+        sources.append(("inventory", extra, ""))
+    for where, data, text in sources:
+        for name, table in (data.get("switches") or {}).items():
+            switches[name] = switch_from_table(name, table, str(where), text)
+    return switches
+
+
+def switch_of(link: LinkType, extra: dict | None = None) -> SwitchProfile | None:
+    """The switch a link type names (None when it names none)."""
+    if not link.switch:
+        return None
+    switches = load_switches(extra)
+    if link.switch not in switches:
+        raise ShoalError(f"link {link.name!r} names switch {link.switch!r}, which is not defined "
+                         f"(known: {', '.join(sorted(switches)) or 'none'})")
+    return switches[link.switch]
 
 
 def load_links(extra: dict | None = None) -> dict[str, LinkType]:
@@ -167,7 +234,8 @@ def load_links(extra: dict | None = None) -> dict[str, LinkType]:
 
 @functools.lru_cache(maxsize=None)
 def _builtin() -> dict[str, DeviceProfile]:
-    return _parse_files([(BUILTIN, *_read(BUILTIN))])[0]
+    return {name: profile_from_table(name, table, str(BUILTIN))
+            for name, table in (_read(BUILTIN)[0].get("profiles") or {}).items()}
 
 
 def builtin(name: str) -> DeviceProfile:

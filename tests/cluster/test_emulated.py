@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from shoal import cluster
-from shoal.cluster import inventory, matrix, shaping, state
+from shoal.cluster import inventory, linkemu, matrix, shaping, state
 from shoal.cluster.emulated import EmulatedCluster
 from shoal.errors import ShoalError
 
@@ -41,9 +41,20 @@ def test_up_down_hostnames_and_nothing_in_root_namespace():
         # Names resolve to the emulated addresses inside a device.
         hosts = emu.run_on("rpi0w1", ["getent", "hosts", "minnowboard2"], check=True).stdout
         assert hosts.split()[0] == record["nodes"]["minnowboard2"]["address"]
-        # Shaped links: tbf at the configured rates on both ends.
-        qdisc = emu.run_on("rpi0w1", ["tc", "qdisc", "show", "dev", "eth0"], check=True).stdout
-        assert "tbf" in qdisc and "40Mbit" in qdisc
+        # Shaped links at the configured rates: the forwarder's TAP ports, or tc on the veths.
+        if record["emulation"]["link_emulator"] == "forwarder":
+            details = emu.run_on("rpi0w1", ["ip", "-d", "link", "show", "eth0"],
+                                 check=True).stdout
+            assert "tun type tap" in details
+            ports = linkemu.stats(record["forwarder"], emu.directory / "forwarder.json")["ports"]
+            wifi = ports[3]  # head, minnowboard1, minnowboard2, rpi0w1
+            assert wifi["netns"].endswith("-rpi0w1")
+            assert wifi["up"]["rate_bps"] == wifi["down"]["rate_bps"] == 40e6
+            assert wifi["up"]["delay_ns"] == 1_000_000  # half of wifi-n's 2 ms each way
+            assert ports[0]["up"]["rate_bps"] == 0  # the head's port is not shaped
+        else:
+            qdisc = emu.run_on("rpi0w1", ["tc", "qdisc", "show", "dev", "eth0"], check=True).stdout
+            assert "40Mbit" in qdisc
         # CPU limit: the device's cgroup holds a quota of speed x cores of a host CPU.
         group = record["nodes"]["minnowboard1"]["cgroups"][0]
         if os.path.exists(os.path.join(group, "cpu.cfs_quota_us")):

@@ -11,10 +11,8 @@ from shoal import profiles
 from shoal.model import (
     UPLINKS,
     OffloadScenario,
-    amdahl_speedup,
     decide,
     decision_map,
-    fit_scaling,
     min_local_nodes,
 )
 from shoal.model.uplinks import UplinkProfile
@@ -221,14 +219,3 @@ def test_decision_map_rows():
 def test_bad_inputs_are_one_clear_error(changes, message):
     with pytest.raises(ShoalError, match=message):
         decide(toy(**changes))
-
-
-def test_scenario_takes_the_parallel_fraction_of_a_fit():
-    n = [1, 2, 3, 4, 5, 6]
-    fit = fit_scaling(n, 7.0 * amdahl_speedup(n, 0.8))
-    scenario = toy().with_fit(fit)
-    assert scenario.parallel_fraction == pytest.approx(0.8, abs=1e-6)
-    assert scenario.sources["parallel_fraction"].startswith("fitted: f = 0.8")
-    assert decide(scenario).local.max_rate_Bps == pytest.approx(amdahl_speedup(2, 0.8) / 0.01, rel=1e-5)
-    with pytest.raises(ShoalError, match="cannot give a parallel fraction"):
-        toy().with_fit(fit_scaling([1, 2], [1.0, 1.5]))

@@ -10,7 +10,6 @@ import pytest
 from shoal.errors import ShoalError
 from shoal.model import (
     OffloadScenario,
-    add_perf_per_watt,
     amdahl_speedup,
     decide,
     fit_table,
@@ -44,9 +43,10 @@ def _sweep() -> pd.DataFrame:
 
 
 def test_table_to_fits_to_optimum_to_offload():
-    table = add_perf_per_watt(_sweep(), "bandwidth_Bps", idle_W=2.5663, nodes_col="nodes")
+    table = _sweep()
+    table["bandwidth_Bps_per_W"] = table["bandwidth_Bps"] / table["power_W"]
     fits = fit_table(table, by=["benchmark", "size_B"], perf_col="bandwidth_Bps",
-                     ppw_col="bandwidth_Bps_per_W_gross", shared_power_fraction=None)
+                     ppw_col="bandwidth_Bps_per_W", shared_power_fraction=None)
     assert set(fits) == {("allreduce", 1024), ("allreduce", 65536), ("alltoall", 1024), ("alltoall", 65536),
                          ("latency", 8)}
     assert fits[("latency", 8)].status == "flat"
@@ -73,7 +73,7 @@ def test_table_to_fits_to_optimum_to_offload():
 
 
 def test_fit_table_without_grouping_and_with_a_missing_column():
-    table = add_perf_per_watt(_sweep().query("benchmark == 'allreduce' and size_B == 1024"), "bandwidth_Bps")
+    table = _sweep().query("benchmark == 'allreduce' and size_B == 1024")
     fits = fit_table(table, perf_col="bandwidth_Bps")
     assert list(fits) == [()] and fits[()].status == "ok"
     with pytest.raises(ShoalError, match="no column"):

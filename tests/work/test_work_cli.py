@@ -29,6 +29,7 @@ def test_work_writes_a_run_with_phases_and_energy(tmp_path):
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["kind"] == "work" and manifest["status"] == "complete"
     assert manifest["workload"]["name"] == "ep" and manifest["workload"]["size"] == "M18"
+    assert manifest["workload"]["aes"]["used"] == "auto"
     results = pd.read_csv(out / "results.csv")
     assert len(results) == 2 and results["point_id"].is_unique
     assert sorted(results["ranks"]) == [1, 2]
@@ -67,3 +68,15 @@ def test_a_size_beyond_memory_is_refused(monkeypatch):
     monkeypatch.setattr(runner, "_host_memory_B", lambda: 64e6)
     with pytest.raises(ShoalError, match="needs about .* per rank, more than this machine"):
         runner.plan(runner.WorkRequest(workload="raytrace", size="4096", ranks=[4]))
+
+
+@pytest.mark.parametrize("emulate, used", [("2xrpi3", "software"), ("1xnuc", "auto"),
+                                           ("1xnuc+1xrpi0w", "software")])
+def test_edge_runs_software_aes_where_a_device_has_no_aes_instructions(emulate, used):
+    the_plan = runner.plan(runner.WorkRequest(workload="edge", size="small", emulate=emulate))
+    assert the_plan.aes == used
+    assert ("no AES instructions" in the_plan.aes_why) == (used == "software")
+    assert runner.program_args(the_plan)[-2:] == ["--aes", used]
+    # What the user asks for wins.
+    forced = runner.plan(runner.WorkRequest(workload="edge", size="small", emulate=emulate, aes="openssl"))
+    assert forced.aes == "openssl"

@@ -28,14 +28,18 @@ from shoal.power.session import Session
 from shoal.runs.store import Run
 
 DEFAULT_RATE_HZ = 10.0
+# Sessions of what every configuration shares (an emulated cluster's switch) are named so.
+SHARED_PREFIX = "switch:"
 
 
 class Meter:
     """Energy of any time window on any set of nodes, and the samples as rows."""
 
-    def __init__(self, sessions: dict[str, Session], run: Run) -> None:
+    def __init__(self, sessions: dict[str, Session], run: Run, shared: tuple[str, ...] = ()) -> None:
         self.sessions = sessions
         self.run = run
+        # Sessions every configuration draws on once (an emulated cluster's switch).
+        self.shared = shared
         self._lock = threading.Lock()
 
     def measure_idle(self, seconds: float) -> dict[str, float]:
@@ -58,7 +62,9 @@ class Meter:
         return results
 
     def energy_between(self, t0: float, t1: float, nodes: list[str]) -> dict[str, Any] | None:
-        chosen = [self.sessions[n] for n in nodes if n in self.sessions] or list(self.sessions.values())
+        chosen = ([self.sessions[n] for n in nodes if n in self.sessions and n not in self.shared]
+                  or [s for n, s in self.sessions.items() if n not in self.shared])
+        chosen += [self.sessions[n] for n in self.shared if n in self.sessions]
         energy = power = 0.0
         idle: float | None = 0.0
         kinds, sources, partial = set(), [], False
@@ -110,7 +116,7 @@ def open_meter(spec: str, where: Any, run: Run, idle_s: float = 0.0,
             else:
                 sessions[plan.node] = open_session(plan.spec, rate_hz,
                                                    node=plan.node if plan.named else None).start()
-        meter = Meter(sessions, run)
+        meter = Meter(sessions, run, tuple(n for n in sessions if n.startswith(SHARED_PREFIX)))
         idle = meter.measure_idle(idle_s)
         run.update_manifest(power={"spec": spec, "rate_hz": rate_hz, "nodes": sorted(sessions),
                                    "idle_W": idle or None, "notes": meter.notes()})

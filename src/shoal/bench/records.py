@@ -26,6 +26,10 @@ RESULT_COLUMNS = [
     "power_source", "power_kind", "power_mean_W", "energy_J", "idle_power_W",
     "energy_net_J", "energy_partial", "energy_per_op_J", "energy_per_B_J",
     "bandwidth_per_W", "rate_per_W",
+    # Emulated clusters: the time dilation the point ran at (its times are already divided by it).
+    "dilation",
+    # Emulated clusters: "ok", or "short" when the host ran out of CPU during the point (why in the note).
+    "host_slack", "host_slack_note",
 ]
 SAMPLE_COLUMNS = ["point_id", "rep", "time_s"]
 FAILURE_COLUMNS = ["point_id", "config", "nodes", "ranks", "test", "size_B", "reason", "detail"]
@@ -35,7 +39,19 @@ def point_id(config: str, nodes: int, ranks: int, test: str, size_B: int) -> str
     return f"{config}/{nodes}/{ranks}/{test}/{size_B}"
 
 
-def result_row(record: dict[str, Any], config: str, nodes: int, wait_mode: str = "") -> dict[str, Any]:
+def undilate(record: dict[str, Any], dilation: float) -> dict[str, Any]:
+    """A point record measured at time dilation D, with its times as the devices saw them (/D)."""
+    if dilation == 1:
+        return record
+    out = dict(record)
+    out["samples_s"] = [t / dilation for t in record["samples_s"]]
+    if record.get("rank_mean_s"):
+        out["rank_mean_s"] = [t / dilation for t in record["rank_mean_s"]]
+    return out
+
+
+def result_row(record: dict[str, Any], config: str, nodes: int, wait_mode: str = "",
+               dilation: float = 1.0) -> dict[str, Any]:
     """One results row from a ``point`` record; statistics recomputed from raw samples."""
     samples = record["samples_s"]
     stats = summarize(samples)
@@ -74,6 +90,7 @@ def result_row(record: dict[str, Any], config: str, nodes: int, wait_mode: str =
         "t_end_mono_s": record.get("t_end_mono_s", ""),
         "wait_mode": wait_mode,
         "rank_mean_s": json.dumps(record.get("rank_mean_s") or []),
+        "dilation": dilation,
     }
 
 
@@ -98,7 +115,7 @@ def add_power(row: dict[str, Any], energy: dict[str, Any], duration_s: float) ->
     return energy_J, power_W
 
 
-def add_energy(row: dict[str, Any], energy: dict[str, Any] | None) -> None:
+def add_energy(row: dict[str, Any], energy: dict[str, Any] | None, dilation: float = 1.0) -> None:
     """Fill the power columns of a row from one energy measurement of its point.
 
     ``energy`` has energy_J, mean_power_W, source, kind, partial and
@@ -108,7 +125,9 @@ def add_energy(row: dict[str, Any], energy: dict[str, Any] | None) -> None:
     """
     if not energy:
         return
-    duration = float(row["t_end_mono_s"]) - float(row["t_start_mono_s"])
+    # Dilated by D, the point took D times its devices' time: same watts, 1/D of the joules.
+    duration = (float(row["t_end_mono_s"]) - float(row["t_start_mono_s"])) / dilation
+    energy = {**energy, "energy_J": float(energy["energy_J"]) / dilation}
     ops = float(row["reps"]) * float(row["ops_per_rep"] or 1)
     energy_J, power_W = add_power(row, energy, duration)
     if ops > 0:

@@ -67,6 +67,8 @@ class BenchRequest(Where):
     wait: str | None = None
     # Ranks per CPU (per device core on a cluster) at most; see shoal.inputs.ranklimit.
     oversubscribe: float = ranklimit.DEFAULT_OVERSUBSCRIBE
+    # Emulated clusters: how many times slower than real time (None: chosen to fit the host).
+    dilation: float | None = None
 
     def to_manifest(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -161,6 +163,8 @@ def plan(request: BenchRequest, placements: list[Placement] | None = None) -> Pl
         raise ShoalError(f"--ranks-per-node must be at least 1, got {request.ranks_per_node}")
     if not request.ranks or min(request.ranks) < 1:
         raise ShoalError("no rank counts given; use e.g. --ranks 2 or --ranks 2,4")
+    if request.dilation is not None and not request.on_cluster:
+        raise ShoalError("--dilation applies to emulated clusters: add --emulate SPEC")
     if request.nodes and not request.on_cluster:
         raise ShoalError("--nodes needs a cluster: add --emulate 4xminnowboard or --cluster FILE")
     placements = placements or config_placements(request)
@@ -253,13 +257,13 @@ def measure(run: Run, the_plan: Plan, events: Events | None = None) -> None:
     """Measure every configuration of the plan; each finished point is on disk at once."""
     request = the_plan.request
     with clusters.open(emulate=request.emulate, link=request.link,
-                       inventory=request.cluster) as where:
+                       inventory=request.cluster, dilation=request.dilation) as where:
         where.check_ready(the_plan.mpi, str(the_plan.program))
         described = run.manifest.get("clusters", {})
         described[request.config_label] = where.describe()
         run.update_manifest(clusters=described)
-        with energy_meter(request, where, run) as meter:
-            sweep = Sweep(run, the_plan.program, request.options, events or Events(), meter)
+        with energy_meter(request, where, run) as meter, where.slack_monitor() as slack:
+            sweep = Sweep(run, the_plan.program, request.options, events or Events(), meter, slack)
             for placement in the_plan.placements:
                 config = _config(the_plan, where, placement)
                 todo, impossible = the_plan.points(placement.ranks)
@@ -307,7 +311,8 @@ def _config(the_plan: Plan, where: "clusters.Cluster", placement: Placement) -> 
 
     node_names = names or where.node_names(placement.nodes)
     return Config(label=placement.label, nodes=placement.nodes, ranks=placement.ranks,
-                  make_job=make_job, wait_mode=wait_label, node_names=node_names)
+                  make_job=make_job, wait_mode=wait_label, node_names=node_names,
+                  dilation=where.dilation)
 
 
 @contextlib.contextmanager
@@ -325,7 +330,8 @@ def energy_meter(request: Any, where: "clusters.Cluster", run: Run) -> Iterator[
 
 def transport_env() -> dict[str, str]:
     """MPI transport settings in the environment: they change what is measured."""
+    from shoal import environment
     from shoal.mpi import kinds
 
-    prefixes = (*kinds.setting_prefixes(), "SHOAL_WAIT")
+    prefixes = (*kinds.setting_prefixes(), environment.WAIT.name)
     return {k: v for k, v in sorted(os.environ.items()) if k.startswith(prefixes)}

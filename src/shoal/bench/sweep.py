@@ -90,6 +90,8 @@ class Config:
     wait_mode: str = ""
     # Devices the ranks run on (empty: this machine); energy is summed over them.
     node_names: list[str] = field(default_factory=list)
+    # Time dilation of an emulated cluster: measured times are divided by it.
+    dilation: float = 1.0
 
 
 class EnergyMeter(Protocol):
@@ -114,6 +116,8 @@ class Sweep:
     options: Options
     events: Events = field(default_factory=Events)
     energy: EnergyMeter | None = None
+    # Emulated clusters: judges whether the host gave the devices their CPU (cluster.slack).
+    slack: Any = None
 
     def finished_ids(self) -> set[str]:
         return {r["point_id"] for r in self.run.rows("results")} | {
@@ -166,7 +170,8 @@ class Sweep:
         lines: queue.Queue[str | None] = queue.Queue()
         threading.Thread(target=_pump, args=(process.stdout, lines.put), daemon=True).start()
         finished = 0
-        deadline = time.monotonic() + STARTUP_GRACE_S + self.options.timeout_s
+        timeout_s = self.options.timeout_s * config.dilation  # dilated: D times longer
+        deadline = time.monotonic() + STARTUP_GRACE_S + timeout_s
         if finished < len(todo):
             self.events.point_started(config, todo[0])
         try:
@@ -175,7 +180,7 @@ class Sweep:
                     line = lines.get(timeout=max(0.05, deadline - time.monotonic()))
                 except queue.Empty:
                     process.stop()
-                    return finished, ("timeout", f"no result within {self.options.timeout_s:.0f} s")
+                    return finished, ("timeout", f"no result within {timeout_s:.0f} s")
                 if line is None:  # stdout closed: the job ended
                     code = process.wait()
                     if code != 0 and finished < len(todo):
@@ -188,7 +193,7 @@ class Sweep:
                 kind = record.get("type")
                 if kind == "hello":
                     # MPI is up: from now on each point has its own timeout.
-                    deadline = time.monotonic() + self.options.timeout_s
+                    deadline = time.monotonic() + timeout_s
                     self._note_hello(config, record)
                 elif kind in ("point", "skip"):
                     if finished >= len(todo):
@@ -203,7 +208,7 @@ class Sweep:
                     else:
                         self._record_skip(config, point, record.get("reason", ""))
                     finished += 1
-                    deadline = time.monotonic() + self.options.timeout_s
+                    deadline = time.monotonic() + timeout_s
                     if finished < len(todo):
                         self.events.point_started(config, todo[finished])
                 elif kind == "error":
@@ -228,10 +233,18 @@ class Sweep:
             self.run.update_manifest(jobs=seen)
 
     def _record_point(self, config: Config, record: dict[str, Any]) -> None:
-        row = records.result_row(record, config.label, config.nodes, config.wait_mode)
+        record = records.undilate(record, config.dilation)
+        row = records.result_row(record, config.label, config.nodes, config.wait_mode,
+                                 config.dilation)
         if self.energy is not None and row["t_start_mono_s"] != "":
             records.add_energy(row, self.energy.energy_between(
-                float(row["t_start_mono_s"]), float(row["t_end_mono_s"]), config.node_names))
+                float(row["t_start_mono_s"]), float(row["t_end_mono_s"]), config.node_names),
+                config.dilation)
+        if self.slack is not None and row["t_start_mono_s"] != "":
+            from shoal.cluster import slack
+
+            row.update(slack.row_columns(self.slack.between(float(row["t_start_mono_s"]),
+                                                            float(row["t_end_mono_s"]))))
         self.run.append("samples", records.sample_rows(row["point_id"], record["samples_s"]),
                         columns=records.SAMPLE_COLUMNS)
         self.run.append("results", [row], columns=records.RESULT_COLUMNS)

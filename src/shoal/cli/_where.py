@@ -9,7 +9,7 @@ from shoal.inputs import options as typed
 from shoal.inputs.grammar import MAX_SLOTS
 
 
-def add_where(p: argparse.ArgumentParser, nodes_default: str) -> None:
+def add_where(p: argparse.ArgumentParser, nodes_default: str) -> argparse._ArgumentGroup:
     where = p.add_argument_group("where ranks run (default: this machine)")
     where.add_argument("--emulate", type=typed.text, default=None, metavar="SPEC",
                        help="emulated cluster of devices, e.g. 4xminnowboard or 4xminnowboard+1xnuc")
@@ -21,6 +21,7 @@ def add_where(p: argparse.ArgumentParser, nodes_default: str) -> None:
                        help=f"node counts to sweep on the cluster: 1..4, 1,2,4,6 (default: {nodes_default})")
     where.add_argument("--ranks-per-node", type=typed.whole(1, MAX_SLOTS), default=1,
                        help="ranks on each node (default 1)")
+    return where
 
 
 def add_energy(p: argparse.ArgumentParser, per: str) -> None:

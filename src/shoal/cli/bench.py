@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from shoal import render
-from shoal.bench import heterogeneity, runner
 from shoal.bench.sizes import DEFAULT_SIZES, QUICK_SIZES
-from shoal.bench.sweep import Options
-from shoal.cli._progress import Progress
 from shoal.cli._where import add_energy, add_where
 from shoal.errors import ShoalError
 from shoal.inputs import options as typed
@@ -17,6 +15,9 @@ from shoal.inputs import ranklimit
 from shoal.inputs.grammar import MAX_SLOTS, Bounds
 from shoal.runs import jsonout
 from shoal.mpi import kinds
+
+if TYPE_CHECKING:
+    from shoal.bench.sweep import Options
 
 ORDER = 10
 # Repetitions per point at most: the native program keeps every sample in memory.
@@ -49,7 +50,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="seconds after which a point counts as hung (default 4*budget+20)")
     p.add_argument("--quick", action="store_true",
                    help=f"fast sweep: sizes {QUICK_SIZES}, CI 5%%, budget 0.2 s")
-    add_where(p, nodes_default="all nodes")
+    where = add_where(p, nodes_default="all nodes")
+    where.add_argument("--dilation", type=typed.typed(_dilation, name="dilation"),
+                       default=None, metavar="D",
+                       help="run the emulated cluster D times slower than real time (times are "
+                            "divided by D); default: the smallest whole D at which the devices' "
+                            "CPU budgets fit this host")
     add_energy(p, per="point")
     p.add_argument("--out", type=typed.out_dir, default=None, help="run directory (default runs/bench-<time>)")
     p.add_argument("--resume", type=typed.run_dir, default=None, metavar="RUN",
@@ -62,6 +68,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _options(args: argparse.Namespace) -> Options:
+    from shoal.bench.sweep import Options
+
     quick = args.quick
     opts = Options(
         ci=args.ci if args.ci is not None else (0.05 if quick else 0.02),
@@ -81,6 +89,10 @@ def _options(args: argparse.Namespace) -> Options:
 
 
 def run(args: argparse.Namespace) -> int:
+    # The sweep's machinery (numpy, pandas) loads only when a benchmark runs.
+    from shoal.bench import heterogeneity, runner
+    from shoal.cli._progress import Progress
+
     if args.resume:
         run_dir, request, plan = runner.resume(args.resume)
     else:
@@ -99,6 +111,7 @@ def run(args: argparse.Namespace) -> int:
             idle_s=args.idle,
             wait=args.wait,
             oversubscribe=args.oversubscribe or ranklimit.DEFAULT_OVERSUBSCRIBE,
+            dilation=args.dilation,
         )
         if args.idle and not args.power:
             raise ShoalError("--idle measures a power baseline: add --power SOURCE")
@@ -151,3 +164,9 @@ def _summary(rows: list[dict[str, str]], failures: list[dict[str, str]]) -> None
     if failures:
         console.print(f"[red]{len(failures)} point(s) failed[/] (see failures.csv): " +
                       ", ".join(f"{f['test']}:{f['size_B']} ({f['reason']})" for f in failures[:5]))
+
+
+def _dilation(text: str) -> float:
+    from shoal.cluster import dilation
+
+    return dilation.check(text)

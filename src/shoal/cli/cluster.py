@@ -24,6 +24,9 @@ def register(subparsers) -> None:
     _where(up)
     up.add_argument("--name", type=typed.text, help="cluster id (2-12 lower-case letters/digits); default: random")
     up.add_argument("--no-calibrate", action="store_true", help="skip the CPU speed calibration")
+    up.add_argument("--dilation", type=typed.typed(_dilation, name="dilation"), metavar="D",
+                    help="run D times slower than real time "
+                    "(default: the smallest whole D at which the devices fit this host)")
     up.add_argument("--json", action="store_true", help="print the cluster description as JSON")
     up.set_defaults(func=_up, keeps_cluster=True)
 
@@ -44,6 +47,24 @@ def register(subparsers) -> None:
                         help="bytes streamed per pair for bandwidth (default 8 MiB)")
     matrix.add_argument("--json", action="store_true")
     matrix.set_defaults(func=_matrix)
+
+    fidelity = sub.add_parser("fidelity", help="emulated ping-pong and stream against the link model, "
+                              "at D = 1 and D = 2")
+    fidelity.add_argument("--link", type=typed.text, help="link type (default: the device's own)")
+    fidelity.add_argument("--device", type=typed.text, default="nuc",
+                          help="device profile of the two devices "
+                          "(default nuc: a whole host core, so no rank waits for its quota)")
+    fidelity.add_argument("--mpi", type=typed.text, help=kinds.choices_help())
+    fidelity.add_argument("--sizes", type=typed.SIZES, default="64..4M:4",
+                          help="message sizes (default 64..4M:4)")
+    fidelity.add_argument("--dilation", type=typed.typed(_dilations, name="dilations"),
+                          default=(1.0, 2.0), metavar="D[,D...]",
+                          help="time dilations to compare (default 1,2; 'auto': chosen to fit)")
+    fidelity.add_argument("--budget", type=typed.SECONDS_NUMBER, default=1.0,
+                          help="seconds per point at most")
+    fidelity.add_argument("--out", type=typed.out_dir, help="directory for the runs (default runs/...)")
+    fidelity.add_argument("--json", action="store_true")
+    fidelity.set_defaults(func=_fidelity)
 
 
 def _where(parser: argparse.ArgumentParser) -> None:
@@ -69,7 +90,7 @@ def _up(args) -> int:
     _link_needs_emulate(args)
     start = time.perf_counter()
     cluster = session.bring_up(args.emulate, args.cluster, args.link, args.host_speed, args.name,
-                               calibrate=not args.no_calibrate)
+                               calibrate=not args.no_calibrate, dilation=args.dilation)
     took = time.perf_counter() - start
     if args.json:
         print(jsonout.dumps(cluster.describe(), indent=1))
@@ -101,6 +122,8 @@ def _print_cluster(record: dict) -> None:
                       f"{d.get('link')} ({link.get('rate_bps', 0) / 1e6:g} Mbit/s)",
                       f"{node.get('cpu_budget', 0):.2f} CPU", speed)
     Console().print(table)
+    print(f"links: {emulation.get('link_emulator', 'tbf')}; time dilation "
+          f"{emulation.get('dilation', 1):g} (CPU budgets and link rates / D, latencies x D)")
 
 
 def _status(args) -> int:
@@ -171,3 +194,58 @@ def _matrix(args) -> int:
               f"{node['others_bandwidth_Bps'] * 8 / 1e6:.1f} Mbit/s and "
               f"{node['others_latency_s'] * 1e6:.1f} us for the rest")
     return 0
+
+
+def _fidelity(args) -> int:
+    from shoal import render
+    from shoal.cluster import fidelity
+
+    request = fidelity.FidelityRequest(link=args.link, device=args.device, mpi=args.mpi,
+                                       sizes=args.sizes, dilations=args.dilation,
+                                       budget_s=args.budget, out=args.out)
+    result = fidelity.measure(request, ["shoal", *sys.argv[1:]])
+    result["dilation_agreement"] = fidelity.dilation_agreement(result)
+    if args.json:
+        print(jsonout.dumps(result, indent=1))
+        return 0
+    model = result["model"]
+    print(f"2x{result['device']} on {result['link']}: model latency "
+          f"{render.seconds(model['latency_s'])}, rate {model['rate_bps'] / 1e6:g} Mbit/s "
+          f"(stream {render.bandwidth(model['stream_Bps'])} of payload)")
+    for run in result["runs"]:
+        table = render.narrow_table(["kind", "size", "measured", "model", "measured/\nmodel",
+                                     "host"], left=("kind",),
+                                    title=f"time dilation {run['dilation'] or 'auto'}, {run['mpi']}")
+        for row in run["rows"]:
+            show = render.seconds if row["unit"] == "s" else render.bandwidth
+            table.add_row(row["kind"], render.byte_size(row["size_B"]), show(row["measured"]),
+                          show(row["model"]), f"{row['ratio']:.3f}",
+                          row["host_slack"] or "-")
+        from rich.console import Console
+
+        Console().print(table)
+        for row in run["rows"]:
+            if row["host_slack"] == "short":
+                print(f"  host short of CPU at {row['kind']} {render.byte_size(row['size_B'])}: "
+                      f"{row['host_slack_note']}")
+        print(f"  runs: {run['run']}")
+        for failure in run["failures"]:
+            print(f"  failed: {failure.get('test')} {failure.get('size_B')}: {failure.get('reason')}")
+    agreement = result["dilation_agreement"]
+    if agreement:
+        worst = max(agreement, key=lambda a: abs(a["ratio"] - 1))
+        print(f"D > 1 against the first D: worst {worst['kind']} "
+              f"{render.byte_size(worst['size_B'])} at {worst['ratio']:.3f}")
+    return 0
+
+
+def _dilation(text: str) -> float:
+    from shoal.cluster import dilation
+
+    return dilation.check(text)
+
+
+def _dilations(text: str) -> tuple:
+    from shoal.cluster import dilation
+
+    return dilation.dilations(text)

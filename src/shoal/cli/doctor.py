@@ -6,7 +6,6 @@ import argparse
 import dataclasses
 import json
 
-from shoal import doctor
 from shoal.inputs import options as typed
 from shoal.mpi import kinds
 
@@ -21,6 +20,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from shoal import doctor
+
     findings = doctor.run_all(args.mpi)
     if args.json:
         print(json.dumps([dataclasses.asdict(f) for f in findings], indent=1))

@@ -1,14 +1,15 @@
-"""`shoal dsm`: seed 003's S-DSM programs on libshoalsdsm.
+"""`shoal dsm`: the S-DSM programs of "Adaptive message passing polling for energy
+efficiency" on libshoalsdsm.
 
     shoal dsm run APP [--wait MODE] [--mpi M] [--impl sdsm|mpi|seq] [-n N]
                       [--preset NAME] [--json] [-- PROGRAM OPTIONS]
         one program (full, burst, lock, hough, video) under a wait mode; prints
         each rank's time split (user code, S-DSM code, MPI wait, sleep) and,
         with a Table 1 preset, each device's modelled power
-    shoal dsm lab [--experiments E,F,G] [--modes ...] [--mpi mpich,openmpi]
+    shoal dsm lab [--experiments E,F,G] [--modes ...] [--mpi MPI,MPI]
                   [--rounds R] [--quick]
         Experiments E, F and G side by side for every contender, interleaved
-        rounds; Table 2 in the seed's columns plus J/frame
+        rounds; Table 2 in the paper's columns plus J/frame
 
 Program options after -- go to shoal-sdsm as they are (e.g. -- --writes 500,
 -- --frames 20 --thetas 180); see docs/dsm.md.
@@ -20,8 +21,7 @@ import argparse
 import json
 
 from shoal.errors import Interrupted, ShoalError
-from shoal.hostfacts import collect
-from shoal.mpi import discover
+from shoal.mpi import discover, kinds
 from shoal.runs.store import Run
 from shoal.wait.modes import MODES_HELP, parse_mode
 
@@ -29,13 +29,14 @@ ORDER = 37
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("dsm", help="seed 003's S-DSM: run its programs, reproduce its lab",
+    p = subparsers.add_parser("dsm", help="the S-DSM of 'Adaptive message passing polling for energy efficiency': "
+                                   "run its programs, reproduce its lab",
                               description=__doc__,
                               formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="dsm_command", metavar="COMMAND")
     r = sub.add_parser("run", help="run one S-DSM program under a wait mode")
     r.add_argument("--wait", default="backoff", metavar="MODE", help=f"wait mode: {MODES_HELP}")
-    r.add_argument("--mpi", default=None, help="mpich, openmpi, system or a path (default mpich)")
+    r.add_argument("--mpi", default=None, help=kinds.choices_help())
     r.add_argument("--impl", default="sdsm", help="sdsm, mpi (plain MPI) or seq (sequential)")
     r.add_argument("-n", "--ranks", type=int, default=None, help="ranks (default: the program's)")
     r.add_argument("--preset", default=None,
@@ -52,7 +53,7 @@ def register(subparsers) -> None:
     lab.add_argument("--modes", default=None,
                      help="semicolon list of contenders (default: busy;degraded;linear:0,1000,1;"
                           "sleep:0;sleep:100;backoff;auto)")
-    lab.add_argument("--mpi", default="mpich,openmpi", help="comma list of MPIs")
+    lab.add_argument("--mpi", default=",".join(kinds.names()), help="comma list of MPIs")
     lab.add_argument("--rounds", type=int, default=3, help="interleaved rounds (default 3)")
     lab.add_argument("--quick", action="store_true", help="short runs")
     lab.add_argument("--out", default=None, help="run directory (default runs/dsm-lab-...)")
@@ -174,11 +175,13 @@ def run_lab(args) -> int:
     modes = _modes(args.modes)
     mpis = [discover.resolve(s) for s in args.mpi.split(",") if s]
     if not mpis:
-        raise ShoalError("no MPI given; use --mpi mpich,openmpi")
+        raise ShoalError(f"no MPI given; use --mpi {','.join(kinds.names())}")
+    from shoal import hostfacts
+
     record = Run.create("dsm-lab", ["shoal", "dsm", "lab"], args.out,
                         mpis=[m.describe() for m in mpis], modes=list(modes),
                         experiments=list(experiments), rounds=args.rounds, quick=args.quick,
-                        host=collect())
+                        host=hostfacts.collect())
     from rich.progress import Progress
 
     total = args.rounds * len(mpis) * len(modes) * sum(len(lab.scenarios(e, args.quick))

@@ -1,9 +1,10 @@
-"""`shoal pallex`: stages that run while a duty-cycled device boots (seed 004).
+"""`shoal pallex`: stages that run while a duty-cycled device boots, after "Profiling
+and Improving the Duty-Cycling Performance of Linux-based IoT Devices".
 
     shoal pallex check STAGES                 check a stage file (or a scenario: ic ice icc icu1 icu2 icu3)
     shoal pallex units STAGES --out DIR       systemd units, verified with systemd-analyze
     shoal pallex run STAGES [--profile rpi3]  run the stages here on the profile's boot timeline
-    shoal pallex lifetime [--profile rpi3]    battery lifetime (eq. 3) and the seed's tables checked
+    shoal pallex lifetime [--profile rpi3]    battery lifetime (eq. 3) and the paper's tables checked
     shoal pallex lab [--profile rpi3]         the four scenarios, baseline against Pallex
     shoal pallex profile [--from DIR]         a boot profile from systemd-analyze and a meter log
 """
@@ -44,7 +45,8 @@ def _rates(text: str) -> list[float]:
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("pallex", help="stages that run while a duty-cycled device boots (seed 004)",
+    p = subparsers.add_parser("pallex", help="stages that run while a duty-cycled device boots ('Profiling and "
+                              "Improving the Duty-Cycling Performance of Linux-based IoT Devices')",
                               description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="pallex_command", metavar="SUBCOMMAND")
     p.set_defaults(func=lambda args: (p.print_help(), 0)[1])
@@ -78,14 +80,14 @@ def register(subparsers) -> None:
     r.add_argument("--json", action="store_true")
     r.set_defaults(func=cmd_run)
 
-    lt = sub.add_parser("lifetime", help="battery lifetime (seed 004 eq. 3) per unit configuration")
+    lt = sub.add_parser("lifetime", help="battery lifetime (the duty-cycling paper's eq. 3) per unit configuration")
     lt.add_argument("--profile", default="rpi3")
     _battery_args(lt)
     lt.add_argument("--plot", default=None, metavar="DIR", type=typed.out_dir, help="write the lifetime figure here")
     lt.add_argument("--json", action="store_true")
     lt.set_defaults(func=cmd_lifetime)
 
-    lb = sub.add_parser("lab", help="seed 004's scenarios, baseline against Pallex")
+    lb = sub.add_parser("lab", help="the duty-cycling paper's scenarios, baseline against Pallex")
     lb.add_argument("--profile", default="rpi3")
     lb.add_argument("--scenarios", default="ic,ice,icc,icu1,icu2,icu3")
     lb.add_argument("--rounds", type=typed.whole(1, 1000), default=3)
@@ -94,7 +96,7 @@ def register(subparsers) -> None:
     lb.add_argument("--host-speed", type=typed.number(Bounds(0, 100, lo_open=True)), default=1.0,
                     help="this machine's core speed relative to the profiles' reference core (default 1)")
     lb.add_argument("--link", default="wifi-n",
-                    help="link the uploads cross on the device (default wifi-n: seed 004 uploads over Wi-Fi)")
+                    help="link the uploads cross on the device (default wifi-n: the duty-cycling paper uploads over Wi-Fi)")
     _battery_args(lb)
     lb.add_argument("--out", default=None, type=typed.out_dir)
     lb.add_argument("--json", action="store_true")
@@ -114,8 +116,8 @@ def register(subparsers) -> None:
 
 
 def _battery_args(p) -> None:
-    p.add_argument("--capacity-mAh", type=typed.number(POSITIVE), default=2400.0, help="default 2400 (seed 004)")
-    p.add_argument("--voltage", type=typed.number(POSITIVE), default=5.0, help="default 5 V (seed 004)")
+    p.add_argument("--capacity-mAh", type=typed.number(POSITIVE), default=2400.0, help="default 2400 (the duty-cycling paper)")
+    p.add_argument("--voltage", type=typed.number(POSITIVE), default=5.0, help="default 5 V (the duty-cycling paper)")
     p.add_argument("--usable", type=typed.number(Bounds(0, 1, lo_open=True)), default=1.0, help="usable fraction of the capacity (default 1)")
     p.add_argument("--sleep-W", type=typed.number(NON_NEGATIVE), default=0.0, help="draw while off (default 0, as eq. 3)")
     p.add_argument("--rates", default="1,2,5,10,12,20,30,40,50,60", help="cycles per hour")

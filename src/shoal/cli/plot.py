@@ -7,7 +7,6 @@ import argparse
 from shoal.errors import ShoalError
 from shoal.inputs import grammar
 from shoal.inputs import options as typed
-from shoal.report.figures import plot_runs
 from shoal.runs.store import Run
 
 ORDER = 20
@@ -31,6 +30,8 @@ def run(args: argparse.Namespace) -> int:
     runs = [Run.open(path) for path in args.runs]
     formats = args.format
     out = args.out or runs[0].path / "figures"
+    from shoal.report.figures import plot_runs   # matplotlib and pandas: only when plotting
+
     written = plot_runs(runs, out, formats)
     if not written:
         raise ShoalError("nothing to plot: the runs hold no test measured at two or more sizes; "

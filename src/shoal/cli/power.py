@@ -68,34 +68,29 @@ def run(args) -> int:
 
 # -- shoal power sources -----------------------------------------------------------
 def sources(as_json: bool) -> int:
-    from shoal.power import registry, spec
-    from shoal.power.model import ModelSource
+    from shoal.power import registry
 
-    found, missing = spec.detect()
+    found = registry.survey()
     entries = []
-    for source in found:
+    for source in found.found:
         for ch in source.channels:
-            entries.append({"kind": source.label, "status": "found", "channel": ch.name,
-                            "domain": ch.domain, "label": ch.kind, "quantity": ch.quantity,
+            entries.append({"kind": source.kind, "status": "found", "channel": ch["name"],
+                            "domain": ch["domain"], "label": ch["kind"], "quantity": ch["quantity"],
                             "detail": "; ".join(source.notes)})
-        source.close()
-    for kind, reason in missing.items():
+    for kind, (reason, _) in found.missing.items():
         entries.append({"kind": kind, "status": "missing", "channel": "", "domain": "",
                         "label": "", "quantity": "", "detail": reason})
-    try:
-        model = ModelSource()
-        model_detail = model.describe
-    except Exception as exc:  # the model is the fallback: say exactly why it cannot run
-        model_detail = f"unavailable: {exc}"
     entries.append({"kind": "model", "status": "available", "channel": "cpu", "domain": "board",
-                    "label": "modelled", "quantity": "energy", "detail": model_detail})
+                    "label": "modelled", "quantity": "energy",
+                    "detail": found.model if found.model is not None
+                    else f"unavailable: {found.model_error}"})
     entries.append({"kind": "http", "status": "on request", "channel": "", "domain": "wall",
                     "label": "measured", "quantity": "power",
                     "detail": "not detectable: give --source http:URL#json.path"})
     entries.append({"kind": "log", "status": "on request", "channel": "", "domain": "wall",
                     "label": "measured", "quantity": "power",
                     "detail": "not detectable: give --source log:FILE.csv"})
-    choice = registry.auto_choice(found)
+    choice = found.auto
     if as_json:
         print(jsonout.dumps({"sources": entries, "auto": choice}))
         return 0

@@ -29,10 +29,8 @@ from shoal.errors import Interrupted, ShoalError
 from shoal.inputs import options as typed
 from shoal.inputs import ranklimit
 from shoal.inputs.grammar import Bounds
-from shoal.mpi import discover, kinds
-from shoal.mpi.launch import Job
+from shoal.mpi import kinds
 from shoal.runs import jsonout
-from shoal.wait import library, telemetry
 from shoal.wait.modes import MODES_HELP, parse_classes, parse_mode
 
 ORDER = 30
@@ -73,6 +71,10 @@ def _executable(name: str) -> str:
 
 
 def run(args) -> int:
+    from shoal.mpi import discover
+    from shoal.mpi.launch import Job
+    from shoal.wait import library, telemetry
+
     mode = parse_mode(args.wait)
     if args.classes is not None:
         parse_classes(args.classes)

@@ -5,10 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from shoal.cli._progress import Progress
 from shoal.inputs import options as typed
 from shoal.mpi import kinds
-from shoal.study import run as study_run
 from shoal.study.request import StudyRequest
 
 ORDER = 5
@@ -28,6 +26,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--link", type=typed.text, default=None, help="link of emulated devices (default: the profile's)")
     p.add_argument("--reference", type=typed.text, default=None,
                    help="traditional system: a device profile to emulate (default nuc), host, or none")
+    p.add_argument("--dilation", type=typed.typed(_dilation, name="dilation"), default=None,
+                   metavar="D",
+                   help="run the emulated devices (reference included) D times slower than real "
+                        "time; default: the smallest whole D at which they fit this host")
     p.add_argument("--nodes", default=None, type=typed.COUNTS_TEXT, help="node counts (default 1..N)")
     p.add_argument("--suite", type=typed.text, default="mpbench", help="mpbench (default), imb, or mpbench,imb")
     p.add_argument("--sizes", default=None, type=typed.SIZES, help="message sizes (default 8,128,2K,32K,512K)")
@@ -75,11 +77,15 @@ def _request(args: argparse.Namespace) -> StudyRequest:
         mpi=args.mpi,
         power=args.power,
         offload=offload,
+        dilation=args.dilation,
     )
 
 
 def run(args: argparse.Namespace) -> int:
+    # The sweep, models and report (numpy, pandas, matplotlib) load only when a study runs.
+    from shoal.cli._progress import Progress
     from shoal.report import study_report
+    from shoal.study import run as study_run
 
     if args.resume:
         run_dir, study = study_run.resume(args.resume)
@@ -92,3 +98,9 @@ def run(args: argparse.Namespace) -> int:
     paths = study_report.write([run_dir], run_dir.path / "report")
     print(f"report: {paths['html']}")
     return 0
+
+
+def _dilation(text: str) -> float:
+    from shoal.cluster import dilation
+
+    return dilation.check(text)

@@ -1,4 +1,5 @@
-"""`shoal waitlab`: 003's waiting experiments under every wait mode, plotted.
+"""`shoal waitlab`: the waiting experiments of "Adaptive message passing polling
+for energy efficiency" under every wait mode, plotted.
 
 Runs experiment A (CPU load of a receiver between bursts), D (reaction time
 as gaps grow from 1 ns to ~130 ms), regular gaps of 10 ms, 100 ms and 1 s
@@ -14,12 +15,11 @@ from __future__ import annotations
 import argparse
 
 from shoal.errors import Interrupted, ShoalError
-from shoal.hostfacts import collect
 from shoal.inputs import options as typed
 from shoal.mpi import discover, kinds
 from shoal.runs import jsonout
 from shoal.runs.store import Run
-from shoal.wait import lab, plots
+from shoal.wait import lab
 from shoal.wait.modes import parse_mode
 
 ORDER = 35
@@ -27,7 +27,8 @@ ORDER = 35
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
-        "waitlab", help="compare wait modes on 003's experiments (CPU load, reaction time)",
+        "waitlab", help="compare wait modes (CPU load, reaction time) on the experiments of "
+             "'Adaptive message passing polling for energy efficiency'",
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--quick", action="store_true", help="short runs (about a minute per MPI)")
     p.add_argument("--mpi", type=typed.text, default=",".join(kinds.names()),
@@ -79,6 +80,8 @@ def run(args) -> int:
     if args.resume:
         record = Run.open(args.resume)
     else:
+        from shoal.hostfacts import collect
+
         record = Run.create("waitlab", ["shoal", "waitlab", *_argv(args)], args.out,
                             mpis=[m.describe() for m in mpis], modes=list(modes),
                             experiments=list(experiments), quick=args.quick,
@@ -99,6 +102,8 @@ def run(args) -> int:
         if session is not None:
             record.append("power", session.new_samples())
             session.stop()
+    from shoal.wait import plots   # matplotlib: only once there is something to plot
+
     figures = plots.plot_all(record)
     failed = [r for r in record.rows("results") if r["status"] != "ok"]
     record.finish("complete" if not failed else "partial",

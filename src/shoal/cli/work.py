@@ -11,6 +11,7 @@ from shoal import render
 from shoal.cli._where import add_energy, add_where
 from shoal.errors import ShoalError
 from shoal.inputs import options as typed
+from shoal.mpi import kinds
 
 ORDER = 12
 
@@ -28,7 +29,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--check", action="store_true",
                    help="compare every parallel result with the serial reference (untimed)")
     p.add_argument("-n", "--ranks", type=typed.COUNTS_TEXT, default="1", help="ranks on this machine: 4, 1..4 or 1,2,4 (default 1)")
-    p.add_argument("--mpi", type=typed.text, default=None, help="mpich (default), openmpi, system, or a path to an MPI")
+    p.add_argument("--mpi", type=typed.text, default=None, help=kinds.choices_help())
     p.add_argument("--aes", default="auto", choices=("auto", "openssl", "software"),
                    help="edge: AES implementation (default auto: OpenSSL's libcrypto if it loads)")
     p.add_argument("--timeout", type=typed.SECONDS_NUMBER, default=None, metavar="SECONDS",

@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from shoal import proc
+from shoal import environment, proc
 from shoal.errors import ShoalError
 
 PERIOD_US = 10_000
@@ -70,7 +70,7 @@ def detect(self_cgroup: str | None = None) -> CgroupLayout:
     owner made it writable for the user. ``self_cgroup`` stands in for
     ``/proc/self/cgroup`` (tests).
     """
-    root = Path(os.environ.get("SHOAL_CGROUP_ROOT", CGROUP_ROOT))
+    root = Path(environment.CGROUP_ROOT.get() or CGROUP_ROOT)
     own = _own_groups(self_cgroup)
     if (root / "cgroup.controllers").exists():
         delegated = os.environ.get(DELEGATED)
@@ -109,7 +109,7 @@ def prepare_delegated(self_cgroup: str | None = None) -> bool:
     ``<own>/command`` and they go under ``<own>/shoal``. Returns False when
     neither is possible (nothing changed).
     """
-    root = Path(os.environ.get("SHOAL_CGROUP_ROOT", CGROUP_ROOT))
+    root = Path(environment.CGROUP_ROOT.get() or CGROUP_ROOT)
     own = root / _own_groups(self_cgroup).get("", "/").lstrip("/")
     if not (own / "cgroup.controllers").exists() or own == root:
         return False

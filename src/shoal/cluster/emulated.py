@@ -24,8 +24,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from shoal import proc, verbose
-from shoal.cluster import cpulimit, shaping, state, sysns
+from shoal import environment, proc, verbose
+from shoal.cluster import cpulimit, dilation, linkemu, shaping, state, sysns
 from shoal.cluster.inventory import Inventory
 from shoal.errors import ShoalError
 
@@ -61,13 +61,18 @@ class EmulatedCluster:
     """Bring an emulated cluster up and down; describe it for manifests."""
 
     def __init__(self, inventory: Inventory, cluster_id: str | None = None,
-                 persistent: bool = False, calibrate: bool = True) -> None:
+                 persistent: bool = False, calibrate: bool = True,
+                 dilation: float | None = None) -> None:
         self.inventory = inventory
+        # None: the smallest whole factor at which the devices fit this host.
+        self.dilation_asked = dilation
         self.id = cluster_id or _new_id()
         if not (2 <= len(self.id) <= 12 and self.id.replace("-", "").isalnum() and self.id.islower()):
             raise ShoalError(f"cluster id {self.id!r}: use 2-12 lower-case letters, digits or '-'")
         self.persistent = persistent
         self.calibrate_cpu = calibrate
+        # Where the link forwarder logs every frame it delivers (None: no log).
+        self.link_log: Path | None = None
         self.record: dict = {}
         self.warnings: list[str] = []
 
@@ -96,10 +101,11 @@ class EmulatedCluster:
         if len(set(names)) != len(names):
             raise ShoalError("node names 'sw' and 'head' are reserved in emulated clusters")
         layout = cpulimit.detect()
+        self.dilation = self._choose_dilation()
         record = {
             "id": self.id, "owner_pid": os.getpid(),
             "owner_start": sysns.process_start_time(os.getpid()),
-            "persistent": False, "created": time.time(),
+            "persistent": False, "created": time.time(), "dilation": self.dilation,
             "netns": [self.netns(n) for n in names],
             "uts": [f"{n}.uts" for n in names[1:]],
             "cgroups": [], "inventory": self.inventory.describe(),
@@ -128,7 +134,7 @@ class EmulatedCluster:
         (directory / "hosts").write_text("\n".join(hosts) + "\n")
         shim = directory / "ssh"
         shim.write_text("#!/bin/sh\n# Launcher helper of emulated cluster " + self.id + "\n"
-                        f"SHOAL_STATE_DIR={shlex.quote(str(state.root()))} "
+                        f"{environment.STATE_DIR.name}={shlex.quote(str(state.root()))} "
                         f"exec {shlex.quote(sys.executable)} -m shoal.cluster.nsexec "
                         f"--cluster {self.id} \"$@\"\n")
         shim.chmod(0o755)
@@ -152,7 +158,66 @@ class EmulatedCluster:
         with ThreadPoolExecutor(max_workers=8) as pool:
             list(pool.map(lambda job: make_ns(*job), jobs))
 
-        # 2. Links: veth pairs created straight into the namespaces.
+        # 2. Links: the link forwarder where the kernel has no netem, else veth
+        # pairs into a bridge, shaped with tc.
+        emulator = shaping.choose_emulator(self.netns("sw"))
+        links = {n.name: dilation.link(n.link, self.dilation) for n in self.inventory.nodes}
+        if emulator == "forwarder":
+            self._start_forwarder(record, jobs, links)
+        else:
+            self._veth_switch(jobs)
+        for i, (name, _) in enumerate(jobs[1:]):
+            path = str(state.NETNS_DIR / self.netns(name))
+            with sysns.in_netns(path):
+                _disable_ipv6()
+                ipr = IPRoute()
+            with ipr:
+                ipr.link("set", index=ipr.link_lookup(ifname="lo")[0], state="up")
+                eth = ipr.link_lookup(ifname="eth0")[0]
+                ipr.addr("add", index=eth, address=_address(i), prefixlen=SUBNET.prefixlen)
+                ipr.link("set", index=eth, state="up")
+
+        if emulator == "forwarder":
+            self._compensate_host_latency(record, links)
+
+        # 3. Shaping with tc: each device's uplink (its eth0) and downlink (its switch port).
+        if emulator == "tbf" and any(n.link.latency_s > 0 or n.link.jitter_s > 0 or n.link.loss > 0
+                                     for n in self.inventory.nodes):
+            self._warn(f"link delay, jitter and loss are NOT emulated "
+                       f"({environment.LINK_EMULATOR.name}=tbf shapes rates only)")
+        if emulator != "forwarder":
+            switch_lines = []
+            with ThreadPoolExecutor(max_workers=4) as pool:
+                futures = []
+                for i, node in enumerate(self.inventory.nodes, start=1):
+                    lines = shaping.qdisc_lines
+                    switch_lines += lines(f"d{i}", links[node.name], emulator == "netem")
+                    futures.append(pool.submit(shaping.apply, self.netns(node.name),
+                                               lines("eth0", links[node.name], emulator == "netem")))
+                futures.append(pool.submit(shaping.apply, self.netns("sw"), switch_lines))
+                for future in futures:
+                    future.result()
+
+        # 4. CPU limits.
+        calibration = self._limit_cpus(record, layout)
+        record["emulation"] = {
+            "link_emulator": emulator, "netem": emulator == "netem",
+            "host_latency_s": record.pop("host_latency_s", None),
+            "dilation": self.dilation, "dilation_asked": self.dilation_asked,
+            "links": {name: link.describe() for name, link in links.items()},
+            "cgroup": layout.describe(), "period_us": cpulimit.PERIOD_US,
+            "host_speed": self.inventory.host_speed, "host_cpus": len(cpulimit.host_cpus()),
+            "calibration": calibration, "warnings": self.warnings,
+        }
+        for i, node in enumerate(self.inventory.nodes, start=1):
+            record["nodes"][node.name].update(
+                {"netns": self.netns(node.name), "uts": f"{node.name}.uts",
+                 "address": _address(i), "hostname": node.name})
+
+    def _veth_switch(self, jobs: list) -> None:
+        """Veth pairs created straight into the namespaces, bridged in the switch."""
+        from pyroute2 import IPRoute
+
         sw_path = str(state.NETNS_DIR / self.netns("sw"))
         fds = {}
         try:
@@ -176,61 +241,77 @@ class EmulatedCluster:
                 index = sw.link_lookup(ifname=f"d{i}")[0]
                 sw.link("set", index=index, master=bridge, state="up")
             sw.link("set", index=bridge, state="up")
-        for i, (name, _) in enumerate(jobs[1:]):
-            path = str(state.NETNS_DIR / self.netns(name))
-            with sysns.in_netns(path):
-                _disable_ipv6()
-                ipr = IPRoute()
-            with ipr:
-                ipr.link("set", index=ipr.link_lookup(ifname="lo")[0], state="up")
-                eth = ipr.link_lookup(ifname="eth0")[0]
-                ipr.addr("add", index=eth, address=_address(i), prefixlen=SUBNET.prefixlen)
-                ipr.link("set", index=eth, state="up")
 
-        # 3. Shaping: each device's uplink (its eth0) and downlink (its switch port).
-        netem = shaping.netem_available(self.netns("sw"), "d0")
-        if not netem and any(n.link.latency_s > 0 or n.link.jitter_s > 0 or n.link.loss > 0 for n in self.inventory.nodes):
-            self._warn("this kernel has no netem (sch_netem): link delay and loss are NOT "
-                       "emulated, only rates; load sch_netem to emulate them")
-        switch_lines = []
-        with ThreadPoolExecutor(max_workers=4) as pool:
-            futures = []
-            for i, node in enumerate(self.inventory.nodes, start=1):
-                switch_lines += shaping.qdisc_lines(f"d{i}", node.link, netem)
-                futures.append(pool.submit(shaping.apply, self.netns(node.name),
-                                           shaping.qdisc_lines("eth0", node.link, netem)))
-            futures.append(pool.submit(shaping.apply, self.netns("sw"), switch_lines))
-            for future in futures:
-                future.result()
+    def _start_forwarder(self, record: dict, jobs: list, links: dict) -> None:
+        """Every device's eth0 a TAP port of shoal-linkemu, running in the switch namespace."""
+        ports = [linkemu.Port(str(state.NETNS_DIR / self.netns(name)), "eth0",
+                              links.get(name)) for name, _ in jobs[1:]]
 
-        # 4. CPU limits.
-        calibration = self._limit_cpus(record, layout)
-        record["emulation"] = {
-            "netem": netem, "cgroup": layout.describe(), "period_us": cpulimit.PERIOD_US,
-            "host_speed": self.inventory.host_speed, "host_cpus": len(cpulimit.host_cpus()),
-            "calibration": calibration, "warnings": self.warnings,
-        }
-        for i, node in enumerate(self.inventory.nodes, start=1):
-            record["nodes"][node.name].update(
-                {"netns": self.netns(node.name), "uts": f"{node.name}.uts",
-                 "address": _address(i), "hostname": node.name})
+        def spawned(entry: dict) -> None:
+            record["forwarder"] = entry  # named before it creates anything
+            state.write(record)
 
-    def _limit_cpus(self, record: dict, layout: cpulimit.CgroupLayout) -> dict:
+        record["forwarder"], self._control = linkemu.start(
+            ports, str(state.NETNS_DIR / self.netns("sw")), self.directory / "forwarder.json",
+            log=self.link_log, on_spawn=spawned)
+        state.write(record)
+
+    def _compensate_host_latency(self, record: dict, links: dict) -> None:
+        """Take the host's own latency (TCP stacks, forwarder) off the links' delays.
+
+        Measured between the first two devices (or the head and the only
+        device) with the delays in place; a real device's latency includes
+        its own stacks, so the emulated one must not add the host's on top.
+        """
+        from shoal.cluster import linkmodel
+
+        nodes = self.inventory.nodes
+        if len(nodes) >= 2:
+            a, b, b_index = nodes[0].name, nodes[1].name, 2
+            expected = linkmodel.path(links[a], links[b]).one_way_s(64)
+        else:
+            # The head's port is unshaped: only the device's half of the path counts.
+            a, b, b_index = "head", nodes[0].name, 1
+            expected = links[b].latency_s / 2 + 8 * linkmodel.wire_bytes(64) / links[b].rate_bps
+        paths = [str(state.NETNS_DIR / self.netns(n)) for n in (a, b)]
+        host = linkemu.measure_host_latency(*paths, _address(b_index), expected)
+        smallest = min(link.latency_s for link in links.values())
+        host = min(host, smallest)  # never more than the links' own delay
+        linkemu.set_host_latency(self._control, host)
+        record["host_latency_s"] = host
+
+    def _choose_dilation(self) -> float:
+        budgets = [b for _, b, _ in self._budgets().values()]
+        if self.dilation_asked is not None:
+            return dilation.check(self.dilation_asked, budgets)
+        return dilation.choose(budgets, len(cpulimit.host_cpus()))
+
+    def _budgets(self) -> dict[str, tuple[float, float, list | None]]:
+        """Per device: (fraction of a host core, CPUs, cpuset) at real time (D = 1)."""
         cpus = cpulimit.host_cpus()
-        host_speed = self.inventory.host_speed
         budgets = {}
         next_cpu = 0
         for node in self.inventory.nodes:
-            fraction = min(1.0, node.profile.speed / host_speed)
+            fraction = min(1.0, node.profile.speed / self.inventory.host_speed)
             cores = node.profile.cores
-            budget = min(cores, len(cpus)) * fraction
             cpuset = None
             if cores < len(cpus):
                 cpuset = [cpus[(next_cpu + k) % len(cpus)] for k in range(cores)]
                 next_cpu += cores
-            budgets[node.name] = (fraction, budget, cpuset)
-            record["nodes"][node.name] = {"cpu_fraction": fraction, "cpu_budget": budget,
-                                          "cpuset": cpuset, "cgroups": []}
+            budgets[node.name] = (fraction, min(cores, len(cpus)) * fraction, cpuset)
+        return budgets
+
+    def _limit_cpus(self, record: dict, layout: cpulimit.CgroupLayout) -> dict:
+        cpus = cpulimit.host_cpus()
+        host_speed = self.inventory.host_speed
+        d = self.dilation
+        budgets = {}
+        for name, (fraction, budget, cpuset) in self._budgets().items():
+            # Dilated: each device runs 1/D of its speed, and its times are divided by D.
+            fraction, budget = dilation.budget(fraction, d), dilation.budget(budget, d)
+            budgets[name] = (fraction, budget, cpuset)
+            record["nodes"][name] = {"cpu_fraction": fraction, "cpu_budget": budget,
+                                     "cpuset": cpuset, "cgroups": []}
         if layout.version == 0:
             global _unlimited_said
             message = ("no cgroup cpu controller this user may divide (no systemd user manager to "
@@ -246,9 +327,9 @@ class EmulatedCluster:
             return {}
         total = sum(b for _, b, _ in budgets.values())
         if total > len(cpus) * 1.001:
-            self._warn(f"the devices' CPU budgets add up to {total:.2f} CPUs but this host has "
-                       f"{len(cpus)}: when all devices compute at once they run slower than "
-                       "their profiles")
+            self._warn(f"the devices' CPU budgets add up to {total:.2f} CPUs at dilation {d:g} "
+                       f"but this host has {len(cpus)}: when all devices compute at once they "
+                       "run slower than their profiles (raise --dilation)")
         for node in self.inventory.nodes:
             fraction, budget, cpuset = budgets[node.name]
             planned = cpulimit.create(layout, self.id, node.name, budget, cpuset)
@@ -286,7 +367,7 @@ class EmulatedCluster:
                 self._warn(f"{name}: CPU calibration reached {result['achieved_fraction']:.3f} of a "
                            f"host core instead of {fraction:.3f}; is the host busy with other work?")
             result["profile_speed"] = node.profile.speed
-            result["achieved_speed"] = result["achieved_fraction"] * host_speed
+            result["achieved_speed"] = result["achieved_fraction"] * host_speed * d
             calibration[name] = result
         return calibration
 
@@ -298,6 +379,8 @@ class EmulatedCluster:
     def down(self) -> None:
         record = state.read(self.id) or self.record
         if record:
+            if record.get("forwarder"):
+                linkemu.stop(record["forwarder"])  # lets it write its counters and log
             state.remove(record)
 
     def __enter__(self) -> "EmulatedCluster":
@@ -328,6 +411,16 @@ class EmulatedCluster:
         if group:
             return f"cgroup={group}", float(budget)
         return f"netns={state.NETNS_DIR / entry['netns']}", float(budget)
+
+    def slack_monitor(self) -> "slack.Monitor":
+        """A host-slack monitor over this cluster's devices (use it as a context manager)."""
+        from shoal.cluster import slack
+
+        record = state.read(self.id) or self.record or {}
+        nodes = record.get("nodes", {})
+        groups = {name: entry.get("cgroups", []) for name, entry in nodes.items()}
+        budgets = {name: float(entry.get("cpu_budget") or 0) for name, entry in nodes.items()}
+        return slack.Monitor(groups, len(cpulimit.host_cpus()), budgets)
 
     def run_on(self, node: str, argv: list[str], check: bool = False,
                timeout: float | None = None) -> proc.Result:
@@ -360,6 +453,8 @@ def attach(cluster_id: str) -> EmulatedCluster:
     cluster = EmulatedCluster.__new__(EmulatedCluster)
     cluster.id, cluster.record, cluster.persistent = cluster_id, record, record.get("persistent")
     cluster.calibrate_cpu, cluster.warnings = False, []
+    cluster.dilation = record.get("dilation", 1.0)
+    cluster.dilation_asked = record.get("emulation", {}).get("dilation_asked")
     cluster.inventory = _inventory_from_record(record)
     return cluster
 

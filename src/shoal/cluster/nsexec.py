@@ -25,6 +25,7 @@ import os
 import sys
 from typing import NoReturn
 
+from shoal import environment
 from shoal.cluster import sysns
 
 # ssh options that take a value, and flags (ignored: the devices are local).
@@ -80,7 +81,7 @@ def main(argv: list[str] | None = None) -> None:
     cluster, host, command, direct = _parse(sys.argv[1:] if argv is None else argv)
     if not cluster.replace("-", "").isalnum():
         _fail(f"bad cluster id {cluster!r}")
-    base = os.environ.get("SHOAL_STATE_DIR", "/run/shoal")
+    base = environment.STATE_DIR.get()
     try:
         with open(os.path.join(base, cluster, "state.json")) as fh:
             record = json.load(fh)

@@ -14,7 +14,7 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
-from shoal import __version__, proc
+from shoal import __version__, environment, proc
 from shoal.cluster.inventory import Inventory
 from shoal.errors import ShoalError
 from shoal.mpi.discover import MPIInstall
@@ -22,12 +22,12 @@ from shoal.mpi.discover import MPIInstall
 
 def ssh_override() -> str | None:
     """The program the MPI launcher uses instead of plain ssh (SHOAL_SSH), if any."""
-    return os.environ.get("SHOAL_SSH") or None
+    return environment.SSH.get() or None
 
 
 def ssh_program() -> str:
     """ssh, or the replacement named by SHOAL_SSH."""
-    return os.environ.get("SHOAL_SSH") or proc.find("ssh") or "ssh"
+    return environment.SSH.get() or proc.find("ssh") or "ssh"
 
 
 def check_host(address: str, mpi: MPIInstall, binary: str | None, timeout: float = 15.0) -> str | None:

@@ -11,6 +11,7 @@ This is the API the benchmark driver uses for node-count sweeps::
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,6 +30,9 @@ def transport_env(mpi: MPIInstall) -> tuple[dict[str, str], list[str]]:
     the shaped links; each MPI's module says how (``namespace_transport``).
     """
     return mpi.impl.namespace_transport(str(SUBNET))
+
+
+SHARED_PREFIX = "switch:"  # power nodes shared by every configuration (a switch's draw)
 
 
 @dataclass(frozen=True)
@@ -57,11 +61,17 @@ class Cluster:
 
     def __init__(self, inventory: _inventory.Inventory | None) -> None:
         self.inventory = inventory
+        self.emulated: EmulatedCluster | None = None  # set by emulated devices
         self.preflight: list[str] = []
 
     @property
     def nodes(self) -> list[_inventory.Node]:
         return list(self.inventory.nodes) if self.inventory else []
+
+    @property
+    def dilation(self) -> float:
+        """How many times slower than real time the cluster runs (1 unless emulated)."""
+        return float(getattr(self.emulated, "dilation", 1.0)) if self.emulated else 1.0
 
     @property
     def size(self) -> int:
@@ -104,6 +114,26 @@ class Cluster:
         """Names of the first ``nodes`` nodes (what power and results are keyed by)."""
         return [n.name for n in self.nodes[:nodes]]
 
+    def switches(self) -> list:
+        """The switches (access points, gateways) the nodes' links name, each once."""
+        from shoal import profiles
+
+        if self.inventory is None:
+            return []
+        seen: dict[str, object] = {}
+        for node in self.inventory.nodes:
+            switch = profiles.switch_of(node.link)
+            if switch is not None:
+                seen.setdefault(switch.name, switch)
+        return list(seen.values())
+
+    def slack_monitor(self):
+        """A context manager that watches whether the host gives emulated devices their CPU
+        (``slack.Monitor``); on real hardware there is nothing to watch (None)."""
+        if self.emulated is not None:
+            return self.emulated.slack_monitor()
+        return contextlib.nullcontext()
+
     def select(self, names: list[str]) -> list:
         """The inventory's nodes with these names, in the order given."""
         by_name = {n.name: n for n in self.nodes}
@@ -122,7 +152,8 @@ class Cluster:
 
     def describe(self) -> dict[str, Any]:
         """What the run manifest records: nodes, profiles, links, emulation and calibration."""
-        return {**self.inventory.describe(), "preflight": self.preflight}
+        return {**self.inventory.describe(), "switches": [s.describe() for s in self.switches()],
+                "preflight": self.preflight}
 
 
 class LocalCluster(Cluster):
@@ -184,10 +215,16 @@ class EmulatedDevices(Cluster):
             where, budget_cpus = usage
             plans.append(NodePower(node.name, f"model:{node.profile.idle_W},{node.profile.busy_W},"
                                               f"cores={budget_cpus:.6g},{where}"))
+        # The switch (access point, gateway) the devices' links name, once each: a
+        # constant draw (idle_W = busy_W in the model), charged to every configuration.
+        for switch in self.switches():
+            name = f"{SHARED_PREFIX}{switch.name}"
+            plans.append(NodePower(name, f"model:{switch.idle_W},{switch.idle_W}"))
         return plans
 
     def describe(self) -> dict[str, Any]:
-        return {"mode": self.kind, **self.emulated.describe()}
+        return {"mode": self.kind, **self.emulated.describe(),
+                "switches": [s.describe() for s in self.switches()]}
 
 
 class SshHosts(Cluster):
@@ -227,11 +264,12 @@ class SlurmAllocation(SshHosts):
 
 def open(emulate: str | None = None, link: str | None = None, inventory: str | None = None,
          attach_to: str | None = None, host_speed: float | None = None,
-         calibrate: bool = True) -> Cluster:
+         calibrate: bool = True, dilation: float | None = None) -> Cluster:
     """Describe where ranks run; a context manager brings an emulated cluster up and down.
 
     ``emulate`` ("4xminnowboard+1xnuc") or an inventory file with mode
-    "emulated" builds a cluster here; ``attach_to`` uses one started by
+    "emulated" builds a cluster here, ``dilation`` times slower than real time
+    (None: the smallest whole factor at which its devices fit this host); ``attach_to`` uses one started by
     ``shoal cluster up``; an inventory with mode "ssh" or "slurm" describes
     real hosts; nothing at all means this machine only.
     """
@@ -239,11 +277,16 @@ def open(emulate: str | None = None, link: str | None = None, inventory: str | N
     if len(chosen) > 1:
         raise ShoalError("give only one of --emulate, --cluster FILE or an emulated cluster id")
     if attach_to:
+        if dilation is not None:
+            raise ShoalError("--dilation is set when the cluster comes up ('shoal cluster up "
+                             "--dilation D'), not when attaching to it")
         emulated = attach(attach_to)
         return EmulatedDevices(emulated.inventory, emulated, owns=False)
+    if dilation is not None and not (emulate or inventory):
+        raise ShoalError("--dilation applies to emulated clusters (--emulate SPEC)")
     if emulate:
         inv = _inventory.from_emulate(emulate, link, host_speed or 1.0)
-        return EmulatedDevices(inv, EmulatedCluster(inv, calibrate=calibrate), owns=True)
+        return EmulatedDevices(inv, EmulatedCluster(inv, calibrate=calibrate, dilation=dilation), owns=True)
     if inventory:
         inv = _inventory.load(inventory)
         if link is not None:
@@ -251,7 +294,10 @@ def open(emulate: str | None = None, link: str | None = None, inventory: str | N
         if host_speed:
             inv.host_speed = host_speed
         if inv.mode == "emulated":
-            return EmulatedDevices(inv, EmulatedCluster(inv, calibrate=calibrate), owns=True)
+            return EmulatedDevices(inv, EmulatedCluster(inv, calibrate=calibrate, dilation=dilation),
+                                   owns=True)
+        if dilation is not None:
+            raise ShoalError("--dilation applies to emulated clusters only")
         if inv.mode == "slurm":
             return SlurmAllocation(remote.slurm_inventory(inv))
         return SshHosts(inv)
@@ -260,7 +306,7 @@ def open(emulate: str | None = None, link: str | None = None, inventory: str | N
 
 def bring_up(emulate: str | None, inventory: str | None, link: str | None = None,
              host_speed: float | None = None, name: str | None = None,
-             calibrate: bool = True) -> EmulatedCluster:
+             calibrate: bool = True, dilation: float | None = None) -> EmulatedCluster:
     """An emulated cluster that stays up after the command (``shoal cluster up``)."""
     if bool(emulate) == bool(inventory):
         raise ShoalError("give either --emulate SPEC or --cluster FILE (an inventory with mode = \"emulated\")")
@@ -273,7 +319,7 @@ def bring_up(emulate: str | None, inventory: str | None, link: str | None = None
                              "clusters (set [cluster] mode = \"emulated\")")
         if host_speed:
             inv.host_speed = host_speed
-    return EmulatedCluster(inv, name, persistent=True, calibrate=calibrate).up()
+    return EmulatedCluster(inv, name, persistent=True, calibrate=calibrate, dilation=dilation).up()
 
 
 def parse_nodes(text: str, available: int | None = None) -> list[int]:

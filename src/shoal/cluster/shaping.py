@@ -1,40 +1,70 @@
-"""Shape an emulated link with tc: a rate (tbf), and delay/loss (netem) where the kernel has it.
+"""How an emulated cluster's links get their rate, delay, jitter and loss.
 
-A device's link is shaped at both ends of its veth pair: the device's
-``eth0`` egress carries its uplink, the switch port's egress its downlink.
-A message between two devices therefore crosses the sender's uplink and the
+Three link emulators, chosen by ``choose_emulator``:
+
+``netem``      where the kernel has sch_netem: veth pairs into a bridge, each end
+               shaped by netem (rate with per-frame line overhead, half the
+               link's delay and jitter, its loss).
+``forwarder``  where it has not: shoal-linkemu (``cluster/linkemu.py``), a user-space
+               switch whose ports are the devices' eth0 TAP devices.
+``tbf``        rates only (``SHOAL_LINK_EMULATOR=tbf``): veth pairs shaped by tbf
+               with a bucket of two frames, so the rate holds from the first packet
+               on; an isolated packet still crosses at veth speed and no delay is added.
+
+With veth pairs a device's link is shaped at both ends: the device's ``eth0``
+egress carries its uplink, the switch port's egress its downlink. A message
+between two devices therefore crosses the sender's uplink and the
 receiver's downlink, as on a star-topology switch.
 """
 
 from __future__ import annotations
 
-from shoal import proc, verbose
+from shoal import environment, proc, verbose
 from shoal.profiles import LinkType
 from shoal.errors import ShoalError
 
 MTU = 1500
 
 
+EMULATORS = ("netem", "forwarder", "tbf")
+# Line bytes a frame costs beyond what tc counts: FCS, preamble/SFD, inter-frame gap.
+LINE_OVERHEAD_B = 24
+# Two full frames: tbf's bucket must hold one whole frame plus one that
+# arrives while the first drains ("burst 1514" rounds below a frame).
+SMALL_BUCKET_B = 2 * (MTU + 14)
+
+
+def choose_emulator(switch_netns: str) -> str:
+    """netem where the kernel has it, else the forwarder; SHOAL_LINK_EMULATOR overrides."""
+    asked = environment.LINK_EMULATOR.get() or ""
+    if asked:
+        if asked not in EMULATORS:
+            raise ShoalError(f"{environment.LINK_EMULATOR.name}={asked}: use one of "
+                             f"{', '.join(EMULATORS)}")
+        if asked == "netem" and not netem_available(switch_netns, "lo"):
+            raise ShoalError(f"{environment.LINK_EMULATOR.name}=netem but this kernel has no "
+                             "sch_netem; unset it to use the link forwarder")
+        return asked
+    return "netem" if netem_available(switch_netns, "lo") else "forwarder"
+
+
 def qdisc_lines(dev: str, link: LinkType, netem: bool) -> list[str]:
-    """tc batch lines that shape ``dev``'s egress like ``link``."""
+    """tc batch lines that shape ``dev``'s egress like one direction of ``link``."""
     rate_Bps = link.rate_bps / 8
-    # Burst: one timer tick (4 ms) of traffic, never below two full GSO
-    # packets, so tbf does not cut the rate through timer granularity.
-    burst = max(int(rate_Bps * 0.004), 2 * 65536)
     # Queue up to 200 ms of traffic: TCP's own window keeps it short, and a
     # deep enough queue avoids drops that would pull goodput below the rate.
-    limit = max(int(rate_Bps * 0.2), 4 * burst)
-    tbf = f"tbf rate {int(link.rate_bps)}bit burst {burst} limit {limit}"
-    if netem and (link.latency_s > 0 or link.loss > 0 or link.jitter_s > 0):
-        netem_args = f"netem delay {int(round(link.latency_s * 1e6))}us"
-        if link.jitter_s > 0:
-            netem_args += f" {int(round(link.jitter_s * 1e6))}us"
-        if link.loss > 0:
-            netem_args += f" loss {link.loss * 100:.4f}%"
-        # netem's own queue must hold what tbf lets through during the delay.
-        netem_args += f" limit {max(1000, int(rate_Bps * (link.latency_s + 0.2) / MTU) + 1000)}"
-        return [f"qdisc replace dev {dev} root handle 1: {netem_args}",
-                f"qdisc replace dev {dev} parent 1: handle 2: {tbf}"]
+    limit_B = max(int(rate_Bps * 0.2), 4 * 65536)
+    if netem:
+        # netem's rate adds each frame's own line time (what tbf cannot), and
+        # each end of the veth pair carries half the device-to-device delay.
+        args = (f"netem delay {round(link.latency_s / 2 * 1e6)}us"
+                + (f" {round(link.jitter_s / 2 * 1e6)}us" if link.jitter_s > 0 else "")
+                + (f" loss {link.loss * 100:.6f}%" if link.loss > 0 else "")
+                + f" rate {int(link.rate_bps)}bit packetoverhead {LINE_OVERHEAD_B}"
+                + f" limit {max(1000, limit_B // MTU)}")
+        return [f"qdisc replace dev {dev} root handle 1: {args}"]
+    tbf = (f"tbf rate {int(link.rate_bps)}bit burst {SMALL_BUCKET_B} limit {limit_B} "
+           f"overhead {LINE_OVERHEAD_B}")
     return [f"qdisc replace dev {dev} root handle 1: {tbf}"]
 
 

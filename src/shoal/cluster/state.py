@@ -1,13 +1,13 @@
 """Where emulated clusters are recorded, and how leftovers are removed.
 
 Every object an emulated cluster creates (network namespaces, UTS namespace
-files, cgroups) is written to ``<state root>/<id>/state.json`` *before* it is
+files, cgroups, the link forwarder process) is written to ``<state root>/<id>/state.json`` *before* it is
 created, so a crash at any point (``kill -9`` included) leaves a record of
 everything that may exist. ``reap()`` removes the objects of records whose
 owner process is gone; it touches only what a record names, never anything
-found by a name pattern. Veth pairs and the bridge live inside the cluster's
-namespaces, so they disappear with them and never appear in the root
-namespace.
+found by a name pattern. Veth pairs, the bridge and the forwarder's TAP
+devices live inside the cluster's namespaces, so they disappear with them
+(and the TAPs with the forwarder) and never appear in the root namespace.
 
 A cluster made inside a user namespace by root (``SHOAL_USERNS=always``)
 keeps its record in the namespace's private ``/run``, which dies with the
@@ -27,18 +27,17 @@ import signal
 import time
 from pathlib import Path
 
+from shoal import environment
 from shoal.cluster import sysns
 
 NETNS_DIR = Path("/run/netns")
 
 
 def root() -> Path:
-    """Where cluster records live: /run/shoal for root, the user's runtime or cache
-    directory for everyone else (SHOAL_STATE_DIR overrides both)."""
-    if os.environ.get("SHOAL_STATE_DIR"):
-        return Path(os.environ["SHOAL_STATE_DIR"])
-    if os.geteuid() == 0:
-        return Path("/run/shoal")
+    """Where cluster records live: SHOAL_STATE_DIR, else /run/shoal for root and the
+    user's runtime or cache directory for everyone else."""
+    if os.environ.get(environment.STATE_DIR.name) or os.geteuid() == 0:
+        return Path(environment.STATE_DIR.get())
     runtime = os.environ.get("XDG_RUNTIME_DIR")
     return Path(runtime, "shoal") if runtime else Path.home() / ".cache" / "shoal" / "clusters"
 
@@ -155,12 +154,17 @@ def remove(record: dict) -> list[str]:
             victims.update(int(p) for p in Path(group, "cgroup.procs").read_text().split())
         except OSError:
             pass
+    forwarder = record.get("forwarder") or {}
+    if forwarder.get("pid") and sysns.process_start_time(forwarder["pid"]) == forwarder.get("start"):
+        victims.add(forwarder["pid"])  # the link forwarder, wherever it is in its start-up
     victims.discard(os.getpid())
     for pid in victims:
         try:
             os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
+    if forwarder.get("pid") in victims:
+        _collect(forwarder["pid"])
     # 2. Namespaces: unmounting the last reference destroys them and their links.
     for name in record.get("netns", []):
         path = NETNS_DIR / name
@@ -188,6 +192,17 @@ def remove(record: dict) -> list[str]:
     if _host_mirror is not None:
         _remove_mirror(record["id"])
     return removed
+
+
+def _collect(pid: int) -> None:
+    """Wait for a killed child of ours (the forwarder this process started), if it is one."""
+    for _ in range(100):
+        try:
+            if os.waitpid(pid, os.WNOHANG)[0]:
+                return
+        except ChildProcessError:
+            return
+        time.sleep(0.005)
 
 
 def reap() -> list[str]:

@@ -32,16 +32,16 @@ import signal
 import sys
 from pathlib import Path
 
-from shoal import proc, verbose
+from shoal import environment, proc, verbose
 from shoal.cluster import cpulimit, state, sysns
 from shoal.errors import ShoalError
 
-MODE = "SHOAL_USERNS"  # "always": use a user namespace even as root
-INSIDE = "SHOAL_USERNS_INSIDE"
-OWNER = "SHOAL_USERNS_OWNER"  # "pid:start" of the command's namespace holder on the host
+MODE = environment.USERNS.name  # "always": use a user namespace even as root
+INSIDE = environment.USERNS_INSIDE.name
+OWNER = environment.USERNS_OWNER.name  # "pid:start" of the command's namespace holder on the host
 HOST_STATE = "SHOAL_USERNS_HOST_STATE"  # the host's state root, where records are mirrored
-ATTACHED = "attached"
-READY = b"\0"  # INSIDE's value in a command that joined a cluster's namespaces
+ATTACHED = "attached"  # INSIDE's value in a command that joined a cluster's namespaces
+READY = b"\0"  # what a detached command writes once its cluster is up
 SCOPED = "SHOAL_USERNS_SCOPED"  # set once the command runs in a delegated systemd scope
 
 _prepared = False

@@ -130,7 +130,7 @@ def run(mpi: MPIInstall, name: str, args: list[str], ranks: int, mode: str | Non
     """Run one program; ``job`` (from a cluster) replaces the local launch.
 
     ``mode`` None runs without libshoalwait (the MPI's own waiting, e.g. with
-    Open MPI's yield_when_idle set through ``env``).
+    one of its ``wait_knobs`` set through ``env``).
     """
     exe = program(mpi)
     argv = [str(exe), name, "--impl", impl, *args]

@@ -9,8 +9,8 @@ G   Videostream on Table 1's RECS placement: Table 2's columns (time, FPS,
     power of each device (labelled "modelled")
 
 Contenders follow seed 003's Table 3: busy (Aggressive), degraded (the
-MPI's own first wait knob without libshoalwait: Open MPI's
-mpi_yield_when_idle, MPICH's heavy yield), linear:0,1000,1 (the seed's adaptive receive), static sleeps of 0
+MPI's own first wait knob without libshoalwait, from its module in
+shoal.mpi.kinds), linear:0,1000,1 (the seed's adaptive receive), static sleeps of 0
 and 100 us, backoff and auto. Rounds interleave the contenders so a slow
 moment of a shared machine hits all of them alike.
 """
@@ -54,7 +54,7 @@ class Contender:
 
 def contender(label: str, mpi: MPIInstall) -> Contender:
     """``degraded`` is the MPI's own first way to wait less, without the library
-    (Open MPI's mpi_yield_when_idle, the seed's Degraded; MPICH's heavy yield)."""
+    (the first of its module's ``wait_knobs``: the seed's Degraded)."""
     if label == "degraded":
         knobs = list(mpi.impl.wait_knobs.values())
         return Contender(label, None, dict(knobs[0])) if knobs else Contender(label, "yield")

@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 from typing import Callable
 
+from shoal import environment as variables
 from shoal.errors import ShoalError
 from shoal.inputs import grammar
 from shoal.inputs.grammar import Bounds, GrammarError
@@ -66,20 +67,21 @@ def _existing_directory(value: str) -> None:
         raise GrammarError("is not a directory")
 
 
+# The variables themselves (names, meanings, defaults) are listed in shoal.environment.
 CHECKS: dict[str, Callable[[str], None]] = {
-    "SHOAL_WAIT": _wait_mode,
-    "SHOAL_WAIT_CLASSES": _wait_classes,
-    "SHOAL_WAIT_SLACK_NS": _integer(0, 10**9),
-    "SHOAL_WAIT_SEND_EAGER_B": _integer(0, 2**40),
-    "SHOAL_WAIT_TELEMETRY": _telemetry,
-    "SHOAL_USERNS": _one_of("always"),
-    "SHOAL_POWER_FASTPOLL": _one_of("0", "1"),
-    "SHOAL_RUNS": _directory_name,
-    "SHOAL_CACHE": _directory_name,
-    "SHOAL_STATE_DIR": _directory_name,
-    "SHOAL_SYSFS_ROOT": _existing_directory,
-    "SHOAL_PROC_ROOT": _existing_directory,
-    "SHOAL_CGROUP_ROOT": _existing_directory,
+    variables.WAIT.name: _wait_mode,
+    variables.WAIT_CLASSES.name: _wait_classes,
+    variables.WAIT_SLACK_NS.name: _integer(0, 10**9),
+    variables.WAIT_SEND_EAGER_B.name: _integer(0, 2**40),
+    variables.WAIT_TELEMETRY.name: _telemetry,
+    variables.USERNS.name: _one_of("always"),
+    variables.POWER_FASTPOLL.name: _one_of("0", "1"),
+    variables.RUNS.name: _directory_name,
+    variables.CACHE.name: _directory_name,
+    variables.STATE_DIR.name: _directory_name,
+    variables.SYSFS_ROOT.name: _existing_directory,
+    variables.PROC_ROOT.name: _existing_directory,
+    variables.CGROUP_ROOT.name: _existing_directory,
 }
 
 

@@ -107,6 +107,9 @@ class ProfileTable(_Table):
     clock_Hz: Optional[Positive] = None
     max_W: Optional[NonNegative] = None
     pstates: list[tuple[Positive, NonNegative]] = []
+    # Whether the CPU has AES instructions (None: not known); the edge workload
+    # runs software AES on devices without them.
+    aes_instructions: Optional[bool] = None
     per_test: Optional[PerTestTable] = None
 
     @model_validator(mode="after")
@@ -127,9 +130,55 @@ class ProfileTable(_Table):
 
 
 class LinkTable(_Table):
+    """One ``[links.NAME]`` table; each number may name its source (``rate_source``, ...)."""
+
     required_hint: ClassVar[str] = "every link needs rate_bps (bits per second)"
     rate_bps: Positive
     latency_s: NonNegative = 0.0
+    jitter_s: NonNegative = 0.0
     loss: Annotated[float, Field(ge=0, lt=1)] = 0.0
     source: str = ""
-    jitter_s: NonNegative = 0.0
+    switch: str = ""
+    rate_source: str = ""
+    latency_source: str = ""
+    jitter_source: str = ""
+    loss_source: str = ""
+    switch_source: str = ""
+
+    @model_validator(mode="after")
+    def _jitter(self) -> "LinkTable":
+        if self.jitter_s > self.latency_s:
+            raise ValueError(f"needs jitter_s <= latency_s (a message cannot arrive before it is "
+                             f"sent), got {self.jitter_s:g} and {self.latency_s:g}")
+        return self
+
+    @property
+    def sources(self) -> dict[str, str]:
+        return {k.removesuffix("_source"): getattr(self, k) for k in type(self).model_fields
+                if k.endswith("_source") and getattr(self, k)}
+
+    def values(self) -> dict[str, Any]:
+        """The link's own fields, without the sources."""
+        return {k: getattr(self, k) for k in type(self).model_fields if not k.endswith("_source")}
+
+
+class SwitchTable(_Table):
+    """One ``[switches.NAME]`` table: what a star of devices shares (counted once)."""
+
+    required_hint: ClassVar[str] = "every switch needs idle_W and busy_W (watts)"
+    idle_W: NonNegative
+    busy_W: NonNegative
+    description: str = ""
+    idle_source: str = ""
+    busy_source: str = ""
+
+    @model_validator(mode="after")
+    def _watts(self) -> "SwitchTable":
+        if self.busy_W < self.idle_W:
+            raise ValueError(f"needs idle_W <= busy_W, got {self.idle_W:g} and {self.busy_W:g}")
+        return self
+
+    @property
+    def sources(self) -> dict[str, str]:
+        return {k.removesuffix("_source"): getattr(self, k) for k in ("idle_source", "busy_source")
+                if getattr(self, k)}

@@ -25,8 +25,8 @@ from pathlib import Path
 from shoal.errors import ShoalError
 
 DEFAULT_OVERSUBSCRIBE = 4
-# What one MPI rank costs beyond its message buffers (MPICH and Open MPI ranks
-# measure 10-40 MB resident; the larger figure keeps the check on the safe side).
+# What one MPI rank costs beyond its message buffers (ranks of the two bundled
+# MPIs measure 10-40 MB resident; the larger figure keeps the check on the safe side).
 RANK_BASE_B = 40 * 2**20
 # Tasks per rank: the rank and the progress threads its MPI starts.
 TASKS_PER_RANK = 4

@@ -1,19 +1,10 @@
 """Pure models over measured numbers: perf/W, scaling fits, the node-count optimum, the offload decision.
 
-No I/O, no MPI, no plotting: callers pass numbers (or a pandas table for
-:func:`add_perf_per_watt`) and get dataclasses with ``to_dict()`` for JSON.
+No I/O, no MPI, no plotting: callers pass numbers and get dataclasses with
+``to_dict()`` for JSON.
 Every formula is written out in docs/model.md.
 """
 
-from shoal.model.efficiency import (
-    BASES,
-    PerfPerWatt,
-    add_perf_per_watt,
-    attributed_power_W,
-    energy_per_work,
-    idle_fraction,
-    perf_per_watt,
-)
 from shoal.model.offload import OffloadScenario, OffloadVerdict, OptionCost, decide, decision_map, min_local_nodes
 from shoal.model.optimum import Optimum, optimal_nodes, overall_optimum
 from shoal.model.scaling import (
@@ -30,8 +21,7 @@ from shoal.model.scaling import (
 from shoal.model.uplinks import UPLINKS, UplinkProfile
 
 __all__ = [
-    "BASES", "PerfPerWatt", "add_perf_per_watt", "attributed_power_W", "energy_per_work", "idle_fraction",
-    "perf_per_watt", "OffloadScenario", "OffloadVerdict", "OptionCost", "decide", "decision_map",
+    "OffloadScenario", "OffloadVerdict", "OptionCost", "decide", "decision_map",
     "min_local_nodes", "Optimum", "optimal_nodes", "overall_optimum", "UPLINKS",
     "UplinkProfile", "Prediction", "ScalingFit", "amdahl_speedup",
     "best_nodes_closed_form", "fit_scaling", "fit_table", "woo_lee_energy", "woo_lee_perf_per_watt", "woo_lee_power",

@@ -43,9 +43,9 @@ from dataclasses import asdict, dataclass, field, replace
 
 from shoal.errors import ShoalError
 from shoal import profiles
+from shoal.model.scaling import _jsonable, amdahl_speedup
 from shoal.model.uplinks import DOCSIS2, UplinkProfile
 from shoal.profiles import DeviceProfile
-from shoal.model.scaling import ScalingFit, _jsonable, amdahl_speedup
 
 LOCAL = "local"
 OFFLOAD = "offload"
@@ -115,15 +115,6 @@ class OffloadScenario:
         for ok, message in checks:
             if not ok:
                 raise ShoalError(message)
-
-    def with_fit(self, fit: ScalingFit) -> "OffloadScenario":
-        """This scenario with the parallel fraction of a scaling fit of the local workload."""
-        if not fit.ok:
-            raise ShoalError(f"the scaling fit cannot give a parallel fraction ({fit.status}: {fit.reason}); "
-                             "measure more node counts or set parallel_fraction")
-        sources = dict(self.sources)
-        sources["parallel_fraction"] = f"fitted: f = {fit.f:.4g} +/- {fit.stderr['f']:.2g} ({fit.n_points} points)"
-        return replace(self, parallel_fraction=fit.f, sources=sources)
 
     def to_dict(self) -> dict:
         return _jsonable(asdict(self))

@@ -23,7 +23,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from shoal import proc
+from shoal import environment, proc
 from shoal.errors import ShoalError
 from shoal.mpi.base import MPIInstall
 
@@ -36,7 +36,7 @@ NATIVE_DIR = Path(__file__).resolve().parent.parent / "native"
 
 
 def cache_root() -> Path:
-    base = os.environ.get("SHOAL_CACHE") or os.path.join(
+    base = environment.CACHE.get() or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "shoal")
     return Path(base)
 
@@ -58,6 +58,35 @@ def _sources(tdir: Path, spec: dict) -> list[Path]:
     return found
 
 
+def _cached(target: str, tdir: Path, spec: dict, files: list[Path], key: tuple,
+            place: str) -> tuple[Path, bool]:
+    """Where the build of these files with this key lives, and whether it is there already."""
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(path.name.encode())
+        digest.update(path.read_bytes())
+    digest.update(repr(key).encode())
+    out_dir = cache_root() / "native" / place / f"{target}-{digest.hexdigest()[:12]}"
+    output = out_dir / spec.get("output", target)
+    if not output.exists():
+        out_dir.mkdir(parents=True, exist_ok=True)
+    return output, output.exists()
+
+
+def _temporary(output: Path) -> str:
+    """A temporary name beside the output: a build renames it into place when done,
+    so concurrent builds are safe."""
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{output.name}.", dir=output.parent)
+    os.close(fd)
+    return tmp_name
+
+
+def _install(tmp_name: str, output: Path) -> Path:
+    os.chmod(tmp_name, 0o755)
+    os.replace(tmp_name, output)
+    return output
+
+
 def build(target: str, mpi: MPIInstall, extra_cflags: tuple[str, ...] = ()) -> Path:
     """Return the path of the built target for this MPI, compiling if needed."""
     tdir, spec = _target_spec(target)
@@ -72,19 +101,11 @@ def build(target: str, mpi: MPIInstall, extra_cflags: tuple[str, ...] = ()) -> P
     cflags = list(spec.get("cflags", ["-O2"])) + mpi.impl.cflags(mpi) + list(extra_cflags)
     libs = list(spec.get("libs", []))
     kind = spec.get("kind", "exe")
-    digest = hashlib.sha256()
-    for path in sources + headers:
-        digest.update(path.name.encode())
-        digest.update(path.read_bytes())
-    digest.update(repr((cflags, libs, kind)).encode())
-    out_dir = cache_root() / "native" / mpi.identity / f"{target}-{digest.hexdigest()[:12]}"
-    output = out_dir / spec.get("output", target)
-    if output.exists():
+    output, built = _cached(target, tdir, spec, sources + headers, (cflags, libs, kind), mpi.identity)
+    if built:
         return output
-
-    out_dir.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{output.name}.", dir=out_dir)
-    os.close(fd)
+    out_dir = output.parent
+    tmp_name = _temporary(output)
     argv = [str(mpi.mpicc), *cflags, *(f"-I{d}" for d in includes)]
     if kind == "shared":
         argv += ["-shared", "-fPIC"]
@@ -98,6 +119,23 @@ def build(target: str, mpi: MPIInstall, extra_cflags: tuple[str, ...] = ()) -> P
                      (done.stderr or done.stdout or "no output").strip().splitlines()[0])
         raise ShoalError(f"building {target} with {mpi.name} failed: {first.strip()} "
                          f"(full log: {log})")
-    os.chmod(tmp_name, 0o755)
-    os.replace(tmp_name, output)
-    return output
+    return _install(tmp_name, output)
+
+
+def build_host(target: str) -> Path:
+    """Build a target that uses no MPI (``compiler = "cc"``) with the host's C compiler."""
+    tdir, spec = _target_spec(target)
+    if spec.get("compiler") != "cc":
+        raise ShoalError(f"native target '{target}' is an MPI program; build it with an MPI")
+    compiler = proc.tool("cc", f"to build {target}")
+    sources = _sources(tdir, spec)
+    cflags, libs = list(spec.get("cflags", ["-O2"])), list(spec.get("libs", []))
+    output, built = _cached(target, tdir, spec, sources, (cflags, libs, compiler), "host")
+    if built:
+        return output
+    tmp_name = _temporary(output)
+    done = proc.run([compiler, *cflags, "-o", tmp_name, *map(str, sources), *libs])
+    if not done.ok:
+        os.unlink(tmp_name)
+        raise ShoalError(f"building {target} failed: {done.error_line('cc')}")
+    return _install(tmp_name, output)

@@ -8,11 +8,10 @@ it). Any system installation works too, named by path or found on PATH.
 from __future__ import annotations
 
 import functools
-import os
 import sys
 from pathlib import Path
 
-from shoal import proc
+from shoal import environment, proc
 from shoal.errors import ShoalError
 from shoal.mpi import kinds
 from shoal.mpi.base import MPIInstall, tool_output
@@ -54,7 +53,7 @@ def resolve(spec: str | None = None) -> MPIInstall:
 
     ``SHOAL_MPI`` in the environment is used when no spec is given.
     """
-    spec = spec or os.environ.get("SHOAL_MPI") or kinds.default()
+    spec = spec or environment.MPI.get() or kinds.default()
     if spec in KINDS:
         bundled = _bundled(spec)
         for found in (_identify(bundled) if bundled else None, _on_path()):

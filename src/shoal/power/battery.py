@@ -11,7 +11,7 @@ default period.
 
 from __future__ import annotations
 
-from shoal.power.base import MEASURED, NAN, POWER, Channel, Source, SourceUnavailable
+from shoal.power.base import MEASURED, POWER, Channel, Source, SourceUnavailable, read_or_nan
 from shoal.power.sysfs import IntFile, SensorError, read_text, sysfs_root
 
 
@@ -74,14 +74,7 @@ class BatterySource(Source):
                 f"no battery: {base} has no entry of type Battery with power_now or voltage_now/current_now")
 
     def read(self) -> list[float]:
-        out = []
-        for name, supply in zip(self._names, self._supplies):
-            try:
-                out.append(supply.microwatts())
-            except SensorError as exc:
-                self.fault(name, exc)
-                out.append(NAN)
-        return out
+        return [read_or_nan(self, name, supply.microwatts) for name, supply in zip(self._names, self._supplies)]
 
     def close(self) -> None:
         for supply in self._supplies:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from shoal.power.base import ENERGY, MEASURED, NAN, POWER, Channel, Source, SourceUnavailable
+from shoal.power.base import ENERGY, MEASURED, POWER, Channel, Source, SourceUnavailable, read_or_nan
 from shoal.power.sysfs import IntFile, SensorError, read_optional_int, read_text, sysfs_root
 
 _ATTR = re.compile(r"^(energy|power|in|curr)(\d+)_input$")
@@ -129,14 +129,7 @@ class HwmonSource(Source):
         return added
 
     def read(self) -> list[float]:
-        out = []
-        for name, reader in zip(self._names, self._readers):
-            try:
-                out.append(reader.value())
-            except SensorError as exc:
-                self.fault(name, exc)
-                out.append(NAN)
-        return out
+        return [read_or_nan(self, name, reader.value) for name, reader in zip(self._names, self._readers)]
 
     def fast_fds(self) -> list[int] | None:
         if any(reader.second is not None for reader in self._readers):

@@ -32,7 +32,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from shoal.power.base import ENERGY, MEASURED, NAN, Channel, Source, SourceUnavailable
+from shoal.power.base import ENERGY, MEASURED, Channel, Source, SourceUnavailable, read_or_nan
 from shoal.power.sysfs import IntFile, SensorError, read_optional_int, read_text, sysfs_root
 
 _ZONE = re.compile(r"^(intel-rapl|amd-rapl|intel-rapl-mmio)((?::\d+)+)$")
@@ -153,14 +153,7 @@ class RaplSource(Source):
         self._names = [c.name for c in self.channels]
 
     def read(self) -> list[float]:
-        out = []
-        for name, handle in zip(self._names, self._files):
-            try:
-                out.append(handle.value())
-            except SensorError as exc:
-                self.fault(name, exc)
-                out.append(NAN)
-        return out
+        return [read_or_nan(self, name, handle.value) for name, handle in zip(self._names, self._files)]
 
     def fast_fds(self) -> list[int]:
         return [handle.fd for handle in self._files]

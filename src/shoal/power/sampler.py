@@ -44,6 +44,7 @@ from dataclasses import asdict
 
 import numpy as np
 
+from shoal import environment
 from shoal.errors import ShoalError
 from shoal.power import fastpoll
 from shoal.power.base import ENERGY, Source
@@ -138,7 +139,7 @@ class Sampler:
 
     def _fast(self, recs: list[Recorder], period: float) -> bool:
         """Hand plain-file sources of a fast group to the C poller; False if it cannot."""
-        if os.environ.get("SHOAL_POWER_FASTPOLL", "1") == "0":
+        if environment.POWER_FASTPOLL.get() == "0":
             return False
         fast = [r for r in recs if r.source.fast_fds() is not None]
         if not fast:

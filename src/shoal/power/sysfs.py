@@ -17,6 +17,8 @@ import errno
 import os
 from pathlib import Path
 
+from shoal import environment
+
 #: ``os.open`` by default. Tests replace it to simulate permission errors:
 #: they run as root, and root reads files of mode 000 anyway.
 opener = os.open
@@ -27,11 +29,11 @@ class SensorError(OSError):
 
 
 def sysfs_root() -> Path:
-    return Path(os.environ.get("SHOAL_SYSFS_ROOT", "/sys"))
+    return Path(environment.SYSFS_ROOT.get())
 
 
 def proc_root() -> Path:
-    return Path(os.environ.get("SHOAL_PROC_ROOT", "/proc"))
+    return Path(environment.PROC_ROOT.get())
 
 
 def read_text(path: Path) -> str:

@@ -135,6 +135,24 @@ def _options_table(verdict: dict[str, Any]) -> str:
                              "latency per chunk"], modelled={"power", "energy per byte"})
 
 
+def _emulation_html(run: Run, frame: Any) -> str:
+    """How faithful an emulated run was: its time dilation and the points the host ran short."""
+    emulated = [c.get("emulation") for c in (run.manifest.get("clusters") or {}).values()
+                if c.get("emulation")]
+    if not emulated:
+        return ""
+    parts = []
+    for e in emulated:
+        parts.append(f"time dilation {e.get('dilation', 1):g} (device CPUs and link rates / D, "
+                     f"latencies x D, measured times / D), links by {e.get('link_emulator', 'tc')}")
+    text = f"<p><b>{html.escape(run.path.name)}</b>: emulated at " + "; ".join(parts)
+    if frame is not None and "host_slack" in getattr(frame, "columns", []):
+        short = int((frame["host_slack"] == "short").sum())
+        text += (f". The host ran short of CPU during {short} of {len(frame)} points "
+                 "(<code>host_slack</code> in results.csv says which, and why)")
+    return text + ".</p>"
+
+
 def build(runs: list[Run]) -> tuple[str, str, dict[str, Any]]:
     """(HTML, markdown, key figures) for one or several study runs."""
     findings = {run.path.name: analyse(run) for run in runs}
@@ -147,6 +165,8 @@ def build(runs: list[Run]) -> tuple[str, str, dict[str, Any]]:
               "for latency and roundtrip tests). Numbers shown <span class='modelled'>like this</span> "
               "rest on modelled power: a device profile's idle/busy watts driven by measured CPU use, "
               "not a meter. Every row names the results row it comes from.</p>")
+    for run in runs:
+        intro += _emulation_html(run, frames[run.path.name])
     sections: list[Section] = []
 
     summary = Section("Optimal cluster size per test")

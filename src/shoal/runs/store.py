@@ -31,14 +31,14 @@ import sys
 from pathlib import Path
 from typing import Any, Iterable
 
-from shoal import __version__
+from shoal import __version__, environment
 from shoal.errors import ShoalError
 
 MANIFEST = "manifest.json"
 
 
 def runs_root() -> Path:
-    return Path(os.environ.get("SHOAL_RUNS", "runs"))
+    return Path(environment.RUNS.get())
 
 
 def utc_now() -> str:

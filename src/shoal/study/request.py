@@ -32,6 +32,8 @@ class StudyRequest:
     mpi: str | None = None
     power: str = "auto"  # for real hosts and "host"; emulated devices always use their models
     offload: dict[str, Any] = field(default_factory=dict)  # overrides of the offload scenario
+    # Time dilation of the emulated cluster and reference (one D for both; None: chosen to fit).
+    dilation: float | None = None
 
     def validate(self) -> None:
         if self.suite not in SUITES:

@@ -74,7 +74,7 @@ def plan(request: StudyRequest) -> StudyPlan:
 
     base = BenchRequest(tests=request.suite, sizes=request.size_list, mpi=request.mpi,
                         emulate=spec, cluster=request.cluster, link=request.link,
-                        power="model" if spec else request.power)
+                        power="model" if spec else request.power, dilation=request.dilation)
     cluster_plan = runner.plan(base, placements)
     plans = [cluster_plan]
     if request.reference == "host":

@@ -12,6 +12,14 @@ The entry points other layers use::
 """
 
 from shoal.wait.modes import WaitMode, parse_mode, MODES_HELP
-from shoal.wait.library import apply, library_for, wait_env
 
 __all__ = ["WaitMode", "parse_mode", "MODES_HELP", "apply", "library_for", "wait_env"]
+
+
+def __getattr__(name: str):
+    # The library's builder loads on first use, not with the modes (``shoal --help``).
+    if name in ("apply", "library_for", "wait_env"):
+        from shoal.wait import library
+
+        return getattr(library, name)
+    raise AttributeError(f"module 'shoal.wait' has no attribute {name!r}")

@@ -35,7 +35,6 @@ from typing import Any, Callable
 
 from shoal import proc
 from shoal.errors import ShoalError
-from shoal.mpi import build
 from shoal.mpi.discover import MPIInstall
 from shoal.mpi.launch import Job
 from shoal.runs.store import Run
@@ -105,6 +104,8 @@ def run_program(mpi: MPIInstall, contender: Contender, ranks: int, args: list[st
                 telemetry_dir: Path | None = None) -> tuple[dict[str, Any], float, float]:
     """Run one scenario; return (its JSON result, start, end monotonic times).
     With ``telemetry_dir`` the library writes its rank files there."""
+    from shoal.mpi import build   # the compiler cache: not needed for `shoal --help`
+
     exe = build.build("waittests", mpi)
     job = Job(mpi, ranks, [str(exe), *args], rank_env=dict(contender.env))
     if contender.mode is not None:

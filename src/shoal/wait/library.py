@@ -12,7 +12,7 @@ import dataclasses
 import os
 from pathlib import Path
 
-from shoal.mpi import build
+from shoal import environment
 from shoal.mpi.base import MPIInstall
 from shoal.mpi.launch import Job
 from shoal.wait.modes import parse_classes, parse_mode
@@ -20,12 +20,13 @@ from shoal.wait.modes import parse_classes, parse_mode
 TARGET = "shoalwait"
 # Variables libshoalwait reads, which a user-written mpiexec line must pass
 # on to its ranks (some launchers pass only what they are told to).
-ENV_NAMES = ("LD_PRELOAD", "SHOAL_WAIT", "SHOAL_WAIT_CLASSES", "SHOAL_WAIT_TELEMETRY",
-             "SHOAL_WAIT_SLACK_NS", "SHOAL_WAIT_SEND_EAGER_B")
+ENV_NAMES = ("LD_PRELOAD", *(v.name for v in environment.WAIT_VARIABLES))
 
 
 def library_for(mpi: MPIInstall) -> Path:
     """Path of libshoalwait.so built for this MPI (compiled on first use)."""
+    from shoal.mpi import build   # the compiler cache: not needed for `shoal --help`
+
     return build.build(TARGET, mpi)
 
 
@@ -33,13 +34,13 @@ def wait_env(mode: str, mpi: MPIInstall, telemetry_dir: Path | str | None = None
              classes: str | None = None, slack_ns: int | None = None) -> dict[str, str]:
     """Environment that makes every rank wait in ``mode`` (validated first)."""
     parsed = parse_mode(mode)
-    env = {"LD_PRELOAD": _preload(library_for(mpi)), "SHOAL_WAIT": parsed.text}
+    env = {"LD_PRELOAD": _preload(library_for(mpi)), environment.WAIT.name: parsed.text}
     if classes is not None:
-        env["SHOAL_WAIT_CLASSES"] = parse_classes(classes)
+        env[environment.WAIT_CLASSES.name] = parse_classes(classes)
     if telemetry_dir is not None:
-        env["SHOAL_WAIT_TELEMETRY"] = str(Path(telemetry_dir).resolve())
+        env[environment.WAIT_TELEMETRY.name] = str(Path(telemetry_dir).resolve())
     if slack_ns is not None:
-        env["SHOAL_WAIT_SLACK_NS"] = str(int(slack_ns))
+        env[environment.WAIT_SLACK_NS.name] = str(int(slack_ns))
     return env
 
 

@@ -67,6 +67,9 @@ class Plan:
     size: str
     memory_per_rank_B: float
     placements: list[Placement]
+    # The AES implementation edge runs with, and why (recorded in the manifest).
+    aes: str = "auto"
+    aes_why: str = ""
 
     @property
     def total_runs(self) -> int:
@@ -126,7 +129,28 @@ def plan(request: WorkRequest) -> Plan:
         raise ShoalError(f"{workload.name} size {size} needs about {memory / 2**30:.1f} GiB per rank, "
                          f"more than this machine's {host_memory / 2**30:.1f} GiB for "
                          f"{max(request.ranks)} ranks; choose a smaller --size")
-    return Plan(request, mpi, program, workload, size, memory, placements)
+    aes, aes_why = _aes_choice(request)
+    return Plan(request, mpi, program, workload, size, memory, placements, aes, aes_why)
+
+
+def _aes_choice(request: WorkRequest) -> tuple[str, str]:
+    """Software AES when a device of the cluster has no AES instructions: the
+    host's would make encryption about ten times too fast there."""
+    if request.aes != "auto":
+        return request.aes, "asked for with --aes"
+    if not request.on_cluster:
+        return "auto", "this machine: OpenSSL's libcrypto if it loads, else software"
+    from shoal.cluster import inventory
+
+    inv = (inventory.from_emulate(request.emulate, request.link) if request.emulate
+           else inventory.load(request.cluster))
+    without = sorted({n.profile.name for n in inv.nodes if n.profile.aes_instructions is False})
+    if without:
+        return "software", f"profile(s) {', '.join(without)} have no AES instructions"
+    unknown = sorted({n.profile.name for n in inv.nodes if n.profile.aes_instructions is None})
+    if unknown:
+        return "auto", f"profile(s) {', '.join(unknown)} do not say whether they have AES instructions"
+    return "auto", "every device has AES instructions"
 
 
 def start(request: WorkRequest, command: list[str], out: Path | None) -> tuple[Run, Plan]:
@@ -134,7 +158,9 @@ def start(request: WorkRequest, command: list[str], out: Path | None) -> tuple[R
     run = Run.create("work", command, out, request=request.to_manifest(),
                      workload={"name": the_plan.workload.name, "size": the_plan.size,
                                "unit": the_plan.workload.unit,
-                               "memory_per_rank_B": the_plan.memory_per_rank_B},
+                               "memory_per_rank_B": the_plan.memory_per_rank_B,
+                               "aes": {"requested": request.aes, "used": the_plan.aes,
+                                       "why": the_plan.aes_why}},
                      mpi=the_plan.mpi.describe(), host=hostfacts.collect(),
                      transport_env=transport_env())
     return run, the_plan
@@ -160,7 +186,7 @@ def execute(run: Run, the_plan: Plan, events: Events | None = None) -> Run:
 
 def program_args(the_plan: Plan) -> list[str]:
     argv = [str(the_plan.program), "--runs", f"{the_plan.workload.name}:{the_plan.size}",
-            "--aes", the_plan.request.aes]
+            "--aes", the_plan.aes]
     if the_plan.request.check:
         argv.append("--check")
     return argv

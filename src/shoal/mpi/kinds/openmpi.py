@@ -65,8 +65,11 @@ class OpenMPI(Implementation):
     def namespace_transport(self, subnet: str) -> tuple[dict[str, str], list[str]]:
         # The TCP BTL with ob1; both the BTL and the runtime's out-of-band
         # channel pinned to the emulated subnet (the default interface choice
-        # may pick an address another device cannot reach).
-        return {}, ["--mca", "btl", "tcp,self", "--mca", "pml", "ob1",
+        # may pick an address another device cannot reach). --bind-to none:
+        # every device's prted sees the same host CPUs and would bind each
+        # device's first rank to host CPU 0, where the spinning ranks of
+        # different devices then take turns by time slice (milliseconds a message).
+        return {}, ["--bind-to", "none", "--mca", "btl", "tcp,self", "--mca", "pml", "ob1",
                     "--mca", "btl_tcp_if_include", subnet,
                     "--mca", "oob_tcp_if_include", subnet,
                     "--prtemca", "oob_tcp_if_include", subnet]

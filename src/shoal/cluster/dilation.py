@@ -1,0 +1,101 @@
+"""Time dilation: run an emulation D times slower when the host cannot give the devices their CPU.
+
+With factor D every device gets 1/D of its CPU budget, every link 1/D of
+its rate and D times its latency and jitter; every time measured is divided
+by D (and every rate multiplied by D) before it is recorded, and timeouts
+are multiplied by D. Seen from the dilated programs' results, the devices
+then run at their profiles' speed on a host that has D times the CPUs
+(Gupta et al., NSDI 2006; DieCast, NSDI 2008).
+
+What does not scale: kernel timers (TCP's 200 ms minimum RTO and delayed
+ACKs look D times shorter), sleeps inside measured programs, and the host's
+per-packet work (veth, softirq, the link forwarder), which sits outside
+every device's quota and so shrinks by D in dilated time.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+from shoal.profiles import LinkType
+from shoal.errors import ShoalError
+
+# CPUs kept for the kernel, the MPI launcher, the power sampler and the link
+# forwarder: Mininet-HiFi kept >= 35 % of its CPU idle for fidelity, but a
+# fixed reserve of half a CPU keeps small clusters at D = 1 on two cores.
+RESERVE_CPUS = 0.5
+MAX_DILATION = 64.0
+# The smallest quota a device may get (cgroup v1 accepts 1 ms per period;
+# below 1 % of a CPU a device stalls for most of every period).
+MIN_BUDGET_CPUS = 0.01
+
+
+def needed(budgets: list[float], host_cpus: float, reserve: float = RESERVE_CPUS) -> float:
+    """The dilation at which the budgets plus the reserve just fit the host (may be < 1)."""
+    room = host_cpus - reserve
+    if room <= 0:
+        raise ShoalError(f"a host of {host_cpus:g} CPUs leaves nothing after the "
+                         f"{reserve:g}-CPU reserve for the kernel and the launcher")
+    return sum(budgets) / room
+
+
+def choose(budgets: list[float], host_cpus: float, reserve: float = RESERVE_CPUS) -> float:
+    """The smallest whole D >= 1 at which the devices' budgets fit the host."""
+    return float(max(1, math.ceil(needed(budgets, host_cpus, reserve) - 1e-9)))
+
+
+def check(value: float | str, budgets: list[float] | None = None) -> float:
+    """Validate a dilation asked for (--dilation); ShoalError says what is wrong and what to do."""
+    try:
+        d = float(value)
+    except (TypeError, ValueError):
+        raise ShoalError(f"give a number such as 2, got {value!r}") from None
+    if not math.isfinite(d) or d < 1:
+        raise ShoalError(f"a dilation slows the emulation down, so it must be a number of at "
+                         f"least 1 (1 = real time), got {value}")
+    if d > MAX_DILATION:
+        raise ShoalError(f"must be at most {MAX_DILATION:g} (every minute of emulation would "
+                         f"take {d:g} minutes), got {value}")
+    smallest = min(budgets or [1.0])
+    if smallest / d < MIN_BUDGET_CPUS:
+        raise ShoalError(f"dilation {value} would leave the smallest device budget "
+                         f"({smallest:.3f} CPUs) below {MIN_BUDGET_CPUS} CPU; use a dilation of "
+                         f"at most {smallest / MIN_BUDGET_CPUS:.0f}")
+    return d
+
+
+def dilations(text: str) -> tuple[float | None, ...]:
+    """A comma-separated list of dilations; 'auto' chooses one to fit the host."""
+    items = [t.strip() for t in str(text).split(",")]
+    if not all(items):
+        raise ShoalError(f"give dilations separated by commas, e.g. 1,2 or auto, got {text!r}")
+    return tuple(None if t == "auto" else check(t) for t in items)
+
+
+def link(link_type: LinkType, d: float) -> LinkType:
+    """The link as the dilated emulation runs it."""
+    if d == 1:
+        return link_type
+    return replace(link_type, rate_bps=link_type.rate_bps / d, latency_s=link_type.latency_s * d,
+                   jitter_s=link_type.jitter_s * d)
+
+
+def budget(cpus: float, d: float) -> float:
+    """A device's CPU budget in the dilated emulation."""
+    return cpus / d
+
+
+def seconds(measured_s: float, d: float) -> float:
+    """A time measured in the dilated emulation, as the emulated devices would see it."""
+    return measured_s / d
+
+
+def rate(measured_per_s: float, d: float) -> float:
+    """A rate (bytes or operations per second) measured in the dilated emulation."""
+    return measured_per_s * d
+
+
+def timeout(real_s: float, d: float) -> float:
+    """A timeout for a dilated run: D times longer."""
+    return real_s * d

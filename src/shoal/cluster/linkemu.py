@@ -1,0 +1,241 @@
+"""Start and stop shoal-linkemu, the user-space switch of emulated links without netem.
+
+The forwarder (``shoal/native/linkemu``) creates each device's ``eth0`` as
+a TAP device inside the device's network namespace and runs in the cluster's
+switch namespace, so killing the namespaces' processes (``state.remove``)
+stops it, and its TAP devices vanish with it. Each port's uplink (device to
+switch) and downlink (switch to device) get the link's rate, half its
+latency and jitter, and its loss.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Callable
+
+from shoal import proc
+from shoal.cluster import sysns
+from shoal.profiles import LinkType
+from shoal.errors import ShoalError
+
+TARGET = "linkemu"
+# A queue holds 200 ms of traffic (at least 256 KiB), like the tbf limit it replaces:
+# TCP's own window keeps it short, and a deep queue avoids drops below the rate.
+QUEUE_S = 0.2
+QUEUE_MIN_B = 256 * 1024
+READY_TIMEOUT_S = 10.0
+
+
+def binary() -> Path:
+    from shoal.mpi import build
+
+    return build.build_host(TARGET)
+
+
+def direction(link: LinkType | None) -> str:
+    """One direction of a port as the forwarder reads it: rate/delay/jitter/loss/limit."""
+    if link is None:  # unshaped (the head's port)
+        return "0/0/0/0/0"
+    limit = max(QUEUE_MIN_B, int(link.rate_bps / 8 * QUEUE_S))
+    return (f"{link.rate_bps:.6g}/{round(link.latency_s / 2 * 1e9)}/"
+            f"{round(link.jitter_s / 2 * 1e9)}/{link.loss:.9g}/{limit}")
+
+
+@dataclass(frozen=True)
+class Port:
+    netns_path: str
+    ifname: str
+    link: LinkType | None
+
+    def argument(self) -> str:
+        if "," in self.netns_path or "," in self.ifname:
+            raise ShoalError(f"forwarder port {self.netns_path}: paths with ',' are not supported")
+        side = direction(self.link)
+        return f"{self.netns_path},{self.ifname},{side},{side}"
+
+
+def argv(ports: list[Port], switch_netns: str | None, stats: Path | None,
+         log: Path | None = None, seed: int | None = None) -> list[str]:
+    args = [str(binary())]
+    if switch_netns:
+        args += ["--switch", switch_netns]
+    if stats:
+        args += ["--stats", str(stats)]
+    if log:
+        args += ["--log", str(log)]
+    if seed is not None:
+        args += ["--seed", str(seed)]
+    for port in ports:
+        args += ["--port", port.argument()]
+    return args
+
+
+def start(ports: list[Port], switch_netns: str | None, stats: Path | None,
+          log: Path | None = None, seed: int | None = None,
+          on_spawn: Callable[[dict], None] | None = None) -> tuple[dict, IO[bytes]]:
+    """Start the forwarder, wait until every TAP exists.
+
+    Returns {pid, start} for the state record, and its control pipe (see
+    set_host_latency).
+
+    It runs in a session of its own, so a persistent cluster's forwarder
+    outlives the command that brought the cluster up.
+    """
+    command = argv(ports, switch_netns, stats, log, seed)
+    process = proc.start(command, stdin=proc.PIPE, stdout=proc.PIPE, stderr=proc.PIPE, text=False)
+    entry = {"pid": process.pid, "start": sysns.process_start_time(process.pid)}
+    if on_spawn is not None:
+        on_spawn(entry)  # e.g. into the state record, before it creates anything
+    ready, _, _ = select.select([process.stdout], [], [], READY_TIMEOUT_S)
+    line = process.stdout.readline().decode() if ready else ""
+    if line.strip() != "ready":
+        process.stop()
+        err = process.stderr.read().decode().strip()
+        raise ShoalError(f"the link forwarder did not start: {err or 'no message'}; "
+                         "is /dev/net/tun there (modprobe tun)?")
+    process.stdout.close()
+    process.stderr.close()
+    # The state record names it from here on, and stop() or state.remove() end
+    # it; its stdin stays open for set_host_latency().
+    process.detach()
+    return entry, process.stdin
+
+
+def set_host_latency(control: IO[bytes], seconds: float) -> None:
+    """Tell the forwarder the host's own latency, to take off the links' delays; close control."""
+    try:
+        control.write(f"host_latency_ns {max(0, round(seconds * 1e9))}\n".encode())
+        control.flush()
+    except BrokenPipeError:
+        pass
+    finally:
+        try:
+            control.close()
+        except BrokenPipeError:
+            pass
+
+
+def measure_host_latency(netns_a: str, netns_b: str, address_b: str, model_s: float,
+                         rounds: int = 300) -> float:
+    """One-way latency of 64-byte TCP messages from a to b beyond what the links add.
+
+    A ping-pong between two sockets made in the two namespaces; the 20th
+    percentile keeps the host's own stack cost and leaves out moments when
+    another process held the CPU.
+    """
+    import socket
+    import threading
+
+    with sysns.in_netns(netns_b):
+        server = socket.socket()
+    server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    server.bind((address_b, 0))
+    server.listen(1)
+    port = server.getsockname()[1]
+    size = 64
+
+    def echo() -> None:
+        conn, _ = server.accept()
+        conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        with conn:
+            for _ in range(rounds + 20):
+                data = b""
+                while len(data) < size:
+                    chunk = conn.recv(size - len(data))
+                    if not chunk:
+                        return
+                    data += chunk
+                conn.sendall(data)
+
+    thread = threading.Thread(target=echo, daemon=True)
+    thread.start()
+    with sysns.in_netns(netns_a):
+        client = socket.socket()
+    times = []
+    try:
+        client.settimeout(5.0)
+        client.connect((address_b, port))
+        client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        payload = b"x" * size
+        for i in range(rounds + 20):
+            t0 = time.perf_counter()
+            client.sendall(payload)
+            got = 0
+            while got < size:
+                got += len(client.recv(size - got))
+            if i >= 20:
+                times.append((time.perf_counter() - t0) / 2)
+    except OSError:
+        return 0.0
+    finally:
+        client.close()
+        server.close()
+        thread.join(timeout=1.0)
+    times.sort()
+    return max(0.0, times[len(times) // 5] - model_s)
+
+
+def alive(entry: dict) -> bool:
+    """Whether the forwarder a record names still runs (a zombie waiting for its parent does not)."""
+    pid = entry.get("pid")
+    if not pid or sysns.process_start_time(pid) != entry.get("start"):
+        return False
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except (OSError, IndexError):
+        return False
+
+
+def stop(entry: dict, timeout_s: float = 5.0) -> None:
+    """End a forwarder named by a state record entry (SIGTERM: it writes its statistics)."""
+    if not alive(entry):
+        return
+    pid = entry["pid"]
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        _reap_child(pid)
+        if not alive(entry):
+            return
+        time.sleep(0.005)
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    _reap_child(pid)
+
+
+def _reap_child(pid: int) -> None:
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass
+
+
+def stats(entry: dict, path: Path, timeout_s: float = 2.0) -> dict:
+    """Ask a running forwarder for its counters (SIGUSR1) and read them."""
+    before = path.stat().st_mtime_ns if path.exists() else 0
+    os.kill(entry["pid"], signal.SIGUSR1)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if path.exists() and path.stat().st_mtime_ns != before:
+            return json.loads(path.read_text())
+        time.sleep(0.005)
+    raise ShoalError(f"the link forwarder (pid {entry['pid']}) did not write {path}")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (from /proc, while it runs)."""
+    with open(f"/proc/{pid}/stat") as fh:
+        fields = fh.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")

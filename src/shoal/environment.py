@@ -1,0 +1,90 @@
+"""Every ``SHOAL_*`` environment variable, in one list: name, meaning, default.
+
+shoal's Python code reads and sets these only through the ``Variable``
+objects here (a test checks that no other module names one); the native
+programs read theirs with ``getenv`` (marked "native"). The table in
+docs/architecture.md is ``markdown_table()`` of this list (a test checks
+they agree).
+
+Standard library only: the emulated cluster's launcher helper imports it
+on every rank start.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Variable:
+    name: str
+    meaning: str
+    #: The default as the table shows it.
+    default: str
+    #: The value ``get()`` gives when unset or empty (None: the reader computes its default).
+    fallback: str | None = None
+    #: Who reads it: "shoal", "native" (a C program), or "internal" (shoal sets it for itself).
+    reader: str = "shoal"
+
+    def get(self) -> str | None:
+        """The value, or ``fallback`` when the variable is unset or empty."""
+        return os.environ.get(self.name) or self.fallback
+
+    def is_set(self) -> bool:
+        return bool(os.environ.get(self.name))
+
+
+MPI = Variable("SHOAL_MPI", "the MPI when --mpi is not given (as --mpi takes it)",
+               "the default of --mpi")
+CACHE = Variable("SHOAL_CACHE", "where native programs are built and cached (per MPI identity)",
+                 "$XDG_CACHE_HOME/shoal, else ~/.cache/shoal")
+RUNS = Variable("SHOAL_RUNS", "where run directories go when --out is not given", "runs", "runs")
+PROFILES = Variable("SHOAL_PROFILES", "more device profile files (TOML), colon-separated",
+                    "none")
+SSH = Variable("SHOAL_SSH", "program used instead of ssh to reach real hosts (checks, launcher, "
+               "remote power samplers)", "ssh from PATH")
+STATE_DIR = Variable("SHOAL_STATE_DIR", "where emulated clusters are recorded (for status, "
+                     "down and the reaping of crashed runs)", "/run/shoal", "/run/shoal")
+CGROUP_ROOT = Variable("SHOAL_CGROUP_ROOT", "cgroup file system the emulated devices' CPU limits "
+                       "are made in", "/sys/fs/cgroup", "/sys/fs/cgroup")
+USERNS = Variable("SHOAL_USERNS", "'always': emulate in a user namespace even as root",
+                  "only when not root")
+USERNS_INSIDE = Variable("SHOAL_USERNS_INSIDE", "set by shoal inside its user namespace",
+                         "unset", reader="internal")
+USERNS_OWNER = Variable("SHOAL_USERNS_OWNER", "set by shoal: pid:start time of the command on "
+                        "the host, owner of a user-namespace cluster", "unset", reader="internal")
+LINK_EMULATOR = Variable("SHOAL_LINK_EMULATOR", "how emulated links are made: netem, forwarder "
+                        "(shoal-linkemu) or tbf (rates only)", "netem where the kernel has it, "
+                        "else forwarder")
+SYSFS_ROOT = Variable("SHOAL_SYSFS_ROOT", "where power sources look for /sys (tests: a fake tree)",
+                      "/sys", "/sys")
+PROC_ROOT = Variable("SHOAL_PROC_ROOT", "where the power model reads /proc/stat (tests: a fake "
+                     "tree)", "/proc", "/proc")
+POWER_FASTPOLL = Variable("SHOAL_POWER_FASTPOLL", "'0': sample sysfs sources in Python even at "
+                          "high rates (no C poller)", "1", "1")
+WAIT = Variable("SHOAL_WAIT", "libshoalwait's wait mode in each rank (set by shoal run, bench "
+                "--wait, waitlab)", "backoff", reader="native")
+WAIT_CLASSES = Variable("SHOAL_WAIT_CLASSES", "libshoalwait: call classes to rewrite (p2p, send, "
+                        "coll)", "all", reader="native")
+WAIT_TELEMETRY = Variable("SHOAL_WAIT_TELEMETRY", "libshoalwait: directory for per-rank "
+                          "telemetry JSON", "none", reader="native")
+WAIT_SLACK_NS = Variable("SHOAL_WAIT_SLACK_NS", "libshoalwait: timer slack of sleeping ranks (ns)",
+                         "1", reader="native")
+WAIT_SEND_EAGER_B = Variable("SHOAL_WAIT_SEND_EAGER_B", "libshoalwait: blocking sends smaller than this "
+                             "pass straight to MPI (B)", "16384", reader="native")
+BENCH_CORRUPT = Variable("SHOAL_BENCH_CORRUPT", "tests only: this rank of the benchmark program "
+                         "flips a sent byte (to test --check)", "none", reader="native")
+
+ALL = (MPI, CACHE, RUNS, PROFILES, SSH, STATE_DIR, CGROUP_ROOT, USERNS, USERNS_INSIDE,
+       USERNS_OWNER, LINK_EMULATOR, SYSFS_ROOT, PROC_ROOT, POWER_FASTPOLL, WAIT, WAIT_CLASSES, WAIT_TELEMETRY,
+       WAIT_SLACK_NS, WAIT_SEND_EAGER_B, BENCH_CORRUPT)
+#: libshoalwait's variables: passed to ranks, and recorded with benchmark runs.
+WAIT_VARIABLES = (WAIT, WAIT_CLASSES, WAIT_TELEMETRY, WAIT_SLACK_NS, WAIT_SEND_EAGER_B)
+
+
+def markdown_table() -> str:
+    """The variables as a Markdown table (docs/architecture.md holds this text)."""
+    lines = ["| variable | meaning | default | read by |", "|---|---|---|---|"]
+    lines += [f"| `{v.name}` | {v.meaning} | {v.default} | {v.reader} |" for v in ALL]
+    return "\n".join(lines)

@@ -1,0 +1,601 @@
+/* shoal-linkemu: an emulated Ethernet switch whose ports are links with a rate,
+ * a one-way delay, jitter and loss, for kernels without sch_netem.
+ *
+ * Each port is a TAP device created inside a device's network namespace (it
+ * becomes the device's eth0); this process holds the TAP file descriptors and
+ * is the switch between them, in the style of Mahimahi's delay and link
+ * shells but with nanosecond clocks. A frame read from port i crosses i's
+ * uplink, the switch, then the downlink of the port its destination MAC was
+ * learned on (flooded when unknown):
+ *
+ *   uplink:   depart = max(arrival, uplink free) + wire/R_i
+ *             at_switch = depart + delay_i (+ jitter), never before the previous frame
+ *   downlink: depart = max(at_switch, downlink free) + wire/R_j
+ *             deliver = depart + delay_j (+ jitter), never before the previous frame
+ *
+ * wire = max(frame, 60) + 24 line bytes (FCS, preamble+SFD, inter-frame gap).
+ * Loss is drawn once per direction. A direction's queue holds at most
+ * limit bytes' worth of serialization time; later frames are dropped (tail drop).
+ * Times are computed from the scheduled times, not from when this process
+ * woke, so wake-up lateness never accumulates along a queue.
+ *
+ * Usage (see shoal/cluster/linkemu.py, which builds the arguments):
+ *   shoal-linkemu [--switch NETNS] [--stats FILE] [--log FILE] [--seed N]
+ *                 --port NETNS,IFNAME,UP,DOWN ...
+ * where UP and DOWN are rate_bps/delay_ns/jitter_ns/loss/limit_B ("0" rate:
+ * no serialization). Prints "ready" on stdout once every TAP exists; SIGTERM
+ * or SIGINT writes the statistics (JSON) and exits; SIGUSR1 writes them only.
+ * A line "host_latency_ns N" on stdin takes N/2 off the delay of every direction
+ * (the host's own latency, measured once the ports are up); end of stdin is fine.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <linux/if.h>
+#include <linux/if_tun.h>
+#include <linux/virtio_net.h>
+#include <sched.h>
+#include <stddef.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#define VNET_HDR 10        /* struct virtio_net_hdr in front of every frame */
+#define FRAME_MAX (VNET_HDR + 65536 + 64) /* TCP segmentation offload: up to 64 KiB frames */
+#define MAX_PORTS 256
+#define MAC_TABLE 1024
+#define LINE_OVERHEAD 24   /* FCS 4 + preamble/SFD 8 + inter-frame gap 12 */
+#define MIN_FRAME 60       /* minimum Ethernet frame without FCS */
+#define READ_BATCH 64
+
+typedef struct {
+    double rate_bps;       /* 0: no serialization */
+    int64_t delay_ns, jitter_ns;
+    double loss;
+    int64_t limit_B;
+    int64_t free_ns;       /* when the transmitter is next free */
+    int64_t last_out_ns;   /* FIFO: no frame leaves before the previous one */
+    uint64_t frames, bytes, lost, dropped; /* bytes: line bytes */
+} direction_t;
+
+typedef struct {
+    int fd;
+    char name[IFNAMSIZ];
+    char netns[512];
+    direction_t up, down;
+    uint64_t write_errors;
+} port_t;
+
+typedef struct frame {
+    struct frame *next_free;
+    int in_port;
+    uint32_t len;          /* bytes read, virtio header included */
+    uint32_t wire;         /* line bytes of the frames it stands for */
+    uint32_t segments;     /* how many frames that is */
+    int64_t first_ns;      /* when its first segment reached the switch */
+    int64_t arrived_ns;
+    unsigned char data[FRAME_MAX];
+} frame_t;
+
+enum { EV_SWITCH = 0, EV_DELIVER = 1 };
+
+typedef struct {
+    int64_t t_ns;
+    uint64_t seq;          /* ties keep insertion order */
+    frame_t *frame;
+    int port;              /* output port for EV_DELIVER */
+    int kind;
+} event_t;
+
+static port_t ports[MAX_PORTS];
+static int nports;
+static event_t *heap;
+static size_t heap_len, heap_cap;
+static uint64_t seq_counter;
+static frame_t *free_frames;
+static struct { unsigned char mac[6]; int port; } macs[MAC_TABLE];
+static int nmacs;
+static volatile sig_atomic_t stop_flag, stats_flag;
+static const char *stats_path;
+static FILE *log_file;
+static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
+/* Lateness of deliveries (actual write time - scheduled time), log2 buckets of ns. */
+static uint64_t late_hist[40];
+static uint64_t frames_in_flight, frames_peak;
+static int64_t early_ns = 20000; /* adaptive: wake this long before an event, then spin */
+static int realtime;
+/* The host's own one-way latency (its TCP stacks, MPI, this switch) between two
+ * devices, set through the control pipe: taken off the links' delays, so a
+ * small message takes the link's latency, not that plus the host's. */
+static int64_t host_ns;
+
+static void die(const char *what) {
+    fprintf(stderr, "shoal-linkemu: %s: %s\n", what, strerror(errno));
+    exit(2);
+}
+
+static void usage(const char *msg) {
+    fprintf(stderr, "shoal-linkemu: %s\n", msg);
+    exit(2);
+}
+
+static inline int64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static inline uint64_t rng_next(void) { /* xorshift64* */
+    rng_state ^= rng_state >> 12;
+    rng_state ^= rng_state << 25;
+    rng_state ^= rng_state >> 27;
+    return rng_state * 2685821657736338717ull;
+}
+
+static inline double rng_unit(void) { return (rng_next() >> 11) * (1.0 / 9007199254740992.0); }
+
+/* ---- frames and the event heap -------------------------------------------------- */
+
+static frame_t *frame_new(void) {
+    frame_t *f = free_frames;
+    if (f) free_frames = f->next_free;
+    else if (!(f = malloc(sizeof *f))) die("out of memory");
+    if (++frames_in_flight > frames_peak) frames_peak = frames_in_flight;
+    return f;
+}
+
+static void frame_free(frame_t *f) {
+    f->next_free = free_frames;
+    free_frames = f;
+    frames_in_flight--;
+}
+
+static inline int ev_less(const event_t *a, const event_t *b) {
+    return a->t_ns < b->t_ns || (a->t_ns == b->t_ns && a->seq < b->seq);
+}
+
+static void heap_push(int64_t t, frame_t *f, int port, int kind) {
+    if (heap_len == heap_cap) {
+        heap_cap = heap_cap ? heap_cap * 2 : 1024;
+        if (!(heap = realloc(heap, heap_cap * sizeof *heap))) die("out of memory");
+    }
+    event_t ev = {t, seq_counter++, f, port, kind};
+    size_t i = heap_len++;
+    while (i > 0) {
+        size_t p = (i - 1) / 2;
+        if (!ev_less(&ev, &heap[p])) break;
+        heap[i] = heap[p];
+        i = p;
+    }
+    heap[i] = ev;
+}
+
+static event_t heap_pop(void) {
+    event_t top = heap[0], last = heap[--heap_len];
+    size_t i = 0;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= heap_len) break;
+        if (c + 1 < heap_len && ev_less(&heap[c + 1], &heap[c])) c++;
+        if (!ev_less(&heap[c], &last)) break;
+        heap[i] = heap[c];
+        i = c;
+    }
+    if (heap_len) heap[i] = last;
+    return top;
+}
+
+/* ---- the link arithmetic ---------------------------------------------------------- */
+
+/* Line bytes of a frame as read from a TAP with offloads: a TCP super-frame of
+ * n segments (gso_size payload each) stands for n frames, each with its own
+ * Ethernet/IP/TCP headers and line overhead. */
+static uint32_t wire_bytes(const unsigned char *buf, uint32_t len, uint32_t *segments_out) {
+    *segments_out = 1;
+    const struct virtio_net_hdr *vh = (const void *)buf;
+    uint32_t frame = len - VNET_HDR;
+    if (vh->gso_type == VIRTIO_NET_HDR_GSO_NONE || vh->gso_size == 0)
+        return (frame < MIN_FRAME ? MIN_FRAME : frame) + LINE_OVERHEAD;
+    const unsigned char *eth = buf + VNET_HDR;
+    uint32_t l3 = 14, headers;
+    uint16_t type = (uint16_t)(eth[12] << 8 | eth[13]);
+    if (type == 0x8100) { l3 = 18; type = (uint16_t)(eth[16] << 8 | eth[17]); }
+    if (type == 0x0800 && frame > l3 + 20) {
+        uint32_t l4 = l3 + (eth[l3] & 15) * 4;
+        headers = l4 + (frame > l4 + 12 ? (eth[l4 + 12] >> 4) * 4 : 20);
+    } else if (type == 0x86DD && frame > l3 + 40) {
+        uint32_t l4 = l3 + 40;
+        headers = l4 + (frame > l4 + 12 ? (eth[l4 + 12] >> 4) * 4 : 20);
+    } else {
+        headers = l3 + 40;
+    }
+    if (headers >= frame) return frame + LINE_OVERHEAD;
+    uint32_t payload = frame - headers, mss = vh->gso_size;
+    uint32_t segments = (payload + mss - 1) / mss;
+    *segments_out = segments ? segments : 1;
+    return payload + segments * (headers + LINE_OVERHEAD);
+}
+
+/* Queue a frame of `segments` segments on a direction, its first segment
+ * arriving at `first`, its last at `last`; return when the last leaves the far
+ * end, or -1 if it is lost or the queue is full. Segments are pipelined: a
+ * super-frame is not stored and forwarded whole. */
+static int64_t cross(direction_t *d, int64_t first, int64_t last, uint32_t wire, uint32_t segments) {
+    if (d->loss > 0 && rng_unit() < d->loss) {
+        d->lost++;
+        return -1;
+    }
+    int64_t depart = last;
+    if (d->rate_bps > 0) {
+        int64_t start = d->free_ns > first ? d->free_ns : first;
+        int64_t backlog_ns = start - first;
+        if (d->limit_B > 0 && (double)backlog_ns * d->rate_bps / 8e9 > (double)d->limit_B) {
+            d->dropped++;
+            return -1;
+        }
+        depart = start + (int64_t)(wire * 8e9 / d->rate_bps + 0.5);
+        int64_t tail = last + (int64_t)(wire * 8e9 / segments / d->rate_bps + 0.5);
+        if (tail > depart) depart = tail;
+        d->free_ns = depart;
+    }
+    int64_t delay = d->delay_ns - host_ns / 2;
+    int64_t out = depart + (delay > 0 ? delay : 0);
+    if (d->jitter_ns > 0)
+        out += (int64_t)((2.0 * rng_unit() - 1.0) * (double)d->jitter_ns);
+    if (out < depart) out = depart;
+    if (out < d->last_out_ns) out = d->last_out_ns; /* keep order: TCP sees no reordering */
+    d->last_out_ns = out;
+    d->frames++;
+    d->bytes += wire;
+    return out;
+}
+
+/* ---- switching ---------------------------------------------------------------------- */
+
+static void learn(const unsigned char *mac, int port) {
+    if (mac[0] & 1) return; /* never learn a group address */
+    for (int i = 0; i < nmacs; i++)
+        if (memcmp(macs[i].mac, mac, 6) == 0) {
+            macs[i].port = port;
+            return;
+        }
+    if (nmacs < MAC_TABLE) {
+        memcpy(macs[nmacs].mac, mac, 6);
+        macs[nmacs++].port = port;
+    }
+}
+
+static int lookup(const unsigned char *mac) {
+    if (mac[0] & 1) return -1;
+    for (int i = 0; i < nmacs; i++)
+        if (memcmp(macs[i].mac, mac, 6) == 0) return macs[i].port;
+    return -1;
+}
+
+static void to_downlink(frame_t *f, int out, int64_t t) {
+    int64_t deliver = cross(&ports[out].down, f->first_ns, t, f->wire, f->segments);
+    if (deliver < 0) {
+        frame_free(f);
+        return;
+    }
+    heap_push(deliver, f, out, EV_DELIVER);
+}
+
+static void at_switch(frame_t *f, int64_t t) {
+    learn(f->data + VNET_HDR + 6, f->in_port);
+    int out = lookup(f->data + VNET_HDR);
+    if (out >= 0) {
+        if (out == f->in_port) frame_free(f);
+        else to_downlink(f, out, t);
+        return;
+    }
+    int first = 1;
+    for (int p = 0; p < nports; p++) { /* flood */
+        if (p == f->in_port) continue;
+        frame_t *copy = f;
+        if (!first) {
+            copy = frame_new();
+            memcpy(copy, f, offsetof(frame_t, data) + f->len);
+        }
+        first = 0;
+        to_downlink(copy, p, t);
+    }
+    if (first) frame_free(f);
+}
+
+static void log_delivery(const frame_t *f, int out, int64_t scheduled, int64_t actual) {
+    fprintf(log_file, "%d,%d,%u,%" PRId64 ",%" PRId64 ",%" PRId64 "\n", f->in_port, out, f->len,
+            f->arrived_ns, scheduled, actual);
+}
+
+static void run_event(event_t ev) {
+    if (ev.kind == EV_SWITCH) {
+        at_switch(ev.frame, ev.t_ns);
+        return;
+    }
+    frame_t *f = ev.frame;
+    port_t *p = &ports[ev.port];
+    if (write(p->fd, f->data, f->len) < 0) p->write_errors++;
+    int64_t actual = now_ns(), late = actual - ev.t_ns;
+    int b = 0;
+    while (b < 39 && late > ((int64_t)1 << b)) b++;
+    late_hist[b]++;
+    if (log_file) log_delivery(f, ev.port, ev.t_ns, actual);
+    frame_free(f);
+}
+
+static void read_port(int i) {
+    port_t *p = &ports[i];
+    for (int k = 0; k < READ_BATCH; k++) {
+        frame_t *f = frame_new();
+        ssize_t n = read(p->fd, f->data, sizeof f->data);
+        if (n < 0) {
+            frame_free(f);
+            if (errno == EAGAIN || errno == EINTR) return;
+            die("read from TAP");
+        }
+        if (n < VNET_HDR + 14) {
+            frame_free(f);
+            continue;
+        }
+        f->in_port = i;
+        f->len = (uint32_t)n;
+        f->wire = wire_bytes(f->data, f->len, &f->segments);
+        f->arrived_ns = now_ns();
+        int64_t t = cross(&p->up, f->arrived_ns, f->arrived_ns, f->wire, f->segments);
+        if (t < 0) {
+            frame_free(f);
+            continue;
+        }
+        f->first_ns = t;
+        if (p->up.rate_bps > 0 && f->segments > 1)
+            f->first_ns -= (int64_t)((double)f->wire * (f->segments - 1) / f->segments * 8e9 / p->up.rate_bps);
+        heap_push(t, f, i, EV_SWITCH);
+    }
+}
+
+/* ---- statistics ---------------------------------------------------------------------- */
+
+static void write_direction(FILE *out, const char *name, const direction_t *d) {
+    fprintf(out, "\"%s\": {\"rate_bps\": %.17g, \"delay_ns\": %" PRId64 ", \"jitter_ns\": %" PRId64
+            ", \"loss\": %.17g, \"limit_B\": %" PRId64 ", \"frames\": %" PRIu64 ", \"wire_bytes\": %" PRIu64
+            ", \"lost\": %" PRIu64 ", \"dropped\": %" PRIu64 "}", name, d->rate_bps, d->delay_ns, d->jitter_ns,
+            d->loss, d->limit_B, d->frames, d->bytes, d->lost, d->dropped);
+}
+
+static void write_stats(void) {
+    if (!stats_path) return;
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.tmp", stats_path);
+    FILE *out = fopen(tmp, "w");
+    if (!out) return;
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    fprintf(out, "{\"cpu_user_s\": %.6f, \"cpu_system_s\": %.6f, \"frames_peak\": %" PRIu64
+            ", \"early_ns\": %" PRId64 ", \"realtime\": %s, \"host_latency_ns\": %" PRId64 ",\n \"late_ns_log2_histogram\": [",
+            ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6, ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6,
+            frames_peak, early_ns, realtime ? "true" : "false", host_ns);
+    for (int b = 0; b < 40; b++) fprintf(out, "%s%" PRIu64, b ? ", " : "", late_hist[b]);
+    fprintf(out, "],\n \"ports\": [");
+    for (int i = 0; i < nports; i++) {
+        fprintf(out, "%s\n  {\"name\": \"%s\", \"netns\": \"%s\", ", i ? "," : "", ports[i].name,
+                ports[i].netns);
+        write_direction(out, "up", &ports[i].up);
+        fprintf(out, ", ");
+        write_direction(out, "down", &ports[i].down);
+        fprintf(out, ", \"write_errors\": %" PRIu64 "}", ports[i].write_errors);
+    }
+    fprintf(out, "]}\n");
+    fclose(out);
+    rename(tmp, stats_path);
+}
+
+static void on_signal(int sig) {
+    if (sig == SIGUSR1) stats_flag = 1;
+    else stop_flag = 1;
+}
+
+/* ---- set-up ---------------------------------------------------------------------------- */
+
+static void parse_direction(const char *text, direction_t *d, const char *spec) {
+    double rate, loss;
+    long long delay, jitter, limit;
+    if (sscanf(text, "%lf/%lld/%lld/%lf/%lld", &rate, &delay, &jitter, &loss, &limit) != 5 ||
+        rate < 0 || delay < 0 || jitter < 0 || loss < 0 || loss > 1 || limit < 0) {
+        fprintf(stderr, "shoal-linkemu: bad link %s in --port %s (want rate_bps/delay_ns/jitter_ns/"
+                "loss/limit_B, all >= 0, loss <= 1)\n", text, spec);
+        exit(2);
+    }
+    memset(d, 0, sizeof *d);
+    d->rate_bps = rate;
+    d->delay_ns = delay;
+    d->jitter_ns = jitter;
+    d->loss = loss;
+    d->limit_B = limit;
+}
+
+static void parse_port(char *spec) {
+    if (nports == MAX_PORTS) usage("too many ports");
+    char copy[1024];
+    snprintf(copy, sizeof copy, "%s", spec);
+    char *fields[4];
+    int n = 0;
+    for (char *save = NULL, *tok = strtok_r(copy, ",", &save); tok && n < 4; tok = strtok_r(NULL, ",", &save))
+        fields[n++] = tok;
+    if (n != 4) usage("--port wants NETNS,IFNAME,UP,DOWN");
+    port_t *p = &ports[nports++];
+    snprintf(p->netns, sizeof p->netns, "%s", fields[0]);
+    if (strlen(fields[1]) >= IFNAMSIZ || !fields[1][0]) usage("interface name too long or empty");
+    snprintf(p->name, sizeof p->name, "%s", fields[1]);
+    parse_direction(fields[2], &p->up, spec);
+    parse_direction(fields[3], &p->down, spec);
+}
+
+static void enter_netns(const char *path) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0 || setns(fd, CLONE_NEWNET) != 0) {
+        fprintf(stderr, "shoal-linkemu: cannot enter network namespace %s: %s\n", path, strerror(errno));
+        exit(2);
+    }
+    close(fd);
+}
+
+/* Create port p's TAP inside its namespace; the descriptor keeps working from anywhere. */
+static void open_tap(port_t *p) {
+    enter_netns(p->netns);
+    int fd = open("/dev/net/tun", O_RDWR | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) die("open /dev/net/tun (is the tun module loaded?)");
+    struct ifreq ifr;
+    memset(&ifr, 0, sizeof ifr);
+    ifr.ifr_flags = IFF_TAP | IFF_NO_PI | IFF_VNET_HDR;
+    memcpy(ifr.ifr_name, p->name, strlen(p->name));
+    if (ioctl(fd, TUNSETIFF, &ifr) < 0) {
+        fprintf(stderr, "shoal-linkemu: cannot create TAP %s in %s: %s\n", p->name, p->netns, strerror(errno));
+        exit(2);
+    }
+    /* Let the device's stack hand over (and take) whole TCP super-frames with
+     * partial checksums, as to a virtio NIC: one read per 64 KiB instead of per
+     * frame. Their line time is still that of every segment. */
+    int hdr = VNET_HDR;
+    if (ioctl(fd, TUNSETVNETHDRSZ, &hdr) < 0) die("TUNSETVNETHDRSZ");
+    if (ioctl(fd, TUNSETOFFLOAD, TUN_F_CSUM | TUN_F_TSO4 | TUN_F_TSO6) < 0) die("TUNSETOFFLOAD");
+    p->fd = fd;
+}
+
+int main(int argc, char **argv) {
+    const char *switch_ns = NULL, *log_path = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--port") && i + 1 < argc) parse_port(argv[++i]);
+        else if (!strcmp(argv[i], "--switch") && i + 1 < argc) switch_ns = argv[++i];
+        else if (!strcmp(argv[i], "--stats") && i + 1 < argc) stats_path = argv[++i];
+        else if (!strcmp(argv[i], "--log") && i + 1 < argc) log_path = argv[++i];
+        else if (!strcmp(argv[i], "--seed") && i + 1 < argc) rng_state = strtoull(argv[++i], NULL, 0) | 1;
+        else {
+            fprintf(stderr, "shoal-linkemu: unknown argument %s\n", argv[i]);
+            return 2;
+        }
+    }
+    if (nports < 1) usage("give at least one --port NETNS,IFNAME,UP,DOWN");
+    int own = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+    if (own < 0) die("open own network namespace");
+    for (int i = 0; i < nports; i++) open_tap(&ports[i]);
+    if (switch_ns) enter_netns(switch_ns);
+    else if (setns(own, CLONE_NEWNET) != 0) die("return to own network namespace");
+    close(own);
+    if (log_path && !(log_file = fopen(log_path, "w"))) die("open --log file");
+    if (log_file) fprintf(log_file, "in_port,out_port,len,arrived_ns,scheduled_ns,delivered_ns\n");
+
+    prctl(PR_SET_TIMERSLACK, 1UL); /* hrtimer wake-ups without the default 50 us slack */
+    /* The switch is hardware to the devices: where allowed, it runs before any
+     * device's (or other) ordinary process, so a busy host delays frames less.
+     * Its spins last at most early_ns, so it never holds a CPU for long. */
+    struct sched_param sp = {.sched_priority = 1};
+    realtime = sched_setscheduler(0, SCHED_FIFO, &sp) == 0;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGUSR1, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    int ep = epoll_create1(EPOLL_CLOEXEC);
+    if (ep < 0) die("epoll_create1");
+    for (int i = 0; i < nports; i++) {
+        struct epoll_event ev = {.events = EPOLLIN, .data.u32 = (uint32_t)i};
+        if (epoll_ctl(ep, EPOLL_CTL_ADD, ports[i].fd, &ev) < 0) die("epoll_ctl");
+    }
+    printf("ready\n");
+    fflush(stdout);
+
+    /* A timerfd (no timer slack) wakes the loop shortly before the next event;
+     * the rest is spun, since hrtimer wake-ups are late by several microseconds. */
+    int tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    if (tfd < 0) die("timerfd_create");
+    struct epoll_event tev = {.events = EPOLLIN, .data.u32 = (uint32_t)MAX_PORTS};
+    if (epoll_ctl(ep, EPOLL_CTL_ADD, tfd, &tev) < 0) die("epoll_ctl");
+    int64_t armed = -1;
+    struct epoll_event cev = {.events = EPOLLIN, .data.u32 = (uint32_t)MAX_PORTS + 1};
+    epoll_ctl(ep, EPOLL_CTL_ADD, 0, &cev); /* fails harmlessly when stdin is not a pipe */
+    char line[256];
+    size_t line_len = 0;
+    struct epoll_event events[MAX_PORTS + 2];
+    while (!stop_flag) {
+        if (stats_flag) {
+            stats_flag = 0;
+            write_stats();
+        }
+        int64_t now = now_ns();
+        while (heap_len && heap[0].t_ns <= now) {
+            run_event(heap_pop());
+            now = now_ns();
+        }
+        int timeout = -1;
+        if (heap_len) {
+            int64_t target = heap[0].t_ns - early_ns;
+            if (target <= now) {
+                timeout = 0; /* spin */
+            } else if (target != armed) {
+                struct itimerspec its = {{0, 0}, {target / 1000000000, target % 1000000000}};
+                if (timerfd_settime(tfd, TFD_TIMER_ABSTIME, &its, NULL) < 0) die("timerfd_settime");
+                armed = target;
+            }
+        }
+        int n = epoll_wait(ep, events, MAX_PORTS + 2, timeout);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            die("epoll_wait");
+        }
+        for (int k = 0; k < n; k++) {
+            uint32_t which = events[k].data.u32;
+            if (which == MAX_PORTS + 1) {
+                ssize_t got = read(0, line + line_len, sizeof line - 1 - line_len);
+                if (got <= 0) {
+                    if (got < 0 && errno == EINTR) continue;
+                    epoll_ctl(ep, EPOLL_CTL_DEL, 0, NULL); /* the owner closed it */
+                    continue;
+                }
+                line_len += (size_t)got;
+                line[line_len] = 0;
+                char *nl;
+                while ((nl = strchr(line, '\n'))) {
+                    *nl = 0;
+                    long long v;
+                    if (sscanf(line, "host_latency_ns %lld", &v) == 1 && v >= 0) host_ns = v;
+                    memmove(line, nl + 1, strlen(nl + 1) + 1);
+                    line_len = strlen(line);
+                }
+                if (line_len == sizeof line - 1) line_len = 0;
+                continue;
+            }
+            if (which != MAX_PORTS) {
+                read_port((int)which);
+                continue;
+            }
+            uint64_t expirations;
+            if (read(tfd, &expirations, sizeof expirations) < 0 && errno != EAGAIN) die("read timerfd");
+            /* Adapt how early to wake from how late this wake was; ignore wakes
+             * delayed by the host scheduler, which no margin can absorb. */
+            int64_t over = now_ns() - armed;
+            if (over >= 0 && over < 100000) {
+                early_ns += (over + 2000 - early_ns) / 8;
+                if (early_ns < 2000) early_ns = 2000;
+                if (early_ns > 50000) early_ns = 50000;
+            }
+            armed = -1;
+        }
+    }
+    write_stats();
+    if (log_file) fclose(log_file);
+    return 0;
+}

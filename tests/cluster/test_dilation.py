@@ -1,0 +1,81 @@
+"""Time dilation arithmetic: choosing D, scaling links and budgets, undoing it on results."""
+
+from __future__ import annotations
+
+import pytest
+
+from shoal.bench import records
+from shoal.cluster import dilation
+from shoal.profiles import LinkType
+from shoal.errors import ShoalError
+
+
+def test_smallest_whole_factor_that_fits():
+    # Two MinnowBoards (0.5 CPU each) fit two host CPUs with the reserve: real time.
+    assert dilation.choose([0.5, 0.5], 2) == 1
+    # Four boards and a NUC need about 3.5 CPUs; 1.5 CPUs are left after the reserve.
+    assert dilation.choose([0.5] * 4 + [1.5], 2) == 3
+    assert dilation.needed([0.5] * 4 + [1.5], 2) == pytest.approx(3.5 / 1.5)
+    with pytest.raises(ShoalError, match="leaves nothing"):
+        dilation.choose([1.0], 0.5)
+
+
+def test_links_and_budgets_scale_with_d():
+    link = LinkType("x", 100e6, latency_s=1e-4, jitter_s=2e-5, loss=0.01)
+    slow = dilation.link(link, 4)
+    assert (slow.rate_bps, slow.latency_s, slow.jitter_s, slow.loss) == (25e6, 4e-4, 8e-5, 0.01)
+    assert dilation.link(link, 1) is link
+    assert dilation.budget(1.5, 3) == 0.5
+    assert dilation.seconds(0.3, 3) == pytest.approx(0.1)
+    assert dilation.rate(10.0, 3) == 30.0
+    assert dilation.timeout(20, 3) == 60
+
+
+@pytest.mark.parametrize("value, message", [
+    ("0.5", "at least 1"), ("-2", "at least 1"), ("nan", "at least 1"), ("inf", "at least 1"),
+    ("two", "give a number"), ("1000", "at most 64"),
+])
+def test_impossible_dilations_are_refused(value, message):
+    with pytest.raises(ShoalError, match=message):
+        dilation.check(value)
+
+
+def test_a_dilation_that_starves_a_device_is_refused():
+    with pytest.raises(ShoalError, match="at most 5"):
+        dilation.check(10, [0.05, 0.5])
+    assert dilation.check("2.5", [0.5]) == 2.5
+
+
+def test_results_recorded_at_d_are_divided_by_d():
+    record = {"samples_s": [0.2, 0.4, 0.6], "rank_mean_s": [0.4, 0.4], "ranks": 2,
+              "test": "imb.PingPong", "size_B": 1024, "bytes_per_op": 1024}
+    row = records.result_row(records.undilate(record, 2.0), "2xminnowboard", 2, dilation=2.0)
+    assert row["time_median_s"] == pytest.approx(0.2)
+    assert row["bandwidth_median_Bps"] == pytest.approx(1024 / 0.2)
+    assert row["dilation"] == 2.0
+    assert record["samples_s"] == [0.2, 0.4, 0.6]  # the raw record is left alone
+    # Energy: the same watts for 1/D of the time.
+    row.update({"t_start_mono_s": 10.0, "t_end_mono_s": 12.0})
+    records.add_energy(row, {"energy_J": 8.0, "mean_power_W": 4.0, "idle_power_W": 1.0}, 2.0)
+    assert row["energy_J"] == pytest.approx(4.0)
+    assert row["energy_net_J"] == pytest.approx(4.0 - 1.0 * 1.0)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["bench", "--emulate", "2xminnowboard", "--dilation", "0.5"], "at least 1"),
+    (["bench", "--tests", "imb.PingPong", "--dilation", "2"], "emulated clusters"),
+    (["cluster", "up", "--emulate", "2xminnowboard", "--dilation", "x"], "give a number"),
+    (["study", "--dilation", "-1"], "at least 1"),
+    (["cluster", "fidelity", "--dilation", "1,,2"], "separated by commas"),
+    (["cluster", "fidelity", "--dilation", "1,inf"], "at least 1"),
+])
+def test_cli_refuses_impossible_dilations_in_one_line(argv, message, tmp_path):
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "shoal", *argv, "--out", str(tmp_path / "r")]
+                          if argv[0] == "bench" else [sys.executable, "-m", "shoal", *argv],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and message in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr

@@ -1,0 +1,192 @@
+"""The link forwarder (shoal-linkemu) in real network namespaces, with real MPI traffic."""
+
+from __future__ import annotations
+
+import csv
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from shoal import cluster
+from shoal.cluster import session
+from shoal.cluster import inventory, linkemu, linkmodel, matrix, state, sysns
+from shoal.cluster.emulated import EmulatedCluster
+from shoal.profiles import link_from_table
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="emulated clusters with TAP ports need root")
+
+
+def _cluster(n: int, link_table: dict, tmp_path=None) -> session.Cluster:
+    inv = inventory.from_emulate(f"{n}xminnowboard")
+    link = link_from_table("test-link", link_table, "test")
+    inv.nodes[:] = [node.__class__(node.name, node.profile, link, node.slots, node.address)
+                    for node in inv.nodes]
+    emu = EmulatedCluster(inv, calibrate=False, dilation=1)
+    if tmp_path is not None:
+        emu.link_log = tmp_path / "frames.csv"
+    return session.Cluster(inv, emu, owns=True)
+
+
+def test_bad_ports_are_refused_in_one_line():
+    exe = str(linkemu.binary())
+    for args, message in ((["--port", "/run/netns/x,eth0,1e6/-5/0/0/0,0/0/0/0/0"], "bad link"),
+                          (["--port", "/run/netns/x,eth0,1e6/0/0/1.5/0,0/0/0/0/0"], "loss <= 1"),
+                          (["--port", "only-two,fields"], "NETNS,IFNAME,UP,DOWN"),
+                          ([], "at least one --port"),
+                          (["--bogus"], "unknown argument")):
+        proc = subprocess.run([exe, *args], capture_output=True, text=True, timeout=10)
+        assert proc.returncode == 2, args
+        assert len(proc.stderr.strip().splitlines()) == 1 and message in proc.stderr, proc.stderr
+
+
+def test_mpi_traffic_keeps_the_link_schedule(any_mpi, tmp_path):
+    """20 Mbit/s, 2 ms: every frame MPI sends waits its delay and line time, and no faster."""
+    rate, latency = 20e6, 2e-3
+    c = _cluster(2, {"rate_bps": rate, "latency_s": latency}, tmp_path)
+    with c:
+        record = state.read(c.emulated.id)
+        assert record["emulation"]["link_emulator"] == "forwarder"
+        host_s = record["emulation"]["host_latency_s"]
+        assert 0 <= host_s < latency
+        rows = matrix.measure(c, any_mpi, lat_size_B=1024, bw_size_B=256 << 10,
+                              bw_total_B=4 << 20, lat_iters=20)
+        counters = linkemu.stats(record["forwarder"], c.emulated.directory / "forwarder.json")
+    row = rows[0]
+    # Never faster than the link: no message beats the model, no stream beats the rate.
+    model = linkmodel.path(link_from_table("l", {"rate_bps": rate, "latency_s": latency}, "t"))
+    assert row["latency_s"] >= model.one_way_s(1024) - host_s
+    assert row["bandwidth_Bps"] <= model.stream_Bps() * 1.001
+    assert row["bandwidth_Bps"] > 0.5 * model.stream_Bps()
+    # The streamed bytes crossed device 1's uplink and device 2's downlink (ports 1 and 2).
+    ports = counters["ports"]
+    assert ports[1]["up"]["wire_bytes"] >= row["bw_bytes"]
+    assert ports[2]["down"]["wire_bytes"] >= row["bw_bytes"]
+    assert all(p["up"]["dropped"] == 0 and p["write_errors"] == 0 for p in ports)
+    # The schedule of every frame from device 1 to device 2: it left the switch no
+    # sooner than the two half delays (less the host's own latency) after it arrived,
+    # was never written before its time, and frames on the downlink are spaced by at
+    # least their line time (FIFO at the rate).
+    frames = [r for r in csv.DictReader(open(tmp_path / "frames.csv"))
+              if (r["in_port"], r["out_port"]) == ("1", "2")]
+    assert len(frames) > 100
+    delay_ns = latency * 1e9 - host_s * 1e9
+    previous = None
+    for f in frames:
+        arrived, scheduled, delivered = (int(f[k]) for k in ("arrived_ns", "scheduled_ns", "delivered_ns"))
+        wire = max(int(f["len"]) - 10, 60) + 24  # virtio header off, short frames padded
+        assert scheduled - arrived >= delay_ns - 2 + 2 * 8e9 * wire / rate * 0.999 or int(f["len"]) > 1600
+        assert delivered >= scheduled
+        if previous is not None:
+            assert scheduled >= previous
+        previous = scheduled
+
+
+def _udp_blast(c, count: int) -> tuple[int, dict]:
+    """Send ``count`` datagrams from device 1 to device 2; return how many arrived and the counters."""
+    record = state.read(c.emulated.id)
+    a, b = (str(state.NETNS_DIR / c.emulated.netns(n)) for n in ("minnowboard1", "minnowboard2"))
+    address_b = record["nodes"]["minnowboard2"]["address"]
+    with sysns.in_netns(b):
+        rx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    rx.bind((address_b, 0))
+    rx.settimeout(1.0)
+    with sysns.in_netns(a):
+        tx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    got = [0]
+
+    def receive():
+        try:
+            while True:
+                rx.recv(2048)
+                got[0] += 1
+        except OSError:
+            pass
+
+    thread = threading.Thread(target=receive)
+    thread.start()
+    # Prime ARP, then send at well below the rate so no queue ever drops.
+    for _ in range(3):
+        tx.sendto(b"hello", rx.getsockname())
+    time.sleep(0.2)
+    got[0] = 0
+    for _ in range(count):
+        tx.sendto(b"x" * 200, rx.getsockname())
+        time.sleep(0.0003)
+    thread.join()
+    tx.close()
+    rx.close()
+    return got[0], linkemu.stats(record["forwarder"], c.emulated.directory / "forwarder.json")
+
+
+def test_loss_drops_frames_at_the_links_rate():
+    loss, count = 0.2, 2000
+    c = _cluster(2, {"rate_bps": 100e6, "latency_s": 1e-4, "loss": loss})
+    with c:
+        arrived, counters = _udp_blast(c, count)
+    expected = count * (1 - loss) ** 2  # one draw on the uplink, one on the downlink
+    sigma = (count * (1 - (1 - loss) ** 2) * (1 - loss) ** 2) ** 0.5
+    assert abs(arrived - expected) < 5 * sigma, (arrived, expected)
+    ports = counters["ports"]
+    # Every datagram the forwarder did not lose reached the device.
+    lost = ports[1]["up"]["lost"] + ports[2]["down"]["lost"]
+    assert ports[1]["up"]["frames"] - ports[2]["down"]["lost"] >= arrived
+
+
+def test_kill_9_of_the_owner_leaves_no_forwarder_and_no_tap(tmp_path):
+    script = ("import time\n"
+              "from shoal.cluster import inventory\n"
+              "from shoal.cluster.emulated import EmulatedCluster\n"
+              "c = EmulatedCluster(inventory.from_emulate('2xminnowboard'), calibrate=False).up()\n"
+              "print(c.id, flush=True)\n"
+              "time.sleep(300)\n")
+    owner = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    cluster_id = owner.stdout.readline().strip()
+    record = state.read(cluster_id)
+    forwarder = record["forwarder"]
+    assert linkemu.alive(forwarder)
+    owner.send_signal(signal.SIGKILL)
+    owner.wait()
+    assert linkemu.alive(forwarder)  # the switch outlives its owner ...
+    down = subprocess.run([sys.executable, "-m", "shoal", "cluster", "down"], capture_output=True,
+                          text=True, timeout=60)
+    # (Another `cluster down` on this machine may have reaped it first.)
+    assert down.returncode == 0 and state.read(cluster_id) is None
+    assert not linkemu.alive(forwarder)  # ... until the leftover is reaped
+    assert not (set(record["netns"]) & set(os.listdir(state.NETNS_DIR)))
+    taps = subprocess.run(["ip", "-o", "link", "show", "type", "tun"], capture_output=True,
+                          text=True).stdout
+    assert "eth0" not in taps
+
+
+def test_the_switch_is_counted_once_in_a_configurations_power(tmp_path):
+    import json
+
+    import pandas as pd
+
+    from shoal import profiles
+
+    out = tmp_path / "run"
+    proc = subprocess.run([sys.executable, "-m", "shoal", "bench", "--emulate", "2xminnowboard",
+                           "--tests", "imb.PingPong", "--sizes", "1K", "--budget", "0.2",
+                           "--power", "model", "--out", str(out), "--json"],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    row = pd.read_csv(out / "results.csv").iloc[0]
+    sources = row["power_source"].split(",")
+    assert sources.count("switch:fast-ethernet-8:model") == 1
+    assert sorted(s for s in sources if not s.startswith("switch:")) == [
+        "minnowboard1:model", "minnowboard2:model"]
+    board = profiles.load()["minnowboard"]
+    switch = profiles.load_switches()["fast-ethernet-8"]
+    assert row["power_mean_W"] >= 2 * board.idle_W + switch.idle_W - 1e-6
+    assert row["dilation"] == 1.0 and row["host_slack"] in ("ok", "short")
+    manifest = json.loads((out / "manifest.json").read_text())
+    described = next(iter(manifest["clusters"].values()))
+    assert [s["name"] for s in described["switches"]] == ["fast-ethernet-8"]
+    assert described["emulation"]["dilation"] == 1.0

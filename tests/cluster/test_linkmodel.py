@@ -1,0 +1,132 @@
+"""The link model: framing arithmetic and the expected time of a message."""
+
+from __future__ import annotations
+
+import pytest
+
+from shoal.cluster import linkmodel
+from shoal.profiles import LinkType, link_from_table, load_links
+from shoal.errors import ShoalError
+
+FAST = LinkType("fast-ethernet", 100e6, latency_s=100e-6)
+
+
+def test_framing_numbers_of_a_1500_byte_mtu():
+    assert linkmodel.MSS_B == 1448
+    assert linkmodel.frame_line_bytes(1448) == 1538
+    assert linkmodel.FRAME_OVERHEAD_B == 90
+    assert linkmodel.goodput_fraction() == pytest.approx(0.9415, abs=1e-4)
+    # A frame is never shorter than 84 line bytes (60 + FCS + preamble + gap).
+    assert linkmodel.frame_line_bytes(0) == 90 and linkmodel.MIN_LINE_FRAME_B == 84
+
+
+@pytest.mark.parametrize("size, frames, wire", [
+    (0, 1, 90), (1, 1, 91), (1448, 1, 1538), (1449, 2, 1538 + 91),
+    (64 * 1024, 46, 65536 + 46 * 90), (1 << 20, 725, (1 << 20) + 725 * 90),
+])
+def test_wire_bytes_count_every_frame(size, frames, wire):
+    assert linkmodel.frames(size) == frames
+    assert linkmodel.wire_bytes(size) == wire
+
+
+def test_one_way_time_at_100_mbit():
+    path = linkmodel.path(FAST)
+    # 1 MiB: 89.1 ms on the line, one frame more through the store-and-forward switch.
+    assert path.serialization_s(1 << 20) == pytest.approx(8 * ((1 << 20) + 725 * 90) / 100e6
+                                                           + 8 * (1048576 - 724 * 1448 + 90) / 100e6)
+    assert path.one_way_s(1 << 20) == pytest.approx(0.0893, abs=2e-4)
+    # 1 KiB: latency plus one 1114-byte frame on each of the two links.
+    assert path.one_way_s(1024) == pytest.approx(100e-6 + 2 * 8 * 1114 / 100e6)
+    assert path.stream_Bps() == pytest.approx(100e6 / 8 * 1448 / 1538)
+
+
+def test_mixed_path_takes_the_slow_rate_and_half_of_each_latency():
+    slow = LinkType("wifi", 40e6, latency_s=2e-3)
+    there, back = linkmodel.Path(FAST, slow), linkmodel.Path(slow, FAST)
+    assert there.latency_s == back.latency_s == pytest.approx((100e-6 + 2e-3) / 2)
+    assert there.rate_bps == back.rate_bps == 40e6
+    # A long message costs its wire bytes at the slow rate plus one frame at the fast one,
+    # whichever comes first.
+    size = 64 * 1024
+    slow_part = 8 * linkmodel.wire_bytes(size) / 40e6
+    assert there.serialization_s(size) == pytest.approx(slow_part + 8 * 1538 / 100e6)
+    assert back.serialization_s(size) == pytest.approx(slow_part + 8 * (size - 45 * 1448 + 90) / 100e6)
+
+
+def test_loss_of_a_path_draws_once_per_link():
+    lossy = LinkType("lossy", 10e6, loss=0.1)
+    assert linkmodel.path(lossy).loss == pytest.approx(1 - 0.9 * 0.9)
+
+
+def test_every_builtin_link_number_has_a_source():
+    for link in load_links().values():
+        assert {"rate", "latency", "jitter", "loss"} <= set(link.sources), link.name
+        assert link.jitter_s <= link.latency_s
+
+
+@pytest.mark.parametrize("table, message", [
+    ({"rate_bps": 1e6, "latency_s": -0.001}, r"links.bad.latency_s: must be at least 0"),
+    ({"rate_bps": 1e6, "loss": 1.5}, r"links.bad.loss: must be below 1"),
+    ({"rate_bps": 1e6, "loss": 1.0}, r"links.bad.loss: must be below 1"),
+    ({"rate_bps": 1e6, "latency_s": 0.001, "jitter_s": 0.002}, r"needs jitter_s <= latency_s"),
+    ({"rate_bps": 0}, r"links.bad.rate_bps: must be above 0"),
+    ({"rate_bps": 1e6, "delay": 3}, r"links.bad.delay: unknown field"),
+])
+def test_bad_links_are_refused_with_what_to_fix(table, message):
+    with pytest.raises(ShoalError, match=message):
+        link_from_table("bad", table, "test.toml")
+
+
+def test_link_sources_are_kept_per_number():
+    link = link_from_table("x", {"rate_bps": 1e6, "rate_source": "datasheet",
+                                 "latency_s": 1e-3, "latency_source": "measured"}, "t")
+    assert link.sources == {"rate": "datasheet", "latency": "measured"}
+
+
+def test_every_builtin_link_names_a_switch_with_sourced_watts():
+    from shoal import profiles
+
+    for link in load_links().values():
+        switch = profiles.switch_of(link)
+        assert switch is not None, link.name
+        assert 0 < switch.idle_W <= switch.busy_W
+        assert switch.sources.keys() >= {"idle", "busy"}, switch.name
+
+
+@pytest.mark.parametrize("table, message", [
+    ({"idle_W": 2.0}, "needs idle_W and busy_W"),
+    ({"idle_W": 3.0, "busy_W": 2.0}, "needs idle_W <= busy_W"),
+    ({"idle_W": -1.0, "busy_W": 2.0}, r"switches.sw.idle_W: must be at least 0"),
+    ({"idle_W": 1.0, "busy_W": 2.0, "ports": 8}, r"switches.sw.ports: unknown field"),
+])
+def test_bad_switches_are_refused(table, message):
+    from shoal import profiles
+
+    with pytest.raises(ShoalError, match=message):
+        profiles.switch_from_table("sw", table, "test.toml")
+
+
+def test_a_link_naming_an_unknown_switch_says_so():
+    from shoal import profiles
+
+    link = link_from_table("x", {"rate_bps": 1e6, "switch": "nowhere"}, "t")
+    with pytest.raises(ShoalError, match="names switch 'nowhere', which is not defined"):
+        profiles.switch_of(link)
+
+
+def test_fidelity_sets_each_result_against_the_link_model():
+    from shoal.cluster import fidelity
+
+    path = fidelity.model_path("nuc", "ethernet-100m")
+    rows = fidelity.rows_of([
+        {"test": "imb.PingPong", "size_B": "1024", "time_median_s": str(path.one_way_s(1024) * 1.05),
+         "time_ci_low_s": "0", "time_ci_high_s": "1", "dilation": "2.0", "host_slack": "short",
+         "host_slack_note": "steal 10%"},
+        {"test": "imb.Uniband", "size_B": "65536", "bandwidth_median_Bps": str(path.stream_Bps() * 0.97),
+         "dilation": "2.0"},
+    ], path)
+    assert [r["kind"] for r in rows] == ["ping-pong", "stream"]
+    assert rows[0]["ratio"] == pytest.approx(1.05) and rows[0]["host_slack"] == "short"
+    assert rows[1]["ratio"] == pytest.approx(0.97) and rows[1]["dilation"] == 2.0
+    result = {"runs": [{"rows": [dict(rows[0], measured=1.0)]}, {"rows": [dict(rows[0], measured=1.08)]}]}
+    assert fidelity.dilation_agreement(result)[0]["ratio"] == pytest.approx(1.08)
