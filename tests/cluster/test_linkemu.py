@@ -30,7 +30,7 @@ def _cluster(n: int, link_table: dict, tmp_path=None) -> session.Cluster:
     emu = EmulatedCluster(inv, calibrate=False, dilation=1)
     if tmp_path is not None:
         emu.link_log = tmp_path / "frames.csv"
-    return session.Cluster(inv, emu, owns=True)
+    return session.EmulatedDevices(inv, emu, owns=True)
 
 
 def test_bad_ports_are_refused_in_one_line():
