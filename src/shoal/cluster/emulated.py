@@ -467,7 +467,7 @@ def _inventory_from_record(record: dict) -> Inventory:
             "nodes": [{k: v for k, v in n.items() if k in ("name", "address", "slots", "profile", "power", "link")}
                       for n in described["nodes"]],
             "profiles": {k: _profile_table(v) for k, v in described.get("profiles", {}).items()},
-            "links": {k: {kk: vv for kk, vv in v.items() if kk != "name"} for k, v in described.get("links", {}).items()}}
+            "links": {k: {kk: vv for kk, vv in v.items() if kk not in ("name", "sources")} for k, v in described.get("links", {}).items()}}
     result = inv.parse(data, f"cluster {record['id']}")
     result.host_speed = record.get("emulation", {}).get("host_speed", 1.0)
     return result
