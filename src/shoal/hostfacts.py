@@ -18,10 +18,11 @@ def _cpu_model() -> str:
     return platform.processor() or "unknown"
 
 
-def _memory_bytes() -> int | None:
+def meminfo_bytes(field: str) -> int | None:
+    """One field of /proc/meminfo (``MemTotal``, ``MemAvailable``...) in bytes, None if unknown."""
     try:
         for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal:"):
+            if line.startswith(f"{field}:"):
                 return int(line.split()[1]) * 1024
     except (OSError, ValueError, IndexError):
         pass
@@ -35,7 +36,7 @@ def collect() -> dict[str, object]:
         "machine": platform.machine(),
         "cpu_model": _cpu_model(),
         "cpus": os.cpu_count(),
-        "memory_B": _memory_bytes(),
+        "memory_B": meminfo_bytes("MemTotal"),
         "os": _os_release(),
     }
 

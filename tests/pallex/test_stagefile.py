@@ -26,10 +26,10 @@ BAD = {
               '[stages.b]\ncommand=["/bin/true"]\nneeds=["a"]\n', "dependency cycle"),
     "unknown dependency": ('[app]\nname="t"\n[stages.a]\ncommand=["/bin/true"]\nneeds=["zz"]\n',
                            "stage 'a' needs unknown stage 'zz'"),
-    "missing command": ('[app]\nname="t"\n[stages.a]\nneeds=[]\n', "stage 'a' has no command"),
+    "missing command": ('[app]\nname="t"\n[stages.a]\nneeds=[]\n', "stages.a.command: is missing; every stage needs a command"),
     "edge without dependency": ('[app]\nname="t"\n[stages.a]\ncommand=["/bin/true"]\n[stages.b]\ncommand=["/bin/true"]\n'
                                 '[[edges]]\nfrom="a"\nto="b"\nbytes=1\n', "stage 'b' does not list 'a' in needs"),
-    "negative deadline": ('[app]\nname="t"\ndeadline_s=-5\n[stages.a]\ncommand=["/bin/true"]\n', "deadline_s must be a positive"),
+    "negative deadline": ('[app]\nname="t"\ndeadline_s=-5\n[stages.a]\ncommand=["/bin/true"]\n', ":3: app.deadline_s: must be above 0, got -5"),
     "not toml": ("[app\nname=", "not valid TOML"),
 }
 

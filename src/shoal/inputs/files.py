@@ -1,7 +1,9 @@
 """The fields of every file shoal reads, declared once (checked by ``shoal.inputs.schema``).
 
-Inventories (``--cluster FILE``) and the ``[profiles.NAME]`` and
-``[links.NAME]`` tables of profile files and inventories. Every number is
+Inventories (``--cluster FILE``), the ``[profiles.NAME]`` and
+``[links.NAME]`` tables of profile files and inventories, and Pallex stage
+files (their graph checks, which need all stages at once, stay in
+``shoal.pallex.stagefile``). Every number is
 finite and within its range; unknown fields are refused so that a typo is
 never silently ignored. New file kinds (workloads, stage files) add their
 model here.
@@ -10,12 +12,14 @@ model here.
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, ClassVar, Literal, Optional
+import shlex
+from typing import Annotated, Any, ClassVar, Literal, Optional, Union
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from shoal.errors import ShoalError
-from shoal.inputs.grammar import MAX_SLOTS, SPEED
+from shoal.inputs.grammar import MAX_SECONDS, MAX_SLOTS, SPEED
+from shoal.pallex.stagefile import ACTIONS, UNIT_SUFFIXES
 
 MODES = ("emulated", "ssh", "slurm")
 _NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,30}[a-z0-9])?$")
@@ -182,3 +186,63 @@ class SwitchTable(_Table):
     def sources(self) -> dict[str, str]:
         return {k.removesuffix("_source"): getattr(self, k) for k in ("idle_source", "busy_source")
                 if getattr(self, k)}
+
+
+# -- Pallex stage files -------------------------------------------------------------
+_STAGE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
+
+
+def _stage_name(value: str) -> str:
+    if not _STAGE_NAME.match(value):
+        raise ValueError(f"{value!r}: use only letters, digits, '_', '.' and '-' in names")
+    return value
+
+
+def _unit(value: str) -> str:
+    if not value.endswith(UNIT_SUFFIXES) or "/" in value:
+        raise ValueError(f"{value!r} is not a unit name (use one ending in {', '.join(UNIT_SUFFIXES)})")
+    return value
+
+
+def _argv(value: Union[str, list[str]]) -> tuple[str, ...]:
+    argv = shlex.split(value) if isinstance(value, str) else value
+    if not argv:
+        raise ValueError('is empty; give the program and its arguments, e.g. ["/path/to/program"]')
+    return tuple(argv)
+
+
+Unit = Annotated[str, AfterValidator(_unit)]
+
+
+class AppTable(_Table):
+    required_hint = 'the [app] table needs a name, e.g. [app] name = "icc"'
+    name: Annotated[str, AfterValidator(_stage_name)]
+    description: str = ""
+    deadline_s: Annotated[float, Field(gt=0, le=MAX_SECONDS)] = 120.0
+    config: Text = "EU"
+    on_success: Literal[ACTIONS] = "poweroff-force"  # type: ignore[valid-type]
+    on_failure: Literal[ACTIONS] = "poweroff-force"  # type: ignore[valid-type]
+
+
+class StageTable(_Table):
+    required_hint = 'every stage needs a command, e.g. command = ["/path/to/program"]'
+    command: Annotated[Union[str, list[Text]], AfterValidator(_argv)]
+    needs: list[Text] = []
+    requires_units: list[Unit] = []
+    wants_units: list[Unit] = []
+    description: str = ""
+
+
+class EdgeTable(_Table):
+    required_hint = "every [[edges]] table needs from, to and bytes"
+    src: Text = Field(alias="from")
+    dst: Text = Field(alias="to")
+    bytes: Annotated[int, Field(ge=0)] = 0
+
+
+class StageFile(_Table):
+    required_hint = 'a stage file needs an [app] table and at least one [stages.NAME]'
+    app: AppTable
+    stages: Annotated[dict[Annotated[str, AfterValidator(_stage_name)], StageTable], Field(min_length=1)]
+    edges: list[EdgeTable] = []
+    params: dict[str, Union[str, int, float]] = {}

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from shoal.errors import ShoalError
+from shoal.hostfacts import meminfo_bytes
 
 DEFAULT_OVERSUBSCRIBE = 4
 # What one MPI rank costs beyond its message buffers (ranks of the two bundled
@@ -40,7 +41,7 @@ class HostLimits:
 
 
 def this_host() -> HostLimits:
-    return HostLimits(len(os.sched_getaffinity(0)), _available_memory(), _tasks_left())
+    return HostLimits(len(os.sched_getaffinity(0)), meminfo_bytes("MemAvailable"), _tasks_left())
 
 
 def check(ranks: int, buffer_B: int = 0, *, slots: int | None = None, where: str = "this machine",
@@ -70,16 +71,6 @@ def check(ranks: int, buffer_B: int = 0, *, slots: int | None = None, where: str
             f"{option} {ranks}: {total} ranks need about {total * TASKS_PER_RANK} processes and "
             f"threads, and this user may start only {host.tasks_left} more (ulimit -u, "
             "kernel.threads-max); give fewer ranks")
-
-
-def _available_memory() -> int | None:
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemAvailable:"):
-                return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
 
 
 def _tasks_left() -> int | None:

@@ -104,7 +104,7 @@ def _model_at(model: Any, loc: tuple) -> Any:
 
 def _problem(error: dict, model: Any) -> str:
     kind, ctx, got = error["type"], error.get("ctx") or {}, error.get("input")
-    fields = sorted(getattr(model, "model_fields", {}))
+    fields = sorted(f.alias or name for name, f in getattr(model, "model_fields", {}).items())
     if kind == "missing":
         hint = getattr(model, "required_hint", "")
         return "is missing" + (f"; {hint}" if hint else "")

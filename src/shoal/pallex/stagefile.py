@@ -28,27 +28,17 @@ need without one is met when that stage exits.
 from __future__ import annotations
 
 import re
-import shlex
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from shoal.errors import ShoalError
 
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10
-    import tomli as tomllib  # type: ignore[no-redef]
-
 ACTIONS = ("none", "poweroff", "poweroff-force", "poweroff-immediate", "halt", "halt-force",
            "halt-immediate", "reboot", "reboot-force", "reboot-immediate", "exit")
 UNIT_SUFFIXES = (".service", ".target", ".socket", ".mount", ".device", ".path", ".timer", ".swap")
 SOCKET_DIR = "/run/pallex"
 RESERVED = ("done", "deadline")
-_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
-_APP_KEYS = {"name", "description", "deadline_s", "config", "on_success", "on_failure"}
-_STAGE_KEYS = {"command", "needs", "requires_units", "wants_units", "description"}
-_EDGE_KEYS = {"from", "to", "bytes"}
 UNIX_PATH_MAX = 107  # sun_path holds 108 bytes with the terminating NUL (unix(7))
 
 
@@ -133,99 +123,57 @@ class App:
 
 def load(path: str | Path) -> App:
     """Read and check a stage file; StageFileError (exit 2) names what is wrong."""
+    from shoal.inputs import schema
+
     path = Path(path)
-    try:
-        with open(path, "rb") as fh:
-            data = tomllib.load(fh)
-    except FileNotFoundError:
+    if not path.exists():
         raise StageFileError(f"stage file {path} does not exist; give the path of a stage file "
-                             "(or a scenario name: ic, ice, icc, icu1, icu2, icu3)") from None
-    except OSError as exc:
-        raise StageFileError(f"cannot read stage file {path}: {exc.strerror}; give a readable stage file") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise StageFileError(f"{path}: not valid TOML ({exc}); fix the stage file") from None
-    return parse(data, str(path))
+                             "(or a scenario name: ic, ice, icc, icu1, icu2, icu3)")
+    try:
+        data, text = schema.read_toml(path, "stage file", "shoal pallex")
+    except ShoalError as exc:
+        raise StageFileError(str(exc)) from None
+    return parse(data, str(path), text)
 
 
-def _strings(value, where: str, what: str) -> tuple[str, ...]:
-    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
-        raise StageFileError(f"{where}: {what} must be a list of non-empty strings, got {value!r}")
-    return tuple(value)
+def parse(data: dict, where: str = "stage file", text: str = "") -> App:
+    """Check a parsed stage file (fields: shoal.inputs.files.StageFile) and build the App."""
+    from shoal.inputs import files, schema
 
+    try:
+        declared = schema.validate(files.StageFile, data, where, text)
+    except ShoalError as exc:
+        raise StageFileError(str(exc)) from None
 
-def _unknown(table: dict, known: set[str], where: str) -> None:
-    extra = sorted(set(table) - known)
-    if extra:
-        raise StageFileError(f"{where}: unknown key {extra[0]!r} (known: {', '.join(sorted(known))})")
+    def error(keys: tuple, message: str) -> StageFileError:
+        return StageFileError(str(schema.locate(where, text, keys, message)))
 
-
-def parse(data: dict, where: str = "stage file") -> App:
-    """Check a parsed stage file and build the App."""
-    _unknown(data, {"app", "stages", "edges", "params"}, where)
-    params = data.get("params", {})
-    if not isinstance(params, dict) or not all(isinstance(v, (str, int, float)) for v in params.values()):
-        raise StageFileError(f"{where}: [params] must map names to strings or numbers")
-    app = data.get("app")
-    if not isinstance(app, dict) or not isinstance(app.get("name"), str):
-        raise StageFileError(f"{where}: needs an [app] table with a name, e.g. [app] name = \"icc\"")
-    _unknown(app, _APP_KEYS, f"{where} [app]")
-    name = app["name"]
-    if not _NAME.match(name):
-        raise StageFileError(f"{where}: app name {name!r} may hold only letters, digits, '_', '.', '-'")
-    deadline = app.get("deadline_s", 120.0)
-    if isinstance(deadline, bool) or not isinstance(deadline, (int, float)) or deadline <= 0:
-        raise StageFileError(f"{where}: [app] deadline_s must be a positive number of seconds, got {deadline!r}")
-    for key in ("on_success", "on_failure"):
-        if app.get(key, "poweroff-force") not in ACTIONS:
-            raise StageFileError(f"{where}: [app] {key} = {app[key]!r} is not one of {', '.join(ACTIONS)}")
-    stages_in = data.get("stages")
-    if not isinstance(stages_in, dict) or not stages_in:
-        raise StageFileError(f"{where}: no stages; add at least one [stages.NAME] with a command")
     stages: dict[str, Stage] = {}
-    for sname, table in stages_in.items():
-        at = f"{where}: stage {sname!r}"
-        if not isinstance(table, dict):
-            raise StageFileError(f"{at} must be a table")
-        if not _NAME.match(sname):
-            raise StageFileError(f"{at}: the name may hold only letters, digits, '_', '.', '-'")
+    for sname, table in declared.stages.items():
         if sname in RESERVED:
-            raise StageFileError(f"{at}: {sname!r} names the completion units; call the stage otherwise")
-        _unknown(table, _STAGE_KEYS, at)
-        command = table.get("command")
-        if isinstance(command, str):
-            command = shlex.split(command)
-        if not command:
-            raise StageFileError(f"{at} has no command; add command = [\"/path/to/program\", ...]")
-        command = _strings(command, at, "command")
-        needs = _strings(table.get("needs", []), at, "needs")
-        units = {}
-        for key in ("requires_units", "wants_units"):
-            units[key] = _strings(table.get(key, []), at, key)
-            for unit in units[key]:
-                if not unit.endswith(UNIT_SUFFIXES) or "/" in unit:
-                    raise StageFileError(f"{at}: {key} entry {unit!r} is not a unit name "
-                                         f"(ends in one of {', '.join(UNIT_SUFFIXES)})")
-        stages[sname] = Stage(sname, command, needs, units["requires_units"], units["wants_units"],
-                              str(table.get("description", "")))
+            raise error(("stages", sname), f"{sname!r} names the completion units; give the stage another name")
+        stages[sname] = Stage(sname, table.command, tuple(table.needs), tuple(table.requires_units),
+                              tuple(table.wants_units), table.description)
     for stage in stages.values():
         for need in stage.needs:
             if need not in stages:
-                raise StageFileError(f"{where}: stage {stage.name!r} needs unknown stage {need!r} "
-                                     f"(stages: {', '.join(stages)})")
+                raise error(("stages", stage.name, "needs"), f"stage {stage.name!r} needs unknown stage "
+                            f"{need!r}; use one of {', '.join(stages)}")
             if need == stage.name:
-                raise StageFileError(f"{where}: stage {stage.name!r} needs itself; remove it from its needs")
-    edges = _edges(data.get("edges", []), stages, where)
+                raise error(("stages", stage.name, "needs"),
+                            f"stage {stage.name!r} needs itself; remove it from its needs")
+    edges = _edges(declared.edges, stages, error)
     order = _topological(stages, where)
-    result = App(name=name, stages=stages, edges=edges, deadline_s=float(deadline),
-                 config=str(app.get("config", "EU")), on_success=app.get("on_success", "poweroff-force"),
-                 on_failure=app.get("on_failure", "poweroff-force"),
-                 description=str(app.get("description", "")), path=where, order=order,
-                 params={k: str(v) for k, v in params.items()})
+    app = declared.app
+    result = App(name=app.name, stages=stages, edges=edges, deadline_s=app.deadline_s,
+                 config=app.config, on_success=app.on_success, on_failure=app.on_failure,
+                 description=app.description, path=where, order=order,
+                 params={k: str(v) for k, v in declared.params.items()})
     for stage in stages.values():
         for token in re.findall(r"\{([A-Za-z_][A-Za-z0-9_]*)\}", " ".join(stage.command)):
             if token != "python" and token not in result.params:
-                raise StageFileError(f"{where}: stage {stage.name!r} uses {{{token}}} but [params] has no "
-                                     f"{token}; add it to [params]")
+                raise error(("stages", stage.name, "command"), f"stage {stage.name!r} uses {{{token}}} "
+                            f"but [params] has no {token}; add it to [params]")
     _deadlocks(result, where)
     for edge in edges:
         if len(result.socket_path(edge)) > UNIX_PATH_MAX:
@@ -234,30 +182,21 @@ def parse(data: dict, where: str = "stage file") -> App:
     return result
 
 
-def _edges(items, stages: dict[str, Stage], where: str) -> list[Edge]:
-    if not isinstance(items, list):
-        raise StageFileError(f"{where}: edges must be [[edges]] tables")
+def _edges(declared: list, stages: dict[str, Stage], error) -> list[Edge]:
     edges: list[Edge] = []
-    for k, table in enumerate(items):
-        at = f"{where}: data edge {k + 1}"
-        if not isinstance(table, dict):
-            raise StageFileError(f"{at} must be a table with from, to and bytes")
-        _unknown(table, _EDGE_KEYS, at)
-        src, dst = table.get("from"), table.get("to")
-        for end in (src, dst):
+    for k, table in enumerate(declared):
+        src, dst = table.src, table.dst
+        for end, key in ((src, "from"), (dst, "to")):
             if end not in stages:
-                raise StageFileError(f"{at}: unknown stage {end!r} (stages: {', '.join(stages)})")
+                raise error(("edges", k, key), f"unknown stage {end!r}; use one of {', '.join(stages)}")
         if src == dst:
-            raise StageFileError(f"{at}: stage {src!r} sends to itself")
-        size = table.get("bytes", 0)
-        if isinstance(size, bool) or not isinstance(size, int) or size < 0:
-            raise StageFileError(f"{at} ({src} -> {dst}): bytes must be a whole number >= 0, got {size!r}")
+            raise error(("edges", k), f"stage {src!r} sends to itself; remove this edge")
         if src not in stages[dst].needs:
-            raise StageFileError(f"{where}: data edge {src} -> {dst}: stage {dst!r} does not list {src!r} "
-                                 f"in needs; add it (a data edge is also a stage dependency)")
+            raise error(("edges", k), f"data edge {src} -> {dst}: stage {dst!r} does not list {src!r} "
+                        "in needs; add it (a data edge is also a stage dependency)")
         if any(e.src == src and e.dst == dst for e in edges):
-            raise StageFileError(f"{at}: a second edge {src} -> {dst}; send everything over one edge")
-        edges.append(Edge(src, dst, size))
+            raise error(("edges", k), f"a second edge {src} -> {dst}; send everything over one edge")
+        edges.append(Edge(src, dst, table.bytes))
     return edges
 
 
