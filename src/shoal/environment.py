@@ -54,6 +54,13 @@ USERNS_INSIDE = Variable("SHOAL_USERNS_INSIDE", "set by shoal inside its user na
                          "unset", reader="internal")
 USERNS_OWNER = Variable("SHOAL_USERNS_OWNER", "set by shoal: pid:start time of the command on "
                         "the host, owner of a user-namespace cluster", "unset", reader="internal")
+USERNS_HOST_STATE = Variable("SHOAL_USERNS_HOST_STATE", "set by shoal: the host's state root, "
+                             "where a user-namespace cluster's records are mirrored", "unset",
+                             reader="internal")
+USERNS_SCOPED = Variable("SHOAL_USERNS_SCOPED", "set by shoal once the command runs in a "
+                         "delegated systemd scope", "unset", reader="internal")
+CGROUP_DELEGATED = Variable("SHOAL_CGROUP_DELEGATED", "set by shoal: the v2 cgroup prepared for "
+                            "this command's devices", "unset", reader="internal")
 LINK_EMULATOR = Variable("SHOAL_LINK_EMULATOR", "how emulated links are made: netem, forwarder "
                         "(shoal-linkemu) or tbf (rates only)", "netem where the kernel has it, "
                         "else forwarder")

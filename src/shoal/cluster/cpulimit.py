@@ -39,7 +39,7 @@ class CgroupLayout:
                 "cpuacct": str(self.acct_base) if self.acct_base else None}
 
 
-DELEGATED = "SHOAL_CGROUP_DELEGATED"  # a v2 cgroup prepared for this command's devices
+DELEGATED = environment.CGROUP_DELEGATED.name  # a v2 cgroup prepared for this command's devices
 
 
 def _own_groups(text: str | None = None) -> dict[str, str]:

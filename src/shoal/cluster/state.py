@@ -195,13 +195,19 @@ def remove(record: dict) -> list[str]:
 
 
 def _collect(pid: int) -> None:
-    """Wait for a killed child of ours (the forwarder this process started), if it is one."""
-    for _ in range(100):
+    """Wait until a killed forwarder is gone: reaped if it is our child, else until the kernel
+    has ended it (SIGKILL is delivered asynchronously; an orphan is reaped by init)."""
+    for _ in range(400):
         try:
             if os.waitpid(pid, os.WNOHANG)[0]:
                 return
         except ChildProcessError:
-            return
+            try:
+                with open(f"/proc/{pid}/stat") as fh:
+                    if fh.read().rsplit(")", 1)[1].split()[0] in ("Z", "X"):
+                        return
+            except (OSError, IndexError):
+                return
         time.sleep(0.005)
 
 

@@ -39,10 +39,10 @@ from shoal.errors import ShoalError
 MODE = environment.USERNS.name  # "always": use a user namespace even as root
 INSIDE = environment.USERNS_INSIDE.name
 OWNER = environment.USERNS_OWNER.name  # "pid:start" of the command's namespace holder on the host
-HOST_STATE = "SHOAL_USERNS_HOST_STATE"  # the host's state root, where records are mirrored
+HOST_STATE = environment.USERNS_HOST_STATE.name  # the host's state root, where records are mirrored
 ATTACHED = "attached"  # INSIDE's value in a command that joined a cluster's namespaces
 READY = b"\0"  # what a detached command writes once its cluster is up
-SCOPED = "SHOAL_USERNS_SCOPED"  # set once the command runs in a delegated systemd scope
+SCOPED = environment.USERNS_SCOPED.name  # set once the command runs in a delegated systemd scope
 
 _prepared = False
 
