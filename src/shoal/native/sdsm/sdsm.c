@@ -472,8 +472,23 @@ static void *watchdog_loop(void *arg)
         /* waiting clients with nothing arriving: a deadlock or a silent rank */
         int stuck = !stop && now - s->last_progress > s->watchdog_s && !home_quiescent(&s->home);
         if (stuck) {
-            dump_home(s, stderr, now);
-            fprintf(stderr, "sdsm watchdog: stopping the job (set SDSM_WATCHDOG_S to wait longer)\n");
+            /* one write(2) for the whole report: stderr is unbuffered, and the
+             * other servers' reports would otherwise interleave with ours */
+            char *text = NULL;
+            size_t len = 0;
+            FILE *m = open_memstream(&text, &len);
+            FILE *f = m ? m : stderr;
+            dump_home(s, f, now);
+            fprintf(f, "sdsm watchdog: stopping the job (set SDSM_WATCHDOG_S to wait longer)\n");
+            if (m) {
+                fclose(m);
+                for (size_t done = 0; done < len;) {
+                    ssize_t w = write(STDERR_FILENO, text + done, len - done);
+                    if (w <= 0)
+                        break;
+                    done += (size_t)w;
+                }
+            }
             fflush(stderr);
             _exit(3);
         }
