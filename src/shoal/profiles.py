@@ -38,38 +38,12 @@ class LinkType:
     source: str = ""
     jitter_s: float = 0.0
     sources: dict = field(default_factory=dict, compare=False)
-    # The switch (or access point, or gateway) devices on this link share: see SwitchProfile.
+    # The switch (or access point, or gateway) devices on this link share: a
+    # DeviceProfile of role "switch" under [switches.NAME].
     switch: str = ""
 
     def describe(self) -> dict[str, Any]:
         return asdict(self)
-
-
-@dataclass(frozen=True)
-class SwitchProfile:
-    """What a star of devices shares: a switch, access point or gateway, counted once.
-
-    Its draw barely follows traffic (a store-and-forward switch's ASIC and
-    PHYs run whether frames pass or not), so a configuration is charged
-    ``idle_W``; ``busy_W`` bounds it under full load.
-    """
-
-    name: str
-    idle_W: float
-    busy_W: float
-    description: str = ""
-    sources: dict = field(default_factory=dict, compare=False)
-
-    def describe(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-def switch_from_table(name: str, table: dict, where: str, text: str = "") -> SwitchProfile:
-    from shoal.inputs import files, schema
-
-    checked = schema.validate(files.SwitchTable, table, where, text, at=("switches", name))
-    return SwitchProfile(name, checked.idle_W, checked.busy_W, checked.description,
-                         checked.sources)
 
 
 @dataclass(frozen=True)
@@ -93,6 +67,13 @@ class DeviceProfile:
     (P = idle + u (busy - idle), u the CPU utilisation); ``max_W`` the
     highest draw measured; ``per_test`` the per-benchmark table where a
     paper gives one. ``sources`` maps a field name to where its number came from.
+
+    ``role`` is "node" for a device that runs ranks ([profiles.NAME]) and
+    "switch" for what a star of devices shares ([switches.NAME]: a switch,
+    access point or gateway), counted once in a configuration's power. A
+    switch has no cores; its draw barely follows traffic (a store-and-forward
+    switch's ASIC and PHYs run whether frames pass or not), so a
+    configuration is charged its ``idle_W``, and ``busy_W`` bounds it.
     """
 
     name: str
@@ -109,6 +90,7 @@ class DeviceProfile:
     # AES instructions in the CPU (None: not known): decides the edge workload's AES.
     aes_instructions: bool | None = None
     per_test: PerTestWatts | None = None
+    role: str = "node"
     sources: dict = field(default_factory=dict, compare=False)
 
     def describe(self) -> dict[str, Any]:
@@ -127,6 +109,16 @@ def profile_from_table(name: str, table: dict, where: str, text: str = "") -> De
     if values.get("per_test") is not None:
         values["per_test"] = PerTestWatts(**values["per_test"])
     return DeviceProfile(name=name, sources=checked.sources, **values)
+
+
+def switch_from_table(name: str, table: dict, where: str, text: str = "") -> DeviceProfile:
+    """A ``[switches.NAME]`` table as a profile of role "switch" (no cores, no link of its own)."""
+    from shoal.inputs import files, schema
+
+    checked = schema.validate(files.SwitchTable, table, where, text, at=("switches", name))
+    return DeviceProfile(name, cores=0, speed=0.0, idle_W=checked.idle_W, busy_W=checked.busy_W,
+                         link="", description=checked.description, role="switch",
+                         sources=checked.sources)
 
 
 def link_from_table(name: str, table: dict, where: str, text: str = "") -> LinkType:
@@ -162,7 +154,7 @@ def load_all(extra: dict | None = None, extra_where: str = "inventory", extra_te
     """Profiles and links: built-in, then user files, then ``extra`` (an inventory's tables)."""
     profiles: dict[str, DeviceProfile] = {}
     links: dict[str, LinkType] = {}
-    switches: dict[str, SwitchProfile] = {}  # checked here; load_switches() returns them
+    switches: dict[str, DeviceProfile] = {}  # checked here; load_switches() returns them
     sources = [(BUILTIN, *_read(BUILTIN))] + [(p, *_read(p)) for p in user_files()]
     if extra:
         sources.append((extra_where, extra, extra_text))
@@ -204,9 +196,9 @@ def load(extra: dict | None = None) -> dict[str, DeviceProfile]:
     return load_all(extra)[0]
 
 
-def load_switches(extra: dict | None = None) -> dict[str, SwitchProfile]:
+def load_switches(extra: dict | None = None) -> dict[str, DeviceProfile]:
     """Switches, access points and gateways, overridden in the same order as profiles."""
-    switches: dict[str, SwitchProfile] = {}
+    switches: dict[str, DeviceProfile] = {}
     sources = [(BUILTIN, *_read(BUILTIN))] + [(p, *_read(p)) for p in user_files()]
     if extra:
         sources.append(("inventory", extra, ""))
@@ -216,7 +208,7 @@ def load_switches(extra: dict | None = None) -> dict[str, SwitchProfile]:
     return switches
 
 
-def switch_of(link: LinkType, extra: dict | None = None) -> SwitchProfile | None:
+def switch_of(link: LinkType, extra: dict | None = None) -> DeviceProfile | None:
     """The switch a link type names (None when it names none)."""
     if not link.switch:
         return None
