@@ -44,6 +44,15 @@ class _Timespec(ctypes.Structure):
     _fields_ = [("tv_sec", ctypes.c_long), ("tv_nsec", ctypes.c_long)]
 
 
+def interleaved(mpi, modes: list[str], rounds: int, ranks: int, args: list[str]) -> dict[str, list[dict]]:
+    """Every mode once per round, alternating (mode "none": without the library): each run's data."""
+    runs = {m: [] for m in modes}
+    for _ in range(rounds):
+        for mode in modes:
+            runs[mode].append(run(mpi, None if mode == "none" else mode, ranks, args))
+    return runs
+
+
 def sleep_lateness(seconds: float, count: int) -> np.ndarray:
     """How late clock_nanosleep(seconds) ends, `count` times (s): the floor
     under any waiter that sleeps, measured on this host in the same run."""

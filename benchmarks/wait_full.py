@@ -5,7 +5,7 @@ every write is a request and an acknowledgement. Target: backoff and auto
 keep >= 98% of busy's throughput (median of per-round ratios).
 """
 
-from wait_common import median, mpis, parser, run, verdict
+from wait_common import interleaved, median, mpis, parser, verdict
 
 MODES = ["busy", "backoff", "auto"]
 
@@ -15,13 +15,9 @@ def main() -> None:
     p.add_argument("--writes", type=int, default=40000)
     args = p.parse_args()
     for mpi in mpis(args.mpi):
-        rate = {m: [] for m in MODES}
-        cpu = {m: [] for m in MODES}
-        for _ in range(args.rounds):
-            for mode in MODES:
-                data = run(mpi, mode, 3, ["full", "--writes", str(args.writes)])
-                rate[mode].append(data["messages"] / data["wall_s"])
-                cpu[mode].append(sum(data["cpu_s"]))
+        runs = interleaved(mpi, MODES, args.rounds, 3, ["full", "--writes", str(args.writes)])
+        rate = {m: [d["messages"] / d["wall_s"] for d in runs[m]] for m in MODES}
+        cpu = {m: [sum(d["cpu_s"]) for d in runs[m]] for m in MODES}
         print(f"{mpi.name}: Full pattern, 3 ranks, {args.writes} writes per client, "
               f"{args.rounds} alternating rounds")
         for mode in MODES:

@@ -5,7 +5,7 @@ the reference) uses about 100%. Rank 1 blocks in MPI_Recv for --seconds;
 its CPU time comes from getrusage around the call.
 """
 
-from wait_common import median, mpis, parser, run, verdict
+from wait_common import interleaved, median, mpis, parser, verdict
 
 MODES = ["busy", "backoff", "auto", "linear:1,1000,1", "sleep:100"]
 
@@ -15,11 +15,8 @@ def main() -> None:
     p.add_argument("--seconds", type=float, default=2.0)
     args = p.parse_args()
     for mpi in mpis(args.mpi):
-        loads = {m: [] for m in MODES}
-        for _ in range(args.rounds):
-            for mode in MODES:
-                data = run(mpi, mode, 2, ["idle", "--seconds", str(args.seconds)])
-                loads[mode].append(data["load"])
+        runs = interleaved(mpi, MODES, args.rounds, 2, ["idle", "--seconds", str(args.seconds)])
+        loads = {m: [d["load"] for d in runs[m]] for m in MODES}
         busy = median(loads["busy"])
         print(f"{mpi.name}: idle receiver CPU load over {args.seconds:g} s, "
               f"median of {args.rounds} rounds")

@@ -7,7 +7,7 @@ ratio is taken against the busy run next to it, and the median ratio over
 rounds is judged. 'none' is the program without the library at all.
 """
 
-from wait_common import median, mpis, parser, run, verdict
+from wait_common import interleaved, median, mpis, parser, verdict
 
 MODES = ["busy", "backoff", "auto", "none"]
 
@@ -17,12 +17,9 @@ def main() -> None:
     p.add_argument("--iters", type=int, default=20000)
     args = p.parse_args()
     for mpi in mpis(args.mpi):
-        lat = {m: [] for m in MODES}
-        for _ in range(args.rounds):
-            for mode in MODES:
-                data = run(mpi, None if mode == "none" else mode, 2,
+        runs = interleaved(mpi, MODES, args.rounds, 2,
                            ["pingpong", "--iters", str(args.iters), "--size", "8"])
-                lat[mode].append(data["chunk_min_s"])
+        lat = {m: [d["chunk_min_s"] for d in runs[m]] for m in MODES}
         print(f"{mpi.name}: 8 B ping-pong half round trip (quietest of 20 chunks per run), "
               f"{args.rounds} alternating rounds")
         for mode in MODES:

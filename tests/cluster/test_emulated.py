@@ -16,6 +16,7 @@ from shoal import cluster
 from shoal.cluster import inventory, linkemu, matrix, shaping, state
 from shoal.cluster.emulated import EmulatedCluster
 from shoal.errors import ShoalError
+from tests.cluster.owners import start_owner
 
 
 def netns_names() -> set[str]:
@@ -69,17 +70,8 @@ def test_up_down_hostnames_and_nothing_in_root_namespace():
 
 
 def test_kill_9_leftovers_are_removed_by_the_next_down(tmp_path):
-    script = ("import sys, time\n"
-              "from shoal.cluster import inventory\n"
-              "from shoal.cluster.emulated import EmulatedCluster\n"
-              "c = EmulatedCluster(inventory.from_emulate('2xnuc'), calibrate=False).up()\n"
-              "import subprocess\n"
-              "p = subprocess.Popen(c.head_prefix()[:-3] + ['--run', 'nuc1', '--', 'sleep', '300'])\n"
-              "print(c.id, flush=True)\n"
-              "time.sleep(300)\n")
-    owner = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
-    cluster_id = owner.stdout.readline().strip()
-    record = state.read(cluster_id)
+    owner, cluster_id, record = start_owner(
+        "2xnuc", "p = subprocess.Popen(c.head_prefix()[:-3] + ['--run', 'nuc1', '--', 'sleep', '300'])\n")
     assert record and not record["persistent"]
     time.sleep(0.3)  # the sleeper has entered the device
     inode = os.stat(state.NETNS_DIR / record["netns"][2]).st_ino

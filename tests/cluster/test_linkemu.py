@@ -18,6 +18,7 @@ from shoal.cluster import session
 from shoal.cluster import inventory, linkemu, linkmodel, matrix, state, sysns
 from shoal.cluster.emulated import EmulatedCluster
 from shoal.profiles import link_from_table
+from tests.cluster.owners import start_owner
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="emulated clusters with TAP ports need root")
 
@@ -139,15 +140,7 @@ def test_loss_drops_frames_at_the_links_rate():
 
 
 def test_kill_9_of_the_owner_leaves_no_forwarder_and_no_tap(tmp_path):
-    script = ("import time\n"
-              "from shoal.cluster import inventory\n"
-              "from shoal.cluster.emulated import EmulatedCluster\n"
-              "c = EmulatedCluster(inventory.from_emulate('2xminnowboard'), calibrate=False).up()\n"
-              "print(c.id, flush=True)\n"
-              "time.sleep(300)\n")
-    owner = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
-    cluster_id = owner.stdout.readline().strip()
-    record = state.read(cluster_id)
+    owner, cluster_id, record = start_owner("2xminnowboard")
     forwarder = record["forwarder"]
     assert linkemu.alive(forwarder)
     owner.send_signal(signal.SIGKILL)

@@ -25,12 +25,23 @@ from shoal.mpi import build, discover
 from shoal.runs.store import Run
 
 
+@dataclass(kw_only=True)
 class Where:
-    """Where a request's ranks run: an emulated cluster (``emulate``), an
-    inventory (``cluster``), or this machine. Shared by bench and work requests."""
+    """Where a request's ranks run, with which MPI, and what measures their
+    energy: shared by bench and work requests (saved in their manifests)."""
 
-    emulate: str | None
-    cluster: str | None
+    mpi: str | None = None
+    # An emulated cluster ("4xminnowboard"), an inventory file, or neither (this machine).
+    emulate: str | None = None
+    link: str | None = None
+    cluster: str | None = None
+    nodes: str | None = None
+    ranks_per_node: int = 1
+    # Energy: a power source spec (see shoal.power), and seconds of idle baseline before the run.
+    power: str | None = None
+    idle_s: float = 0.0
+    # libshoalwait mode the ranks run under (None: not loaded).
+    wait: str | None = None
 
     @property
     def on_cluster(self) -> bool:
@@ -52,19 +63,7 @@ class BenchRequest(Where):
     tests: str = "mpbench,imb"
     sizes: str = "1..4M"
     ranks: list[int] = field(default_factory=lambda: [2])
-    mpi: str | None = None
     options: Options = field(default_factory=Options)
-    # Where: an emulated cluster ("4xminnowboard"), an inventory file, or neither (this machine).
-    emulate: str | None = None
-    link: str | None = None
-    cluster: str | None = None
-    nodes: str | None = None
-    ranks_per_node: int = 1
-    # Energy: a power source spec (see shoal.power), and seconds of idle baseline before the sweep.
-    power: str | None = None
-    idle_s: float = 0.0
-    # libshoalwait mode the ranks run under (None: not loaded).
-    wait: str | None = None
     # Ranks per CPU (per device core on a cluster) at most; see shoal.inputs.ranklimit.
     oversubscribe: float = ranklimit.DEFAULT_OVERSUBSCRIBE
     # Emulated clusters: how many times slower than real time (None: chosen to fit the host).
@@ -288,15 +287,18 @@ def execute(run: Run, the_plan: Plan, events: Events | None = None) -> Run:
     return run
 
 
+def wait_setup(mode: str | None, mpi: discover.MPIInstall) -> tuple[dict[str, str], str]:
+    """The ranks' environment and the results' label for libshoalwait ``mode`` (None: not loaded)."""
+    if not mode:
+        return {}, ""
+    from shoal.wait import parse_mode, wait_env
+
+    return wait_env(mode, mpi), parse_mode(mode).text
+
+
 def _config(the_plan: Plan, where: "clusters.Cluster", placement: Placement) -> Config:
     request = the_plan.request
-    rank_env: dict[str, str] = {}
-    wait_label = ""
-    if request.wait:
-        from shoal.wait import parse_mode, wait_env
-
-        rank_env = wait_env(request.wait, the_plan.mpi)
-        wait_label = parse_mode(request.wait).text
+    rank_env, wait_label = wait_setup(request.wait, the_plan.mpi)
 
     names = list(placement.node_names) if placement.node_names else None
 

@@ -17,9 +17,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("plot", help="plot benchmark results against message size",
                        description="One figure per test (log-log), one line per run and "
                                    "configuration, error bars = 95%% CI of the median.")
-    p.add_argument("runs", nargs="+", type=typed.run_dir, metavar="RUN", help="run directories")
-    p.add_argument("--out", type=typed.out_dir, default=None,
-                   help="where to write figures (default: RUN/figures of the first run)")
+    typed.add_runs_in_out(p, "run directories", "figures")
     p.add_argument("--format", default=("png", "svg"),
                    type=typed.typed(grammar.choices, FORMATS, "figure format"),
                    help="comma-separated formats (default png,svg)")

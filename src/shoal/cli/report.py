@@ -15,9 +15,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("report", help="write the HTML/markdown/JSON report of study runs",
                        description="A self-contained HTML page (opens offline), a markdown summary and "
                                    "a JSON of the key figures; several runs are compared side by side.")
-    p.add_argument("runs", nargs="+", type=typed.run_dir, metavar="RUN", help="study run directories")
-    p.add_argument("--out", type=typed.out_dir, default=None,
-                   help="directory for the report (default: RUN/report of the first run)")
+    typed.add_runs_in_out(p, "study run directories", "report")
     p.set_defaults(func=run)
 
 

@@ -99,3 +99,10 @@ def run_dir(text: str) -> Path:
         raise argparse.ArgumentTypeError(f"{text} is not a shoal run directory (no manifest.json); "
                                          "give a directory made by a shoal command")
     return path
+
+
+def add_runs_in_out(p: argparse.ArgumentParser, runs_help: str, what: str) -> None:
+    """RUN... (existing run directories) and --out (default: RUN/WHAT of the first run)."""
+    p.add_argument("runs", nargs="+", type=run_dir, metavar="RUN", help=runs_help)
+    p.add_argument("--out", type=out_dir, default=None,
+                   help=f"where to write the {what} (default: RUN/{what} of the first run)")

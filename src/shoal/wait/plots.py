@@ -16,6 +16,25 @@ def _save(fig, run: Run, name: str) -> list[Path]:
     return paths
 
 
+def _per_mpi(plt, run: Run, frame, name: str, height: float, title: str, xlabel: str, ylabel: str,
+             draw, style) -> list[Path]:
+    """One panel per MPI, one line per contender (``draw``), axes set by ``style``."""
+    mpis = sorted(frame["mpi"].unique())
+    fig, axes = plt.subplots(len(mpis), 1, figsize=(9, height * len(mpis)), squeeze=False)
+    for ax, mpi in zip(axes[:, 0], mpis):
+        for label, part in frame[frame["mpi"] == mpi].groupby("contender", sort=False):
+            draw(ax, part, label)
+        style(ax)
+        ax.set_title(f"{title} ({mpi})")
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
+        ax.legend(fontsize=7, ncol=3)
+    fig.tight_layout()
+    paths = _save(fig, run, name)
+    plt.close(fig)
+    return paths
+
+
 def plot_all(run: Run) -> list[Path]:
     """Draw every figure the run has data for; return the files written."""
     import matplotlib
@@ -26,36 +45,18 @@ def plot_all(run: Run) -> list[Path]:
     written: list[Path] = []
     load = run.read("load")
     if not load.empty:
-        mpis = sorted(load["mpi"].unique())
-        fig, axes = plt.subplots(len(mpis), 1, figsize=(9, 3.2 * len(mpis)), squeeze=False)
-        for ax, mpi in zip(axes[:, 0], mpis):
-            for label, part in load[load["mpi"] == mpi].groupby("contender", sort=False):
-                ax.plot(part["t_s"], 100 * part["load"], label=label, lw=1.2)
-            ax.set_title(f"A: receiver CPU load, bursts of 10 messages then a pause ({mpi})")
-            ax.set_xlabel("time (s)")
-            ax.set_ylabel("CPU load (%)")
-            ax.set_ylim(bottom=0)
-            ax.legend(fontsize=7, ncol=3)
-        fig.tight_layout()
-        written += _save(fig, run, "waitlab_A_load")
-        plt.close(fig)
-
+        written += _per_mpi(plt, run, load, "waitlab_A_load", 3.2, "A: receiver CPU load, bursts of 10 "
+                            "messages then a pause", "time (s)", "CPU load (%)",
+                            lambda ax, part, label: ax.plot(part["t_s"], 100 * part["load"], label=label,
+                                                            lw=1.2),
+                            lambda ax: ax.set_ylim(bottom=0))
     reaction = run.read("reaction")
     if not reaction.empty:
-        mpis = sorted(reaction["mpi"].unique())
-        fig, axes = plt.subplots(len(mpis), 1, figsize=(9, 3.6 * len(mpis)), squeeze=False)
-        for ax, mpi in zip(axes[:, 0], mpis):
-            for label, part in reaction[reaction["mpi"] == mpi].groupby("contender", sort=False):
-                ax.plot(part["gap_s"], part["reaction_s"], label=label, lw=1, marker=".", ms=2)
-            ax.set_xscale("log")
-            ax.set_yscale("log")
-            ax.set_title(f"D: reaction time as the gap between messages grows ({mpi})")
-            ax.set_xlabel("gap between messages (s)")
-            ax.set_ylabel("reaction time (s)")
-            ax.legend(fontsize=7, ncol=3)
-        fig.tight_layout()
-        written += _save(fig, run, "waitlab_D_reaction")
-        plt.close(fig)
+        written += _per_mpi(plt, run, reaction, "waitlab_D_reaction", 3.6, "D: reaction time as the gap "
+                            "between messages grows", "gap between messages (s)", "reaction time (s)",
+                            lambda ax, part, label: ax.plot(part["gap_s"], part["reaction_s"], label=label,
+                                                            lw=1, marker=".", ms=2),
+                            lambda ax: (ax.set_xscale("log"), ax.set_yscale("log")))
 
     results = run.read("results")
     if not results.empty:

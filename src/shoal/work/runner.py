@@ -19,7 +19,8 @@ from typing import Any, Callable
 
 from shoal import cluster as clusters
 from shoal import hostfacts, proc
-from shoal.bench.runner import Placement, Where, config_placements, energy_meter, transport_env
+from shoal.bench.runner import (Placement, Where, config_placements, energy_meter, transport_env,
+                                wait_setup)
 from shoal.errors import ShoalError
 from shoal.mpi import build, discover
 from shoal.mpi.launch import Job
@@ -41,15 +42,6 @@ class WorkRequest(Where):
     reps: int = 3
     check: bool = False
     ranks: list[int] = field(default_factory=lambda: [1])
-    mpi: str | None = None
-    emulate: str | None = None
-    link: str | None = None
-    cluster: str | None = None
-    nodes: str | None = None
-    ranks_per_node: int = 1
-    power: str | None = None
-    idle_s: float = 0.0
-    wait: str | None = None
     # edge: AES implementation (auto, openssl, software).
     aes: str = "auto"
     timeout_s: float = DEFAULT_TIMEOUT_S
@@ -194,13 +186,7 @@ def program_args(the_plan: Plan) -> list[str]:
 
 def _job_maker(the_plan: Plan, where: Any, placement: Placement):
     request = the_plan.request
-    rank_env: dict[str, str] = {}
-    wait_label = ""
-    if request.wait:
-        from shoal.wait import parse_mode, wait_env
-
-        rank_env = wait_env(request.wait, the_plan.mpi)
-        wait_label = parse_mode(request.wait).text
+    rank_env, wait_label = wait_setup(request.wait, the_plan.mpi)
 
     def make_job(argv: list[str]) -> Job:
         if not request.on_cluster:

@@ -147,11 +147,5 @@ static void ep_run(const wk_opts *opts, wk_result *res, MPI_Comm comm)
     free(x);
 }
 
-const wk_workload wk_ep = {
-    .name = "ep",
-    .unit = "op",
-    .default_size = "W",
-    .description = "NPB EP: Gaussian pairs, one reduction at the end (the f ~ 1 control); Mop/s",
-    .parse = ep_parse,
-    .run = ep_run,
-};
+WK_WORKLOAD(wk_ep, "ep", "op", "W", ep_parse, ep_run,
+            "NPB EP: Gaussian pairs, one reduction at the end (the f ~ 1 control); Mop/s");

@@ -315,12 +315,6 @@ static void is_run(const wk_opts *opts, wk_result *res, MPI_Comm comm)
         free(*arrays[i]);
 }
 
-const wk_workload wk_is = {
-    .name = "is",
-    .unit = "key",
-    .default_size = "W",
-    .description = "NPB IS: bucket sort with Allreduce, Alltoall, Alltoallv (the communication-bound "
-                   "control); Mkeys/s",
-    .parse = is_parse,
-    .run = is_run,
-};
+WK_WORKLOAD(wk_is, "is", "key", "W", is_parse, is_run,
+            "NPB IS: bucket sort with Allreduce, Alltoall, Alltoallv (the communication-bound "
+            "control); Mkeys/s");

@@ -240,11 +240,5 @@ static void rt_run(const wk_opts *opts, wk_result *res, MPI_Comm comm)
     free(row);
 }
 
-const wk_workload wk_raytrace = {
-    .name = "raytrace",
-    .unit = "pixel",
-    .default_size = "1024",
-    .description = "ray tracer (seed 002, Tachyon-like): rows round-robin, each row sent to rank 0; pixels/s",
-    .parse = rt_parse,
-    .run = rt_run,
-};
+WK_WORKLOAD(wk_raytrace, "raytrace", "pixel", "1024", rt_parse, rt_run,
+            "ray tracer (seed 002, Tachyon-like): rows round-robin, each row sent to rank 0; pixels/s");

@@ -287,12 +287,6 @@ static void vs_run(const wk_opts *opts, wk_result *res, MPI_Comm comm)
     free(results), free(local), free(fm.slot), free(fm.slot_frame), free(fm.req), free(acc);
 }
 
-const wk_workload wk_videostream = {
-    .name = "videostream",
-    .unit = "frame",
-    .default_size = "640x360x32",
-    .description = "video stream (seed 003): Sobel edges and a Hough line transform per frame, a frame "
-                   "farm from rank 0; frames/s",
-    .parse = vs_parse,
-    .run = vs_run,
-};
+WK_WORKLOAD(wk_videostream, "videostream", "frame", "640x360x32", vs_parse, vs_run,
+            "video stream (seed 003): Sobel edges and a Hough line transform per frame, a frame "
+            "farm from rank 0; frames/s");

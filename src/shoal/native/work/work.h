@@ -49,6 +49,11 @@ typedef struct {
 
 extern const wk_workload wk_raytrace, wk_msa, wk_videostream, wk_edge, wk_ep, wk_is;
 
+/* A workload's catalog entry, in the file that implements it (main.c lists them). */
+#define WK_WORKLOAD(var, name_, unit_, size_, parse_, run_, description_)                        \
+    const wk_workload var = {.name = name_, .unit = unit_, .default_size = size_,                 \
+                             .description = description_, .parse = parse_, .run = run_}
+
 /* Timing helpers: the shoal clock (shoal_clock.h). */
 double wk_now(void);
 void wk_timed_end(wk_result *res);
