@@ -11,22 +11,29 @@ rounds, both MPIs in one run. Per pattern and mode:
              (getrusage), median and range over the rounds
   reaction   receive return minus send stamp, pooled over the rounds after
              each run's first 8 messages (they teach the pattern): p50, p99
-  notice     libshoalwait's own measure (last failed test to the test that
+  notice     libshoalwait's own bound (last failed test to the test that
              found the message), from its telemetry: p50 and p99 as the
-             upper edge of their log2 bucket, an over-estimate of up to 2x
+             upper edge of their log2 bucket. Only a bound: a message found
+             at the first test after a stretch asleep counts the whole
+             stretch (up to the gap), and a bucket edge is up to 2x high.
+             Shown, not judged.
   hits       predictions that hit / predicted waits (telemetry)
 
 The control, measured in the same run: how late this host ends a plain
 clock_nanosleep of the gap (timer slack 1 ns), p50 and p99. A waiter that
 sleeps through a gap cannot beat that; the targets are set against it.
 
-Targets (backoff and auto), checked on both the reaction and the notice:
+Targets (backoff and auto), checked on the reaction (the measured delay,
+the transfer itself included, so the check is conservative):
   regular gaps: CPU <= 1 % of a core (<= 2 % at 10 ms); p50 <= the host's
   sleep lateness p50 + 50 us; p99 <= 2 % of the gap.
   Poisson, mean 100 ms: CPU <= 2 %, p99 <= 10 ms.
 busy (the MPI's own spinning) runs at 10 ms, 100 ms and Poisson only: its
 reaction is the delivery floor, and spinning 2 s gaps on a shared machine
-measures nothing else.
+measures nothing else. Where a p99 misses its target and the host's own
+floor already breaks that target (the busy receiver's reaction p99, or the
+plain sleep's lateness p99, above it), it is printed "host" instead of
+FAIL: this host cannot tell.
 
     .venv/bin/python benchmarks/wait_rhythm.py [--mpi mpich,openmpi] [--rounds 3]
 """
@@ -114,6 +121,7 @@ def main() -> int:
             print(head + f"; targets: CPU <= {cpu_max * 100:g} %"
                   + (f", p50 <= {p50_max * 1e6:.0f} us" if p50_max else "")
                   + f", p99 <= {p99_max * 1e6:.0f} us")
+            busy99 = None
             for mode in MODES:
                 rs = runs[(mpi.name, pat, mode)]
                 if not rs:
@@ -130,13 +138,17 @@ def main() -> int:
                         f"{max(cpu) * 100:.2f}]  reaction p50 {r50 * 1e6:8.1f} p99 {r99 * 1e6:9.1f} us"
                         f"  notice p50 {n50 * 1e6:8.1f} p99 {n99 * 1e6:9.1f} us"
                         f"  hits {hits}/{predicted}")
-                if mode != "busy":
-                    ok_cpu = np.median(cpu) <= cpu_max
-                    ok50 = p50_max is None or (r50 <= p50_max and n50 <= p50_max)
-                    ok99 = r99 <= p99_max and n99 <= p99_max
-                    line += (f"  CPU {verdict(ok_cpu)}"
-                             + (f" p50 {verdict(ok50)}" if p50_max else "")
-                             + f" p99 {verdict(ok99)}")
+                if mode == "busy":
+                    busy99 = r99
+                else:
+                    # the host's floor: what a spinning receiver or a plain sleep gets
+                    floor = max(x for x in (busy99, floor99) if x is not None) \
+                        if busy99 is not None or floor99 is not None else None
+                    host99 = floor is not None and floor > p99_max
+                    line += (f"  CPU {verdict(np.median(cpu) <= cpu_max)}"
+                             + (f" p50 {verdict(r50 <= p50_max)}" if p50_max else "")
+                             + (" p99 host" if host99 and r99 > p99_max
+                                else f" p99 {verdict(r99 <= p99_max)}"))
                 print(line)
     return 0
 
