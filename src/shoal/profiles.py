@@ -1,4 +1,5 @@
-"""Device profiles, link types and switches: the one home of device facts, read into typed classes.
+"""Device profiles (boot phases included), link types and switches: the one home of device
+facts, read into typed classes.
 
 Profiles come from ``shoal/data/profiles.toml``; users add or override them
 without editing shoal in ``~/.config/shoal/profiles.toml``, in files named by
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import os
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +45,99 @@ class LinkType:
 
     def describe(self) -> dict[str, Any]:
         return asdict(self)
+
+
+_PHASES = ("bootloader_s", "kernel_s", "bootloader_kernel_J", "systemd_ready_s", "shutdown_s", "shutdown_J")
+
+
+@dataclass(frozen=True)
+class Userspace:
+    """Userspace initialisation of one unit configuration: T_usi (s) and E_usi (J)."""
+
+    name: str
+    duration_s: float
+    energy_J: float
+    source: str = ""
+
+    @property
+    def power_W(self) -> float:
+        return self.energy_J / self.duration_s
+
+
+@dataclass(frozen=True)
+class BootPhases:
+    """Phases of one boot of a device (Pallex, seed 004): bootloader+kernel, userspace per
+    unit configuration, forced shutdown; ``units`` say when a unit is ready."""
+
+    device: str
+    bootloader_s: float
+    kernel_s: float
+    bootloader_kernel_J: float
+    systemd_ready_s: float
+    shutdown_s: float
+    shutdown_J: float
+    userspace: dict[str, Userspace]
+    units: dict[str, float]  # unit -> ready time after the kernel phase (s)
+    sources: dict[str, str] = field(default_factory=dict)
+    userspace_cpu_share: float = 0.0  # of the device's cores that userspace initialisation keeps busy
+
+    @property
+    def bootloader_kernel_s(self) -> float:
+        return self.bootloader_s + self.kernel_s
+
+    @property
+    def bootloader_kernel_W(self) -> float:
+        return self.bootloader_kernel_J / self.bootloader_kernel_s
+
+    def config(self, name: str) -> Userspace:
+        if name not in self.userspace:
+            raise ShoalError(f"boot profile {self.device!r} has no unit configuration {name!r} "
+                             f"(known: {', '.join(sorted(self.userspace))})")
+        return self.userspace[name]
+
+    def unit_ready_s(self, unit: str) -> float:
+        """When ``unit`` is ready; units the profile does not list are ready with systemd."""
+        return self.units.get(unit, self.systemd_ready_s)
+
+    def describe(self) -> dict:
+        return {"device": self.device, **{k: getattr(self, k) for k in _PHASES},
+                "userspace_cpu_share": self.userspace_cpu_share,
+                "userspace": {k: {"duration_s": u.duration_s, "energy_J": u.energy_J, "source": u.source}
+                              for k, u in self.userspace.items()},
+                "units": dict(self.units), "sources": dict(self.sources)}
+
+
+def boot_from_table(device: str, table: dict, where: str) -> BootPhases:
+    """A device's boot phases from one ``[boot.DEVICE]`` table; ``where`` names it in errors."""
+    def number(tab: dict, key: str, what: str) -> float:
+        value = tab.get(key)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+            raise ShoalError(f"{where}: boot profile {device!r}: {what} needs a non-negative number "
+                             f"{key}, got {value!r}")
+        return float(value)
+
+    if not isinstance(table, dict):
+        raise ShoalError(f"{where}: boot profile {device!r} must be a table")
+    values = {key: number(table, key, "the boot") for key in _PHASES}
+    if "userspace_cpu_share" in table:
+        values["userspace_cpu_share"] = number(table, "userspace_cpu_share", "the boot")
+        if values["userspace_cpu_share"] > 1:
+            raise ShoalError(f"{where}: boot profile {device!r}: userspace_cpu_share is a fraction, at most 1")
+    userspace = {}
+    for name, tab in (table.get("userspace") or {}).items():
+        duration = number(tab, "duration_s", f"userspace {name!r}")
+        if duration <= 0:
+            raise ShoalError(f"{where}: boot profile {device!r}: userspace {name!r} duration_s must be above 0")
+        userspace[name] = Userspace(name, duration, number(tab, "energy_J", f"userspace {name!r}"),
+                                    str(tab.get("source", "")))
+    if not userspace:
+        raise ShoalError(f"{where}: boot profile {device!r} has no [userspace.CONFIG] table; "
+                         "give at least EU's duration_s and energy_J")
+    units, sources = {}, {k[: -len("_source")]: str(v) for k, v in table.items() if k.endswith("_source")}
+    for unit, tab in (table.get("units") or {}).items():
+        units[unit] = number(tab, "ready_s", f"unit {unit!r}")
+        sources[f"units.{unit}"] = str(tab.get("source", ""))
+    return BootPhases(device=device, userspace=userspace, units=units, sources=sources, **values)
 
 
 @dataclass(frozen=True)
@@ -91,6 +185,8 @@ class DeviceProfile:
     aes_instructions: bool | None = None
     per_test: PerTestWatts | None = None
     role: str = "node"
+    # Boot phases where known ([boot.NAME]): what duty cycling (Pallex) needs.
+    boot: BootPhases | None = None
     sources: dict = field(default_factory=dict, compare=False)
 
     def describe(self) -> dict[str, Any]:
@@ -155,6 +251,7 @@ def load_all(extra: dict | None = None, extra_where: str = "inventory", extra_te
     profiles: dict[str, DeviceProfile] = {}
     links: dict[str, LinkType] = {}
     switches: dict[str, DeviceProfile] = {}  # checked here; load_switches() returns them
+    boots: dict[str, BootPhases] = {}  # [boot.NAME]: joined to profile NAME below
     sources = [(BUILTIN, *_read(BUILTIN))] + [(p, *_read(p)) for p in user_files()]
     if extra:
         sources.append((extra_where, extra, extra_text))
@@ -173,6 +270,8 @@ def load_all(extra: dict | None = None, extra_where: str = "inventory", extra_te
         for name, table in (data.get("profiles") or {}).items():
             profiles[name] = profile_from_table(name, table, str(where), text)
             declared[name] = (str(where), text)
+        for name, table in (data.get("boot") or {}).items():
+            boots[name] = boot_from_table(name, table, str(where))
     for link in links.values():
         if link.switch and link.switch not in switches:
             from shoal.inputs import schema
@@ -188,7 +287,18 @@ def load_all(extra: dict | None = None, extra_where: str = "inventory", extra_te
             raise schema.locate(*declared[profile.name], ("profiles", profile.name, "link"),
                                 f"names link {profile.link!r}, which is not defined; use one of "
                                 f"{', '.join(sorted(links))} or define it under [links.{profile.link}]")
-    return profiles, links
+    return _with_boots(profiles, boots), links
+
+
+def _with_boots(profiles: dict[str, DeviceProfile], boots: dict[str, BootPhases]
+                ) -> dict[str, DeviceProfile]:
+    """Each [boot.NAME] becomes profile NAME's ``boot``; a boot table needs its device."""
+    for name, phases in boots.items():
+        if name not in profiles:
+            raise ShoalError(f"boot profile {name!r} names no device profile; define "
+                             f"[profiles.{name}] beside [boot.{name}] (known: {', '.join(sorted(profiles))})")
+        profiles[name] = replace(profiles[name], boot=phases)
+    return profiles
 
 
 def load(extra: dict | None = None) -> dict[str, DeviceProfile]:
@@ -226,8 +336,11 @@ def load_links(extra: dict | None = None) -> dict[str, LinkType]:
 
 @functools.lru_cache(maxsize=None)
 def _builtin() -> dict[str, DeviceProfile]:
-    return {name: profile_from_table(name, table, str(BUILTIN))
-            for name, table in (_read(BUILTIN)[0].get("profiles") or {}).items()}
+    data = _read(BUILTIN)[0]
+    return _with_boots({name: profile_from_table(name, table, str(BUILTIN))
+                        for name, table in (data.get("profiles") or {}).items()},
+                       {name: boot_from_table(name, table, str(BUILTIN))
+                        for name, table in (data.get("boot") or {}).items()})
 
 
 def builtin(name: str) -> DeviceProfile:

@@ -13,10 +13,9 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass, field
 
-from shoal.profiles import DeviceProfile
 from shoal.model import lifetime
 from shoal.pallex import project, seedtables, stagefile
-from shoal.pallex.boot import BootProfile
+from shoal.profiles import BootPhases, DeviceProfile
 from shoal.pallex.cloud import Cloud
 from shoal.pallex.runner import CycleResult, Runner
 
@@ -54,7 +53,7 @@ def check(scenario: str, result: CycleResult, cloud: Cloud | None, uploads_befor
     return bad
 
 
-def run_scenario(scenario: str, boot: BootProfile, device: DeviceProfile, *, rounds: int = 1,
+def run_scenario(scenario: str, boot: BootPhases, device: DeviceProfile, *, rounds: int = 1,
                  time_scale: float = 1.0, host_speed: float = 1.0, battery_J: float = 43200.0,
                  sleep_W: float = 0.0, link_bps: float | None = None, on_cycle=None) -> ScenarioOutcome:
     app = stagefile.resolve(scenario)
@@ -90,7 +89,7 @@ def run_scenario(scenario: str, boot: BootProfile, device: DeviceProfile, *, rou
     return out
 
 
-def fill_projection(row: dict, app, boot: BootProfile, device: DeviceProfile, host_speed: float,
+def fill_projection(row: dict, app, boot: BootPhases, device: DeviceProfile, host_speed: float,
                     battery_J: float, sleep_W: float, link_bps: float | None = None) -> dict:
     """The device columns of one measured cycle, from its stages' demands."""
     dem = {k: project.StageDemand(*v) for k, v in row["demands"].items()}

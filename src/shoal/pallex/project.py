@@ -35,9 +35,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from shoal.profiles import DeviceProfile
 from shoal.pallex import schedule
-from shoal.pallex.boot import BootProfile
+from shoal.profiles import BootPhases, DeviceProfile
 from shoal.pallex.runner import CycleResult
 from shoal.pallex.stagefile import App
 from shoal.power.model import linear_energy_J
@@ -88,12 +87,12 @@ def device_durations(dem: dict[str, StageDemand], speed: float, host_speed: floa
     return {s: max(0.0, d.work_s - d.cpu_s) + d.cpu_s * host_speed / speed + net(d) for s, d in dem.items()}
 
 
-def userspace_end_s(app: App, boot: BootProfile) -> float:
+def userspace_end_s(app: App, boot: BootPhases) -> float:
     units = [boot.unit_ready_s(u) for u in app.units()]
     return max([boot.config(app.config).duration_s, *units])
 
 
-def project(app: App, dem: dict[str, StageDemand], boot: BootProfile, device: DeviceProfile,
+def project(app: App, dem: dict[str, StageDemand], boot: BootPhases, device: DeviceProfile,
             mode: str, host_speed: float = 1.0, link_bps: float | None = None) -> Projection:
     durations = device_durations(dem, device.speed, host_speed, link_bps)
     t_u = userspace_end_s(app, boot)
