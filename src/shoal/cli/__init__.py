@@ -92,7 +92,22 @@ def _into_user_namespace(args: argparse.Namespace, argv: list[str]) -> None:
         if record and record.get("in_user_namespace"):
             userns.enter(record, argv)
     elif _emulates(args):
+        _check_before_namespace(args)
         userns.reexec(argv, detach=bool(getattr(args, "keeps_cluster", False)))
+
+
+def _check_before_namespace(args: argparse.Namespace) -> None:
+    """Refuse here what the command would refuse: the re-run inside the user namespace replaces
+    this process, so bad input must be answered before (a caller of main() keeps its process).
+    A command may set ``precheck`` (its own planning, without side effects); else the
+    ``--emulate`` spec and ``--link`` are checked."""
+    check = getattr(args, "precheck", None)
+    if check is not None:
+        check(args)
+    elif getattr(args, "emulate", None):
+        from shoal.cluster import inventory
+
+        inventory.from_emulate(args.emulate, getattr(args, "link", None))
 
 
 def main(argv: list[str] | None = None) -> int:

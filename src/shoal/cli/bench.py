@@ -64,7 +64,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="ranks per CPU (per core of a device) at most (default "
                         f"{ranklimit.DEFAULT_OVERSUBSCRIBE}); more ranks are refused before anything starts")
     p.add_argument("--json", action="store_true", help="print results as JSON instead of a table")
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, precheck=_precheck)
 
 
 def _options(args: argparse.Namespace) -> Options:
@@ -88,6 +88,38 @@ def _options(args: argparse.Namespace) -> Options:
     return opts
 
 
+def _request(args: argparse.Namespace):
+    from shoal.bench import runner
+
+    if args.idle and not args.power:
+        raise ShoalError("--idle measures a power baseline: add --power SOURCE")
+    return runner.BenchRequest(
+        tests=args.tests or "mpbench,imb",
+        sizes=args.sizes or (QUICK_SIZES if args.quick else DEFAULT_SIZES),
+        ranks=args.ranks,
+        mpi=args.mpi,
+        options=_options(args),
+        emulate=args.emulate,
+        link=args.link,
+        cluster=args.cluster,
+        nodes=args.nodes,
+        ranks_per_node=args.ranks_per_node,
+        power=args.power,
+        idle_s=args.idle,
+        wait=args.wait,
+        oversubscribe=args.oversubscribe or ranklimit.DEFAULT_OVERSUBSCRIBE,
+        dilation=args.dilation,
+    )
+
+
+def _precheck(args: argparse.Namespace) -> None:
+    """Plan the sweep (no side effects) before re-running inside a user namespace."""
+    if not args.resume:
+        from shoal.bench import runner
+
+        runner.plan(_request(args))
+
+
 def run(args: argparse.Namespace) -> int:
     # The sweep's machinery (numpy, pandas) loads only when a benchmark runs.
     from shoal.bench import heterogeneity, runner
@@ -96,25 +128,7 @@ def run(args: argparse.Namespace) -> int:
     if args.resume:
         run_dir, request, plan = runner.resume(args.resume)
     else:
-        request = runner.BenchRequest(
-            tests=args.tests or "mpbench,imb",
-            sizes=args.sizes or (QUICK_SIZES if args.quick else DEFAULT_SIZES),
-            ranks=args.ranks,
-            mpi=args.mpi,
-            options=_options(args),
-            emulate=args.emulate,
-            link=args.link,
-            cluster=args.cluster,
-            nodes=args.nodes,
-            ranks_per_node=args.ranks_per_node,
-            power=args.power,
-            idle_s=args.idle,
-            wait=args.wait,
-            oversubscribe=args.oversubscribe or ranklimit.DEFAULT_OVERSUBSCRIBE,
-            dilation=args.dilation,
-        )
-        if args.idle and not args.power:
-            raise ShoalError("--idle measures a power baseline: add --power SOURCE")
+        request = _request(args)
         run_dir, plan = runner.start(request, ["shoal", *sys.argv[1:]], args.out)
     done_before = len(run_dir.rows("results")) + len(run_dir.rows("skipped"))
     if not args.json:

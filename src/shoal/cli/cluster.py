@@ -28,7 +28,7 @@ def register(subparsers) -> None:
                     help="run D times slower than real time "
                     "(default: the smallest whole D at which the devices fit this host)")
     up.add_argument("--json", action="store_true", help="print the cluster description as JSON")
-    up.set_defaults(func=_up, keeps_cluster=True)
+    up.set_defaults(func=_up, keeps_cluster=True, precheck=_up_precheck)
 
     status = sub.add_parser("status", help="list emulated clusters and leftovers")
     status.add_argument("--json", action="store_true")
@@ -46,7 +46,7 @@ def register(subparsers) -> None:
     matrix.add_argument("--bytes", type=typed.whole(1, MAX_MESSAGE_B), default=8 << 20,
                         help="bytes streamed per pair for bandwidth (default 8 MiB)")
     matrix.add_argument("--json", action="store_true")
-    matrix.set_defaults(func=_matrix)
+    matrix.set_defaults(func=_matrix, precheck=_matrix_precheck)
 
     fidelity = sub.add_parser("fidelity", help="emulated ping-pong and stream against the link model, "
                               "at D = 1 and D = 2")
@@ -80,6 +80,29 @@ def _link_needs_emulate(args) -> None:
     if args.link and not args.emulate:
         raise ShoalError("--link sets the link of emulated devices and needs --emulate SPEC; "
                          "an inventory's links are set in its file")
+
+
+def _up_precheck(args) -> None:
+    """What `cluster up` refuses, refused before re-running inside a user namespace."""
+    from shoal.cluster import emulated, inventory
+
+    if bool(args.emulate) == bool(args.cluster):
+        raise ShoalError("give either --emulate SPEC or --cluster FILE (an inventory with mode = \"emulated\")")
+    _link_needs_emulate(args)
+    if args.name:
+        emulated.check_id(args.name)
+    if args.emulate:
+        inventory.from_emulate(args.emulate, args.link)
+
+
+def _matrix_precheck(args) -> None:
+    from shoal.cluster import inventory
+    from shoal.mpi import discover
+
+    _link_needs_emulate(args)
+    if args.emulate:
+        inventory.from_emulate(args.emulate, args.link)
+    discover.resolve(args.mpi)
 
 
 def _up(args) -> int:

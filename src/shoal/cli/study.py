@@ -45,7 +45,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="parallel fraction f of the devices' processing (default 0.95)")
     p.add_argument("--out", type=typed.out_dir, default=None, help="run directory (default runs/study-<time>)")
     p.add_argument("--resume", type=typed.run_dir, default=None, metavar="RUN", help="continue an interrupted study")
-    p.set_defaults(func=run, emulates=_emulates)
+    p.set_defaults(func=run, emulates=_emulates, precheck=_precheck)
 
 
 def _emulates(args: argparse.Namespace) -> bool:
@@ -53,6 +53,14 @@ def _emulates(args: argparse.Namespace) -> bool:
 
     emulate = args.emulate or (None if args.cluster or args.resume else "4xminnowboard")
     return userns.builds_emulation(emulate, args.cluster, args.resume)
+
+
+def _precheck(args: argparse.Namespace) -> None:
+    """Plan the study (no side effects) before re-running inside a user namespace."""
+    if not args.resume:
+        from shoal.study import run as study_run
+
+        study_run.plan(_request(args))
 
 
 def _request(args: argparse.Namespace) -> StudyRequest:

@@ -38,7 +38,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_energy(p, per="run")
     p.add_argument("--out", type=typed.out_dir, default=None, help="run directory (default runs/work-<time>)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON instead of a table")
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, precheck=_precheck)
 
 
 def _ranks(text: str) -> list[int]:
@@ -61,23 +61,37 @@ def _list() -> int:
     return 0
 
 
-def run(args: argparse.Namespace) -> int:
-    if args.list:
-        return _list()
+def _request(args: argparse.Namespace):
+    from shoal.work import runner
+
     if not args.workload:
         raise ShoalError("name a workload (raytrace, msa, videostream, edge, ep, is) or use --list")
-    from shoal.work import runner, summary
-
     if args.idle and not args.power:
         raise ShoalError("--idle measures a power baseline: add --power SOURCE")
     if args.idle < 0:
         raise ShoalError(f"--idle must not be negative, got {args.idle}")
-    request = runner.WorkRequest(
+    return runner.WorkRequest(
         workload=args.workload, size=args.size, reps=args.reps, check=args.check,
         ranks=_ranks(args.ranks), mpi=args.mpi, emulate=args.emulate, link=args.link,
         cluster=args.cluster, nodes=args.nodes, ranks_per_node=args.ranks_per_node,
         power=args.power, idle_s=args.idle, wait=args.wait, aes=args.aes,
         timeout_s=args.timeout if args.timeout is not None else runner.DEFAULT_TIMEOUT_S)
+
+
+def _precheck(args: argparse.Namespace) -> None:
+    """Plan the runs (no side effects) before re-running inside a user namespace."""
+    if not args.list:
+        from shoal.work import runner
+
+        runner.plan(_request(args))
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.list:
+        return _list()
+    from shoal.work import runner, summary
+
+    request = _request(args)
     run_dir, plan = runner.start(request, ["shoal", *sys.argv[1:]], args.out)
     quiet = args.json
     if not quiet:

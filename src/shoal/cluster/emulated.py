@@ -57,6 +57,13 @@ def _new_id() -> str:
     return "c" + secrets.token_hex(3)
 
 
+def check_id(cluster_id: str) -> str:
+    """A cluster id as given (--name): 2-12 lower-case letters, digits or '-'."""
+    if not (2 <= len(cluster_id) <= 12 and cluster_id.replace("-", "").isalnum() and cluster_id.islower()):
+        raise ShoalError(f"cluster id {cluster_id!r}: use 2-12 lower-case letters, digits or '-'")
+    return cluster_id
+
+
 class EmulatedCluster:
     """Bring an emulated cluster up and down; describe it for manifests."""
 
@@ -66,9 +73,7 @@ class EmulatedCluster:
         self.inventory = inventory
         # None: the smallest whole factor at which the devices fit this host.
         self.dilation_asked = dilation
-        self.id = cluster_id or _new_id()
-        if not (2 <= len(self.id) <= 12 and self.id.replace("-", "").isalnum() and self.id.islower()):
-            raise ShoalError(f"cluster id {self.id!r}: use 2-12 lower-case letters, digits or '-'")
+        self.id = check_id(cluster_id or _new_id())
         self.persistent = persistent
         self.calibrate_cpu = calibrate
         # Where the link forwarder logs every frame it delivers (None: no log).
@@ -474,7 +479,12 @@ def _inventory_from_record(record: dict) -> Inventory:
 
 
 def _profile_table(described: dict) -> dict:
-    table = {k: v for k, v in described.items() if k not in ("name", "sources", "pstates") and v is not None}
+    """A profile's description back as a [profiles.NAME] table: only the fields such a table has
+    (a description also carries its name, sources, role and boot phases)."""
+    from shoal.inputs import files
+
+    fields = set(files.ProfileTable.model_fields) - {"pstates"}
+    table = {k: v for k, v in described.items() if k in fields and v is not None}
     if described.get("pstates"):
         table["pstates"] = described["pstates"]
     return table

@@ -189,7 +189,7 @@ struct plan {
     int64_t linear;   /* next linear sleep */
     int64_t from;     /* abs ns the exponential sleeps' relative bound counts from */
     int64_t cap;      /* longest exponential sleep: tied to the rhythm */
-    int64_t site_cap; /* the cap before a miss tightened it (telemetry) */
+    int64_t tight_cap, tight_at;   /* the cap from tight_at on (0: never), see tighten_cap */
     int64_t rhythm;   /* the site's typical interval, 0 if none */
     int predicted;    /* sleeping towards a predicted arrival */
     int missed;       /* past the predicted window */
@@ -203,17 +203,19 @@ static void plan_start(struct plan *p, struct site *site)
                        .linear = sw_cfg.dmin_ns, .cap = sw_cfg.cap_ns};
 }
 
-/* Past a missed window, and on the wait after a miss: the cap drops to
- * 1/MISS_CAP_DIV of the interval, so a late message is noticed within 1 %
- * of the gap (the p99 target is 2 %) at the cost of a few more wake-ups on
- * the rare waits that miss. */
-static void tighten_cap(struct plan *p)
+/* From `at` on (abs ns), the cap drops to 1/MISS_CAP_DIV of the interval:
+ * past a missed window at once, and on the wait after a miss from 7/8 of
+ * the interval on, when the next arrival is due. A late message is then
+ * noticed within 1 % of the gap (the p99 target is 2 %), at the cost of a
+ * few more wake-ups on the rare waits that miss. */
+static void tighten_cap(struct plan *p, int64_t at)
 {
     if (p->rhythm <= 0)
         return;
     int64_t cap = p->rhythm / MISS_CAP_DIV;
     cap = cap < MIN_CAP_NS ? MIN_CAP_NS : cap;
-    p->cap = cap < p->cap ? cap : p->cap;
+    p->tight_cap = cap < p->cap ? cap : p->cap;
+    p->tight_at = at;
 }
 
 /* Once the clock is read: the cap, and the prediction if the site has a
@@ -242,11 +244,10 @@ static void plan_clock(struct plan *p, int64_t start)
     }
     if (sw_cfg.mode == SW_AUTO && s->cap_ns < p->cap)
         p->cap = s->cap_ns;
-    p->site_cap = p->cap;
     if (s->distrust) {
-        /* The last prediction missed: this wait backs off, but the arrival
-         * is due within about an interval, so as tightly as past a window. */
-        tighten_cap(p);
+        /* The last prediction missed: this wait backs off, and near the
+         * next arrival as tightly as past a window. */
+        tighten_cap(p, start + p->rhythm - p->rhythm / 8);
         return;
     }
     int64_t at = 0, margin = 0, period = 0;
@@ -323,17 +324,18 @@ static int64_t pause_ns(struct plan *p, int64_t now, int64_t start)
         p->missed = 1;
         p->next = 1000;
         p->from = p->at;
-        tighten_cap(p);
+        tighten_cap(p, now);
     }
+    int64_t cap = p->tight_at && now >= p->tight_at ? p->tight_cap : p->cap;
     int64_t d = p->next;
-    if (d < p->cap)
+    if (d < cap)
         p->next = d * 2;   /* stops at the cap: never overflows */
     double rel = sw_cfg.mode == SW_AUTO ? sw_cfg.target : 0.125;
     int64_t bound = (int64_t)(rel * (double)(now - p->from));
     if (d > bound)
         d = bound;
-    if (d > p->cap)
-        d = p->cap;
+    if (d > cap)
+        d = cap;
     return d > POLL_NS ? d : POLL_NS;
 }
 
@@ -344,7 +346,7 @@ static void judge(struct plan *p, struct sw_call *call, int64_t lb, int64_t ub)
     struct site *s = p->site;
     if (p->from) {   /* clocked: the plan was made */
         call->rhythm_ns = p->rhythm;
-        call->cap_ns = p->site_cap ? p->site_cap : p->cap;
+        call->cap_ns = p->cap;
     }
     if (p->predicted) {
         /* Found at the first test after the stretch, it came before the
