@@ -108,9 +108,7 @@ def _matrix_precheck(args) -> None:
 def _up(args) -> int:
     from shoal.cluster import session, state, userns
 
-    if bool(args.emulate) == bool(args.cluster):
-        raise ShoalError("give either --emulate SPEC or --cluster FILE (an inventory with mode = \"emulated\")")
-    _link_needs_emulate(args)
+    _up_precheck(args)
     start = time.perf_counter()
     cluster = session.bring_up(args.emulate, args.cluster, args.link, args.host_speed, args.name,
                                calibrate=not args.no_calibrate, dilation=args.dilation)
