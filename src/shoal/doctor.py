@@ -67,13 +67,18 @@ def check_namespaces() -> list[Finding]:
                         "install iproute2 (Debian: apt-get install iproute2)")]
     name = f"shoal-doctor-{os.getpid()}"
     made = proc.run([ip, "netns", "add", name])
-    if made.returncode != 0:
+    if made.returncode == 0:
+        proc.run([ip, "netns", "delete", name])
+        findings = [Finding("network namespaces", True, "can create namespaces, veth and bridges")]
+    elif _user_namespaces_work():
+        # An ordinary user: shoal runs emulated clusters inside a user namespace of its own.
+        findings = [Finding("network namespaces", True, "not in the host's namespaces (not root), but "
+                            "in a user namespace: emulated clusters run there")]
+    else:
         userns = Path("/proc/sys/kernel/unprivileged_userns_clone")
         hint = ("run as root, or allow user namespaces "
                 "(sysctl kernel.unprivileged_userns_clone=1)" if userns.exists() else "run as root")
         return [Finding("network namespaces", False, made.stderr.strip() or "cannot create", hint)]
-    proc.run([ip, "netns", "delete", name])
-    findings = [Finding("network namespaces", True, "can create namespaces, veth and bridges")]
     tc = proc.find("tc")
     findings.append(Finding("tc (link shaping)", bool(tc), tc or "missing",
                             "" if tc else "install iproute2"))
@@ -92,6 +97,11 @@ def check_namespaces() -> list[Finding]:
             f"{'/dev/net/tun' if not tun else 'a C compiler'}",
             "" if ready else ("modprobe tun" if not tun else "install gcc (Debian: apt install gcc)")))
     return findings
+
+
+def _user_namespaces_work() -> bool:
+    unshare = proc.find("unshare")
+    return bool(unshare) and proc.run([unshare, "--user", "--map-root-user", "--net", "true"]).ok
 
 
 def _kernel_has_module(name: str) -> bool:

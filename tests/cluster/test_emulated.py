@@ -18,6 +18,10 @@ from shoal.cluster.emulated import EmulatedCluster
 from shoal.errors import ShoalError
 from tests.cluster.owners import start_owner
 
+# These build clusters in the host's own namespaces, as root does; an ordinary
+# user's clusters live in a user namespace (tests/user, run as uid 65534).
+host_namespaces = pytest.mark.skipif(os.geteuid() != 0, reason="clusters in the host's namespaces need root")
+
 
 def netns_names() -> set[str]:
     return set(os.listdir("/run/netns")) if os.path.isdir("/run/netns") else set()
@@ -29,6 +33,7 @@ def assert_gone(record_id: str, names: list[str], cgroups: list[str]) -> None:
     assert state.read(record_id) is None and not state.cluster_dir(record_id).exists()
 
 
+@host_namespaces
 def test_up_down_hostnames_and_nothing_in_root_namespace():
     root_links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
     inv = inventory.from_emulate("2xminnowboard+1xrpi0w")
@@ -69,6 +74,7 @@ def test_up_down_hostnames_and_nothing_in_root_namespace():
     assert_gone(emu.id, names, cgroups)
 
 
+@host_namespaces
 def test_kill_9_leftovers_are_removed_by_the_next_down(tmp_path):
     owner, cluster_id, record = start_owner(
         "2xnuc", "p = subprocess.Popen(c.head_prefix()[:-3] + ['--run', 'nuc1', '--', 'sleep', '300'])\n")
@@ -88,6 +94,7 @@ def test_kill_9_leftovers_are_removed_by_the_next_down(tmp_path):
     assert_gone(cluster_id, record["netns"], record["cgroups"])
 
 
+@host_namespaces
 def test_down_never_touches_other_live_clusters():
     with EmulatedCluster(inventory.from_emulate("1xnuc"), calibrate=False) as emu:
         assert cluster_ids_removed_by_reap() == []
@@ -98,6 +105,7 @@ def cluster_ids_removed_by_reap():
     return state.reap()
 
 
+@host_namespaces
 def test_launcher_helper_behaves_like_ssh_and_rejects_bad_hosts():
     with EmulatedCluster(inventory.from_emulate("1xnuc"), calibrate=False) as emu:
         # ssh semantics: words joined and run by a shell on the device, -x style flags ignored.
@@ -116,6 +124,7 @@ def test_launcher_helper_behaves_like_ssh_and_rejects_bad_hosts():
         assert out.stdout == "a b|$(x)|;|"
 
 
+@host_namespaces
 def test_host_names_with_metacharacters_never_reach_mpiexec(mpich):
     with cluster.open(emulate="1xnuc", calibrate=False) as c:
         with pytest.raises(ShoalError, match="only 1 nodes|has 1"):
@@ -126,6 +135,7 @@ def test_host_names_with_metacharacters_never_reach_mpiexec(mpich):
             HostSlots(bad)
 
 
+@host_namespaces
 def test_shaped_link_bounds_mpi_bandwidth_and_traffic_crosses_the_veths(any_mpi):
     """20 Mbit/s links: the MPI stream between two devices runs at the shaped rate."""
     rate = 20e6
@@ -151,6 +161,7 @@ def test_shaped_link_bounds_mpi_bandwidth_and_traffic_crosses_the_veths(any_mpi)
     assert described["mode"] == "emulated" and len(described["nodes"]) == 2
 
 
+@host_namespaces
 def test_sweep_api_places_ranks_on_the_first_k_nodes(mpich):
     with cluster.open(emulate="3xrpi3", calibrate=False) as c:
         job = c.job(mpich, nodes=2, ranks_per_node=1, argv=["hostname"])
@@ -165,6 +176,7 @@ def test_sweep_api_places_ranks_on_the_first_k_nodes(mpich):
         assert manifest["emulation"]["cgroup"]["version"] in (1, 2)
 
 
+@host_namespaces
 def test_cli_up_status_down_roundtrip():
     up = subprocess.run([sys.executable, "-m", "shoal", "cluster", "up", "--emulate", "2xstb",
                          "--no-calibrate", "--json"], capture_output=True, text=True)
