@@ -61,11 +61,46 @@ def test_results_recorded_at_d_are_divided_by_d():
     assert row["energy_net_J"] == pytest.approx(4.0 - 1.0 * 1.0)
 
 
+def test_workload_results_at_d_are_seen_as_the_devices_saw_them():
+    from shoal.work import records as work_records
+
+    record = {"workload": "ep", "size": "S", "ranks": 2, "time_s": 2.0, "serial_s": 0.2,
+              "rank_compute_s": [1.6, 1.5], "rank_comm_s": [0.2, 0.4], "rank_cpu_s": [0.5, 0.5],
+              "work": 100.0, "unit": "op", "throughput_per_s": 50.0, "check": "pass",
+              "t_start_mono_s": 10.0, "t_end_mono_s": 12.0, "extra": {}}
+    row = work_records.result_row(work_records.undilate(record, 2.0), "2xboard", 1, 0, dilation=2.0)
+    assert (row["time_s"], row["serial_s"], row["compute_s"], row["comm_s"]) == (1.0, 0.1, 0.8, 0.2)
+    assert row["throughput_per_s"] == 100.0 and row["dilation"] == 2.0
+    assert row["cpu_s"] == 0.5  # host CPU seconds: the same work whatever D
+    assert (row["t_start_mono_s"], row["t_end_mono_s"]) == (10.0, 12.0)  # the window power covers
+    work_records.add_energy(row, {"energy_J": 8.0, "mean_power_W": 4.0, "idle_power_W": 1.0,
+                                  "shared_power_W": 2.0}, 2.0)
+    assert row["energy_J"] == 4.0 and row["energy_net_J"] == pytest.approx(3.0)
+    assert row["shared_power_W"] == 2.0 and row["energy_per_unit_J"] == pytest.approx(0.04)
+
+
+def test_the_automatic_dilation_fits_the_devices_that_compute_at_once():
+    """A study runs its reference apart from the cluster: only the larger set must fit."""
+    from shoal.cluster import cpulimit, inventory
+    from shoal.cluster.emulated import EmulatedCluster
+
+    inv = inventory.from_emulate("4xminnowboard+1xnuc")
+    names = [n.name for n in inv.nodes]
+    budgets = {n: b for n, (_, b, _) in EmulatedCluster(inv)._budgets().items()}
+    host = len(cpulimit.host_cpus())
+    together = EmulatedCluster(inv)._choose_dilation()
+    apart = EmulatedCluster(inv, at_once=[tuple(names[:4]), (names[4],)])._choose_dilation()
+    assert together == dilation.choose(list(budgets.values()), host)
+    assert apart == dilation.choose([budgets[n] for n in names[:4]], host)
+    assert apart <= together
+
+
 @pytest.mark.parametrize("argv, message", [
     (["bench", "--emulate", "2xminnowboard", "--dilation", "0.5"], "at least 1"),
     (["bench", "--tests", "imb.PingPong", "--dilation", "2"], "emulated clusters"),
     (["cluster", "up", "--emulate", "2xminnowboard", "--dilation", "x"], "give a number"),
     (["study", "--dilation", "-1"], "at least 1"),
+    (["work", "ep", "--dilation", "2"], "emulated clusters"),
     (["cluster", "fidelity", "--dilation", "1,,2"], "separated by commas"),
     (["cluster", "fidelity", "--dilation", "1,inf"], "at least 1"),
 ])

@@ -11,7 +11,10 @@ import sys
 import pandas as pd
 import pytest
 
-STUDY_ARGS = ["--emulate", "2xminnowboard", "--sizes", "8,4K", "--time-budget", "12"]
+STUDY_ARGS = ["--emulate", "2xminnowboard", "--sizes", "8,4K", "--time-budget", "12",
+              "--workloads", "raytrace,ep", "--work-size", "raytrace=64", "--work-size", "ep=M18",
+              "--work-reps", "2"]
+WORKLOADS = 2
 
 
 def _shoal(*args, timeout=900):
@@ -40,6 +43,31 @@ def test_study_measures_every_node_count_and_the_reference(study_run):
     assert manifest["reference"] == "nuc"
 
 
+def test_study_times_each_workload_at_every_node_count_with_the_switch_counted_once(study_run):
+    work = pd.read_csv(study_run / "work.csv")
+    configs = set(zip(work["config"], work["nodes"], work["ranks"]))
+    # Ranks per device = its cores (a MinnowBoard has 2, the NUC 2).
+    assert configs == {("2xminnowboard", 1, 2), ("2xminnowboard", 2, 4), ("reference", 1, 2)}
+    assert len(work) == 3 * WORKLOADS * 2  # configurations x workloads x repetitions
+    assert set(work["workload"]) == {"raytrace", "ep"}
+    assert (work["power_kind"] == "modelled").all() and (work["wait_mode"] == "backoff").all()
+    # The cluster's switch (fast-ethernet-8, 2 W idle) is in every cluster row once, and in no
+    # reference row: the NUC runs alone.
+    cluster = work[work["config"] == "2xminnowboard"]
+    assert cluster["shared_power_W"].tolist() == pytest.approx([2.0] * len(cluster))
+    assert (work[work["config"] == "reference"]["shared_power_W"] == 0).all()
+    # Gross includes the idle draw; net of idle is what the work adds.
+    assert (work["energy_net_J"] < work["energy_J"]).all()
+    findings = json.loads((study_run / "report" / "findings.json").read_text())[study_run.name]
+    for w in findings["workloads"]:
+        assert [p["nodes"] for p in w["cluster"]] == [1, 2] and w["reference"]["nodes"] == 1
+        assert w["shared_power_W"] == pytest.approx(2.0)
+        assert w["c"] == pytest.approx(2.0 / w["device_busy_W"])
+        # Two node counts cannot support a fit: the report says so instead of an n*.
+        assert w["fit"]["status"] == "too_few_points" and w["n_star"] is None
+        assert w["verdict"].startswith(("cannot tell", "does not scale"))
+
+
 def test_report_traces_every_number_to_a_results_row(study_run):
     report = (study_run / "report" / "report.html").read_text()
     results = pd.read_csv(study_run / "results.csv")
@@ -63,13 +91,15 @@ def test_report_traces_every_number_to_a_results_row(study_run):
 
 def test_report_is_self_contained_with_every_figure(study_run):
     report = (study_run / "report" / "report.html").read_text()
-    # 1 power figure, 2 per MPBench test, 1 offload map.
-    assert report.count("<figure>") == 1 + 2 * 8 + 1
-    assert report.count("<svg") >= 1 + 2 * 8 + 1
+    # 1 per workload, 1 power figure, 2 per MPBench test, 1 offload map.
+    assert report.count("<figure>") == WORKLOADS + 1 + 2 * 8 + 1
+    assert report.count("<svg") >= WORKLOADS + 1 + 2 * 8 + 1
+    assert "Optimal cluster size from real workloads" in report
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:|//)""", report)
     assert "<script" not in report and "@import" not in report
     summary = (study_run / "report" / "summary.md").read_text()
     assert "Offload decision" in summary and "mpbench.bandwidth" in summary
+    assert "| raytrace 64 |" in summary and "| ep M18 |" in summary
 
 
 def test_report_renders_in_headless_chromium(study_run, tmp_path):
@@ -115,7 +145,12 @@ def test_study_bad_input_is_one_line(tmp_path):
     for args, expected in [(["--reference", "toaster"], "no such device profile"),
                            (["--suite", "osu"], "--suite osu"),
                            (["--uplink", "carrier-pigeon", "--nodes", "1"], "--uplink carrier-pigeon: use one of"),
-                           (["--parallel-fraction", "2"], "--parallel-fraction: must be at least 0 and at most 1")]:
+                           (["--parallel-fraction", "2"], "--parallel-fraction: must be at least 0 and at most 1"),
+                           (["--workloads", "toaster"], "unknown workload 'toaster'"),
+                           (["--work-size", "msa"], "give NAME=SIZE"),
+                           (["--work-size", "is=S"], "--work-size names is, which --workloads does not run"),
+                           (["--work-size", "raytrace=3"], "raytrace size '3'"),
+                           (["--suite", "none", "--workloads", "none"], "leaves nothing to measure")]:
         proc = _shoal("study", "--emulate", "2xminnowboard", *args, "--out", str(tmp_path / "x"))
         assert proc.returncode == 2, (args, proc.stderr)
         assert expected in proc.stderr and len(proc.stderr.strip().splitlines()) == 1

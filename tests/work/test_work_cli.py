@@ -53,7 +53,7 @@ def test_a_failed_check_is_kept_and_reported(tmp_path, monkeypatch):
     out = tmp_path / "run"
     request = runner.WorkRequest(workload="is", size="S", reps=1, check=True, ranks=[2])
     run, plan = runner.start(request, ["test"], out)
-    monkeypatch.setattr(runner, "program_args", lambda p: [str(p.program), "--runs", "is:S",
+    monkeypatch.setattr(runner, "program_args", lambda p, more=(): [str(p.program), "--runs", "is:S",
                                                            "--check", "--corrupt"])
     runner.execute(run, plan)
     rows = run.rows("results")

@@ -35,11 +35,14 @@ SHARED_PREFIX = "switch:"
 class Meter:
     """Energy of any time window on any set of nodes, and the samples as rows."""
 
-    def __init__(self, sessions: dict[str, Session], run: Run, shared: tuple[str, ...] = ()) -> None:
+    def __init__(self, sessions: dict[str, Session], run: Run, shared: tuple[str, ...] = (),
+                 shared_of: dict[str, list[str]] | None = None) -> None:
         self.sessions = sessions
         self.run = run
         # Sessions every configuration draws on once (an emulated cluster's switch).
         self.shared = shared
+        # Which of them each node's link goes through (None: every node uses them all).
+        self.shared_of = shared_of
         self._lock = threading.Lock()
 
     def measure_idle(self, seconds: float) -> dict[str, float]:
@@ -61,20 +64,25 @@ class Meter:
             thread.join()
         return results
 
-    def energy_between(self, t0: float, t1: float, nodes: list[str]) -> dict[str, Any] | None:
+    def energy_between(self, t0: float, t1: float, nodes: list[str],
+                       with_shared: bool = True) -> dict[str, Any] | None:
+        """Energy of ``nodes`` over [t0, t1] on the monotonic clock, with the switches
+        their links go through counted once (``with_shared``: a lone machine uses none)."""
         chosen = ([self.sessions[n] for n in nodes if n in self.sessions and n not in self.shared]
                   or [s for n, s in self.sessions.items() if n not in self.shared])
-        chosen += [self.sessions[n] for n in self.shared if n in self.sessions]
-        energy = power = 0.0
+        shared = self._shared_for(nodes) if with_shared else []
+        energy = power = shared_power = 0.0
         idle: float | None = 0.0
         kinds, sources, partial = set(), [], False
-        for session in chosen:
+        for session in chosen + shared:
             for channel in session.energy_between(t0, t1):
                 if channel["part_of"] or channel["energy_J"] is None:
                     partial = partial or channel["energy_J"] is None
                     continue
                 energy += channel["energy_J"]
                 power += channel["mean_power_W"] or 0.0
+                if session in shared:
+                    shared_power += channel["mean_power_W"] or 0.0
                 kinds.add(channel["kind"])
                 sources.append(f"{channel['node']}:{channel['source']}")
                 partial = partial or bool(channel["partial"])
@@ -84,7 +92,14 @@ class Meter:
             return None
         return {"energy_J": energy, "mean_power_W": power, "partial": partial,
                 "kind": kinds.pop() if len(kinds) == 1 else "mixed",
-                "source": ",".join(sorted(set(sources))), "idle_power_W": idle}
+                "source": ",".join(sorted(set(sources))), "idle_power_W": idle,
+                "shared_power_W": shared_power}
+
+    def _shared_for(self, nodes: list[str]) -> list[Session]:
+        names = set(self.shared)
+        if self.shared_of is not None and any(n in self.shared_of for n in nodes):
+            names = {s for n in nodes for s in self.shared_of.get(n, [])}
+        return [self.sessions[n] for n in self.shared if n in names and n in self.sessions]
 
     def flush(self) -> None:
         """Append the samples not yet written to the run's power table."""
@@ -116,7 +131,8 @@ def open_meter(spec: str, where: Any, run: Run, idle_s: float = 0.0,
             else:
                 sessions[plan.node] = open_session(plan.spec, rate_hz,
                                                    node=plan.node if plan.named else None).start()
-        meter = Meter(sessions, run, tuple(n for n in sessions if n.startswith(SHARED_PREFIX)))
+        shared_of = {node: [f"{SHARED_PREFIX}{switch}"] for node, switch in where.node_switches().items()}
+        meter = Meter(sessions, run, tuple(n for n in sessions if n.startswith(SHARED_PREFIX)), shared_of)
         idle = meter.measure_idle(idle_s)
         run.update_manifest(power={"spec": spec, "rate_hz": rate_hz, "nodes": sorted(sessions),
                                    "idle_W": idle or None, "notes": meter.notes()})

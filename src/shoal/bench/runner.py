@@ -42,6 +42,8 @@ class Where:
     idle_s: float = 0.0
     # libshoalwait mode the ranks run under (None: not loaded).
     wait: str | None = None
+    # Emulated clusters: how many times slower than real time (None: chosen to fit the host).
+    dilation: float | None = None
 
     @property
     def on_cluster(self) -> bool:
@@ -66,8 +68,6 @@ class BenchRequest(Where):
     options: Options = field(default_factory=Options)
     # Ranks per CPU (per device core on a cluster) at most; see shoal.inputs.ranklimit.
     oversubscribe: float = ranklimit.DEFAULT_OVERSUBSCRIBE
-    # Emulated clusters: how many times slower than real time (None: chosen to fit the host).
-    dilation: float | None = None
 
     def to_manifest(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -92,6 +92,8 @@ class Placement:
     nodes: int
     ranks_per_node: int
     node_names: tuple[str, ...] | None = None
+    # Charge the switches the nodes' links go through (False for a lone reference machine).
+    with_shared: bool = True
 
     @property
     def ranks(self) -> int:
@@ -257,17 +259,24 @@ def measure(run: Run, the_plan: Plan, events: Events | None = None) -> None:
     request = the_plan.request
     with clusters.open(emulate=request.emulate, link=request.link,
                        inventory=request.cluster, dilation=request.dilation) as where:
-        where.check_ready(the_plan.mpi, str(the_plan.program))
-        described = run.manifest.get("clusters", {})
-        described[request.config_label] = where.describe()
-        run.update_manifest(clusters=described)
         with energy_meter(request, where, run) as meter, where.slack_monitor() as slack:
-            sweep = Sweep(run, the_plan.program, request.options, events or Events(), meter, slack)
-            for placement in the_plan.placements:
-                config = _config(the_plan, where, placement)
-                todo, impossible = the_plan.points(placement.ranks)
-                sweep.skip(config, impossible)
-                sweep.run_config(config, todo)
+            measure_in(run, the_plan, where, meter, slack, events)
+
+
+def measure_in(run: Run, the_plan: Plan, where: "clusters.Cluster", meter: Any, slack: Any,
+               events: Events | None = None) -> None:
+    """Measure the plan's configurations on a cluster that is already up."""
+    request = the_plan.request
+    where.check_ready(the_plan.mpi, str(the_plan.program))
+    described = run.manifest.get("clusters", {})
+    described[request.config_label] = where.describe()
+    run.update_manifest(clusters=described)
+    sweep = Sweep(run, the_plan.program, request.options, events or Events(), meter, slack)
+    for placement in the_plan.placements:
+        config = _config(the_plan, where, placement)
+        todo, impossible = the_plan.points(placement.ranks)
+        sweep.skip(config, impossible)
+        sweep.run_config(config, todo)
 
 
 def execute(run: Run, the_plan: Plan, events: Events | None = None) -> Run:
@@ -314,7 +323,7 @@ def _config(the_plan: Plan, where: "clusters.Cluster", placement: Placement) -> 
     node_names = names or where.node_names(placement.nodes)
     return Config(label=placement.label, nodes=placement.nodes, ranks=placement.ranks,
                   make_job=make_job, wait_mode=wait_label, node_names=node_names,
-                  dilation=where.dilation)
+                  dilation=where.dilation, with_shared=placement.with_shared)
 
 
 @contextlib.contextmanager

@@ -92,11 +92,13 @@ class Config:
     node_names: list[str] = field(default_factory=list)
     # Time dilation of an emulated cluster: measured times are divided by it.
     dilation: float = 1.0
+    # Whether the switches the nodes' links go through are charged (not to a lone reference machine).
+    with_shared: bool = True
 
 
 class EnergyMeter(Protocol):
-    def energy_between(self, t0_mono: float, t1_mono: float,
-                       nodes: list[str]) -> dict[str, Any] | None: ...
+    def energy_between(self, t0_mono: float, t1_mono: float, nodes: list[str],
+                       with_shared: bool = True) -> dict[str, Any] | None: ...
 
 
 @dataclass
@@ -238,8 +240,8 @@ class Sweep:
                                  config.dilation)
         if self.energy is not None and row["t_start_mono_s"] != "":
             records.add_energy(row, self.energy.energy_between(
-                float(row["t_start_mono_s"]), float(row["t_end_mono_s"]), config.node_names),
-                config.dilation)
+                float(row["t_start_mono_s"]), float(row["t_end_mono_s"]), config.node_names,
+                config.with_shared), config.dilation)
         if self.slack is not None and row["t_start_mono_s"] != "":
             from shoal.cluster import slack
 

@@ -24,6 +24,7 @@ class Progress:
                             TimeElapsedColumn(), transient=True)
         self.bar.start()
         task = self.bar.add_task("starting", total=self.total, completed=self.done)
+        self._task = task
 
         def started(config, point):
             where = f"{config.nodes} nodes, " if config.nodes > 1 else ""
@@ -39,6 +40,28 @@ class Progress:
 
         return Events(point_started=started, point_done=advance, point_failed=failed,
                       point_skipped=advance)
+
+    def work_events(self):
+        """Events of workload runs (shoal.work): one step per run, failures said."""
+        from shoal.work.runner import Events as WorkEvents
+
+        bar = getattr(self, "bar", None)
+
+        def done(row):
+            if bar is not None:
+                bar.update(self._task, description=f"{row['workload']} {row['size']} "
+                                                   f"({row['nodes']} nodes, {row['ranks']} ranks)")
+                bar.advance(self._task)
+
+        def failed(placement, rep, reason):
+            text = f"failed: {placement.label} {placement.nodes} nodes, rep {rep + 1}: {reason}"
+            if bar is not None:
+                bar.console.print(f"[red]{text}[/]")
+                bar.advance(self._task)
+            elif not self.quiet:
+                print(text, file=sys.stderr)
+
+        return WorkEvents(run_done=done, run_failed=failed)
 
     def _plain_events(self) -> Events:
         def failed(config, point, reason):

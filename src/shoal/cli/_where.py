@@ -21,7 +21,18 @@ def add_where(p: argparse.ArgumentParser, nodes_default: str) -> argparse._Argum
                        help=f"node counts to sweep on the cluster: 1..4, 1,2,4,6 (default: {nodes_default})")
     where.add_argument("--ranks-per-node", type=typed.whole(1, MAX_SLOTS), default=1,
                        help="ranks on each node (default 1)")
+    where.add_argument("--dilation", type=typed.typed(_dilation, name="dilation"),
+                       default=None, metavar="D",
+                       help="run the emulated cluster D times slower than real time (times are "
+                            "divided by D); default: the smallest whole D at which the devices' "
+                            "CPU budgets fit this host")
     return where
+
+
+def _dilation(text: str) -> float:
+    from shoal.cluster import dilation
+
+    return dilation.check(text)
 
 
 def add_energy(p: argparse.ArgumentParser, per: str) -> None:

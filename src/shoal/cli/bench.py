@@ -50,12 +50,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="seconds after which a point counts as hung (default 4*budget+20)")
     p.add_argument("--quick", action="store_true",
                    help=f"fast sweep: sizes {QUICK_SIZES}, CI 5%%, budget 0.2 s")
-    where = add_where(p, nodes_default="all nodes")
-    where.add_argument("--dilation", type=typed.typed(_dilation, name="dilation"),
-                       default=None, metavar="D",
-                       help="run the emulated cluster D times slower than real time (times are "
-                            "divided by D); default: the smallest whole D at which the devices' "
-                            "CPU budgets fit this host")
+    add_where(p, nodes_default="all nodes")
     add_energy(p, per="point")
     p.add_argument("--out", type=typed.out_dir, default=None, help="run directory (default runs/bench-<time>)")
     p.add_argument("--resume", type=typed.run_dir, default=None, metavar="RUN",
@@ -179,8 +174,3 @@ def _summary(rows: list[dict[str, str]], failures: list[dict[str, str]]) -> None
         console.print(f"[red]{len(failures)} point(s) failed[/] (see failures.csv): " +
                       ", ".join(f"{f['test']}:{f['size_B']} ({f['reason']})" for f in failures[:5]))
 
-
-def _dilation(text: str) -> float:
-    from shoal.cluster import dilation
-
-    return dilation.check(text)

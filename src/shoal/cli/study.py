@@ -7,7 +7,8 @@ import sys
 
 from shoal.inputs import options as typed
 from shoal.mpi import kinds
-from shoal.study.request import StudyRequest
+from shoal.errors import ShoalError
+from shoal.study.request import DEFAULT_WORKLOADS, WORK_REPS, StudyRequest
 
 ORDER = 5
 
@@ -31,7 +32,17 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="run the emulated devices (reference included) D times slower than real "
                         "time; default: the smallest whole D at which they fit this host")
     p.add_argument("--nodes", default=None, type=typed.COUNTS_TEXT, help="node counts (default 1..N)")
-    p.add_argument("--suite", type=typed.text, default="mpbench", help="mpbench (default), imb, or mpbench,imb")
+    p.add_argument("--workloads", type=typed.text, default=None, metavar="NAMES",
+                   help=f"workloads timed at every node count (default {DEFAULT_WORKLOADS}; "
+                        "'none' for the benchmarks alone); see shoal work --list")
+    p.add_argument("--work-size", action="append", default=[], type=typed.text, metavar="NAME=SIZES",
+                   help="a workload's size, or several separated by commas to see the optimum move "
+                        "with the problem (e.g. msa=S40-L150,S80-L150); repeatable")
+    p.add_argument("--work-reps", type=typed.whole(1, 1000), default=None, metavar="N",
+                   help=f"repetitions of each workload at each node count (default {WORK_REPS})")
+    p.add_argument("--suite", type=typed.text, default="mpbench",
+                   help="benchmarks measured after the workloads: mpbench (default), imb, "
+                        "mpbench,imb or none")
     p.add_argument("--sizes", default=None, type=typed.SIZES, help="message sizes (default 8,128,2K,32K,512K)")
     p.add_argument("--quick", action="store_true", help="three sizes and a 90 s budget")
     p.add_argument("--time-budget", type=typed.SECONDS_NUMBER, default=None, metavar="SECONDS",
@@ -86,7 +97,21 @@ def _request(args: argparse.Namespace) -> StudyRequest:
         power=args.power,
         offload=offload,
         dilation=args.dilation,
+        workloads="" if args.workloads == "none" else (args.workloads or DEFAULT_WORKLOADS),
+        work_sizes=_work_sizes(args.work_size),
+        work_reps=args.work_reps or WORK_REPS,
+        explicit_budget=args.time_budget is not None,
     )
+
+
+def _work_sizes(items: list[str]) -> dict[str, str]:
+    sizes: dict[str, str] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip() or not value.strip():
+            raise ShoalError(f"--work-size {item!r}: give NAME=SIZE or NAME=SIZE,SIZE (e.g. raytrace=512)")
+        sizes[name.strip().lower()] = value.strip()
+    return sizes
 
 
 def run(args: argparse.Namespace) -> int:
@@ -100,9 +125,10 @@ def run(args: argparse.Namespace) -> int:
     else:
         run_dir, study = study_run.start(_request(args), ["shoal", *sys.argv[1:]], args.out)
     print(f"shoal study: {study.total_points} points -> {run_dir.path}", file=sys.stderr)
-    done = len(run_dir.rows("results")) + len(run_dir.rows("skipped"))
-    with Progress(study.total_points, done, quiet=False) as events:
-        study_run.measure(run_dir, study, events)
+    done = sum(len(run_dir.rows(t)) for t in ("results", "skipped", "work"))
+    progress = Progress(study.total_points, done, quiet=False)
+    with progress as events:
+        study_run.measure(run_dir, study, events, progress.work_events())
     paths = study_report.write([run_dir], run_dir.path / "report")
     print(f"report: {paths['html']}")
     return 0

@@ -74,6 +74,7 @@ def _request(args: argparse.Namespace):
         workload=args.workload, size=args.size, reps=args.reps, check=args.check,
         ranks=_ranks(args.ranks), mpi=args.mpi, emulate=args.emulate, link=args.link,
         cluster=args.cluster, nodes=args.nodes, ranks_per_node=args.ranks_per_node,
+        dilation=args.dilation,
         power=args.power, idle_s=args.idle, wait=args.wait, aes=args.aes,
         timeout_s=args.timeout if args.timeout is not None else runner.DEFAULT_TIMEOUT_S)
 

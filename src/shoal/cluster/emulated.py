@@ -69,10 +69,14 @@ class EmulatedCluster:
 
     def __init__(self, inventory: Inventory, cluster_id: str | None = None,
                  persistent: bool = False, calibrate: bool = True,
-                 dilation: float | None = None) -> None:
+                 dilation: float | None = None,
+                 at_once: list[tuple[str, ...]] | None = None) -> None:
         self.inventory = inventory
         # None: the smallest whole factor at which the devices fit this host.
         self.dilation_asked = dilation
+        # The sets of devices that ever compute at the same time (None: all of them):
+        # a study runs its reference apart from the cluster, so only the larger set must fit.
+        self.at_once = at_once
         self.id = check_id(cluster_id or _new_id())
         self.persistent = persistent
         self.calibrate_cpu = calibrate
@@ -286,10 +290,15 @@ class EmulatedCluster:
         record["host_latency_s"] = host
 
     def _choose_dilation(self) -> float:
-        budgets = [b for _, b, _ in self._budgets().values()]
+        by_node = {name: b for name, (_, b, _) in self._budgets().items()}
         if self.dilation_asked is not None:
-            return dilation.check(self.dilation_asked, budgets)
-        return dilation.choose(budgets, len(cpulimit.host_cpus()))
+            return dilation.check(self.dilation_asked, list(by_node.values()))
+        return dilation.choose(self._busiest(by_node), len(cpulimit.host_cpus()))
+
+    def _busiest(self, by_node: dict[str, float]) -> list[float]:
+        """The budgets of the largest set of devices that compute at the same time."""
+        groups = self.at_once or [tuple(by_node)]
+        return max(([by_node[n] for n in group if n in by_node] for group in groups), key=sum)
 
     def _budgets(self) -> dict[str, tuple[float, float, list | None]]:
         """Per device: (fraction of a host core, CPUs, cpuset) at real time (D = 1)."""
@@ -330,7 +339,7 @@ class EmulatedCluster:
                 _unlimited_said = True
                 print(f"shoal: warning: {message}", file=sys.stderr)
             return {}
-        total = sum(b for _, b, _ in budgets.values())
+        total = sum(self._busiest({name: b for name, (_, b, _) in budgets.items()}))
         if total > len(cpus) * 1.001:
             self._warn(f"the devices' CPU budgets add up to {total:.2f} CPUs at dilation {d:g} "
                        f"but this host has {len(cpus)}: when all devices compute at once they "

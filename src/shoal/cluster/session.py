@@ -127,6 +127,12 @@ class Cluster:
                 seen.setdefault(switch.name, switch)
         return list(seen.values())
 
+    def node_switches(self) -> dict[str, str]:
+        """The switch each node's link goes through (nodes whose link names none are left out)."""
+        if self.inventory is None:
+            return {}
+        return {node.name: node.link.switch for node in self.inventory.nodes if node.link.switch}
+
     def slack_monitor(self):
         """A context manager that watches whether the host gives emulated devices their CPU
         (``slack.Monitor``); on real hardware there is nothing to watch (None)."""
@@ -264,14 +270,17 @@ class SlurmAllocation(SshHosts):
 
 def open(emulate: str | None = None, link: str | None = None, inventory: str | None = None,
          attach_to: str | None = None, host_speed: float | None = None,
-         calibrate: bool = True, dilation: float | None = None) -> Cluster:
+         calibrate: bool = True, dilation: float | None = None,
+         at_once: list[tuple[str, ...]] | None = None) -> Cluster:
     """Describe where ranks run; a context manager brings an emulated cluster up and down.
 
     ``emulate`` ("4xminnowboard+1xnuc") or an inventory file with mode
     "emulated" builds a cluster here, ``dilation`` times slower than real time
     (None: the smallest whole factor at which its devices fit this host); ``attach_to`` uses one started by
     ``shoal cluster up``; an inventory with mode "ssh" or "slurm" describes
-    real hosts; nothing at all means this machine only.
+    real hosts; nothing at all means this machine only. ``at_once`` lists the
+    sets of emulated devices that compute at the same time (None: all), so the
+    automatic dilation fits the largest of them rather than every device at once.
     """
     chosen = [x for x in (emulate, inventory, attach_to) if x]
     if len(chosen) > 1:
@@ -286,7 +295,8 @@ def open(emulate: str | None = None, link: str | None = None, inventory: str | N
         raise ShoalError("--dilation applies to emulated clusters (--emulate SPEC)")
     if emulate:
         inv = _inventory.from_emulate(emulate, link, host_speed or 1.0)
-        return EmulatedDevices(inv, EmulatedCluster(inv, calibrate=calibrate, dilation=dilation), owns=True)
+        return EmulatedDevices(inv, EmulatedCluster(inv, calibrate=calibrate, dilation=dilation,
+                                                    at_once=at_once), owns=True)
     if inventory:
         inv = _inventory.load(inventory)
         if link is not None:
@@ -294,7 +304,8 @@ def open(emulate: str | None = None, link: str | None = None, inventory: str | N
         if host_speed:
             inv.host_speed = host_speed
         if inv.mode == "emulated":
-            return EmulatedDevices(inv, EmulatedCluster(inv, calibrate=calibrate, dilation=dilation),
+            return EmulatedDevices(inv, EmulatedCluster(inv, calibrate=calibrate, dilation=dilation,
+                                                        at_once=at_once),
                                    owns=True)
         if dilation is not None:
             raise ShoalError("--dilation applies to emulated clusters only")

@@ -196,8 +196,8 @@ def overall_optimum(fits: Mapping[str, ScalingFit], *, tolerance: float = DEFAUL
                   n_recommended=rec, n_recommended_range=rec_range, n_max_measured=measured_max,
                   extrapolated=rec > used_max, members=members)
     if rec >= n_max or best >= n_max:
-        return Optimum(UNBOUNDED, f"combined perf/W of {len(used)} benchmark(s) stays within {tolerance:.0%} of its "
+        return Optimum(UNBOUNDED, f"combined perf/W of {len(used)} fitted curve(s) stays within {tolerance:.0%} of its "
                        f"best up to n_max={n_max}; the models set no limit in range", **result)
-    return Optimum(OK, f"over {len(used)} benchmark(s): best combined perf/W at n={best}; up to n={rec} stays within "
+    return Optimum(OK, f"over {len(used)} fitted curve(s): best combined perf/W at n={best}; up to n={rec} stays within "
                    f"{tolerance:.0%} of it", **result)
 

@@ -97,6 +97,10 @@ class Source:
         t = time.monotonic()
         return [(t, self.read())]
 
+    def known_idle_W(self) -> dict[str, float]:
+        """Idle power per channel key that the source knows without measuring (a model's)."""
+        return {}
+
     def fast_fds(self) -> list[int] | None:
         """Descriptors to pread, one integer per channel, when that is all ``read`` does.
 

@@ -199,6 +199,10 @@ class ModelSource(Source):
     def _cgroup_util(self, prev, now, dt: float) -> float:
         return (now - prev) / (dt * self.cores) if dt > 0 else 0.0
 
+    def known_idle_W(self) -> dict[str, float]:
+        """The model's idle draw, so energy above idle needs no idle measurement."""
+        return {self.channels[0].key: self.idle_W}
+
     def power_at(self, u: float) -> float:
         """Modelled watts at utilisation u (clamped to [0, 1])."""
         u = min(1.0, max(0.0, u))

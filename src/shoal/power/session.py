@@ -77,7 +77,9 @@ class Session:
         for rec in sampler.recorders:
             self.notes.extend(f"{rec.source.label}: {n}" for n in rec.source.notes)
         self.recorders: list[Recorder] = list(sampler.recorders)
-        self.idle_W: dict[str, float] = {}
+        # Idle power per channel: what a model knows, replaced by measure_idle where asked for.
+        self.idle_W: dict[str, float] = {k: w for rec in self.recorders
+                                         for k, w in rec.source.known_idle_W().items()}
         self._emitted = [0] * len(self.recorders)
         self._remote: list[tuple[threading.Thread, Callable[[str], None] | None]] = []
         self._remote_counts: list[int] = []

@@ -12,6 +12,7 @@ import matplotlib.pyplot as plt
 
 from shoal import render
 from shoal.report import study_figures as figs
+from shoal.report import study_workloads
 from shoal.report.html import Section, figure_svg, page, table_html
 from shoal.runs import jsonout
 from shoal.runs.store import Run
@@ -41,6 +42,8 @@ def _optimum_text(opt: dict[str, Any] | None) -> str:
         return "no fit"
     measured = (f"; best measured perf/W at {opt['n_best_measured']} node(s)"
                 if opt.get("n_best_measured") else "")
+    if opt["status"] == "unbounded":
+        return f"no limit in range: {opt['reason']}{measured}"
     if opt["status"] != "ok":
         return f"cannot tell: {opt['reason']}{measured}"
     text = f"recommended {opt['n_recommended']} node(s)"
@@ -56,7 +59,7 @@ def _optimum_text(opt: dict[str, Any] | None) -> str:
 def _verdict_html(name: str, f: dict[str, Any]) -> str:
     verdict = f["offload"]["verdict"]
     modelled = "<span class='modelled'>power</span>" if f["modelled_power"] else "power measured"
-    overall = _optimum_text(f["overall_optimum"])
+    overall = _optimum_text(f.get("workloads_overall") or f["overall_optimum"])
     choice = {"local": "process the data locally on the devices",
               "offload": "ship the data to the datacenter",
               "neither": "neither option keeps up with the data stream"}[verdict["choice"]]
@@ -168,6 +171,11 @@ def build(runs: list[Run]) -> tuple[str, str, dict[str, Any]]:
     for run in runs:
         intro += _emulation_html(run, frames[run.path.name])
     sections: list[Section] = []
+    work = study_workloads.section(findings)
+    if work is not None:
+        sections.append(work)
+    if not any(f["tests"] for f in findings.values()):
+        return _finish(runs, findings, title, intro, sections)
 
     summary = Section("Optimal cluster size per test")
     for n in names:
@@ -209,7 +217,13 @@ def build(runs: list[Run]) -> tuple[str, str, dict[str, Any]]:
                 section.tables.append(f"<h3>{html.escape(n)}</h3>" + _points_table(t))
         sections.append(section)
 
-    for n in names:
+    return _finish(runs, findings, title, intro, sections)
+
+
+def _finish(runs: list[Run], findings: dict[str, dict[str, Any]], title: str, intro: str,
+            sections: list[Section]) -> tuple[str, str, dict[str, Any]]:
+    """The offload and provenance sections, then the page, markdown and key figures."""
+    for n in findings:
         verdict = findings[n]["offload"]["verdict"]
         off = Section(f"Process locally or offload ({n})")
         off.paragraphs.append(html.escape(verdict["reason"]))
@@ -243,12 +257,14 @@ def _markdown(findings: dict[str, dict[str, Any]]) -> str:
     for name, f in findings.items():
         verdict = f["offload"]["verdict"]
         lines += [f"## {name} ({f['cluster_label']}, reference: {f['reference']})", "",
-                  f"- Optimal cluster size: {_optimum_text(f['overall_optimum'])}",
+                  f"- Optimal cluster size: {_optimum_text(f.get('workloads_overall') or f['overall_optimum'])}",
                   f"- Offload decision at {f['offload']['nodes_used']} device(s): **{verdict['choice']}** — "
                   f"{verdict['reason']}",
                   f"- {f['measured_points']} measured points ({f['unconverged_points']} not converged); "
                   f"power {'modelled from device profiles' if f['modelled_power'] else 'measured'}", "",
-                  "| test | size | fit | optimum |", "|---|---|---|---|"]
+                  *study_workloads.markdown(f)]
+        if f["tests"]:
+            lines += ["| test | size | fit | optimum |", "|---|---|---|---|"]
         for row in _fit_rows(f):
             lines.append(f"| {row['test']} | {row['size']} | {row['fit']} | {row['optimum']} |")
         lines.append("")

@@ -18,6 +18,7 @@ import pandas as pd
 from shoal import model
 from shoal.errors import ShoalError
 from shoal.runs.store import Run
+from shoal.study import work_analysis
 from shoal.study.run import REFERENCE
 
 # A fit must explain at least this share of the variance of each curve it
@@ -132,8 +133,10 @@ def power_by_nodes(frame: pd.DataFrame, cluster_label: str) -> list[dict[str, An
     return sorted(out, key=lambda r: (r["is_reference"], r["nodes"]))
 
 
-def offload_scenario(manifest: dict[str, Any], nodes: int, overrides: dict[str, Any]) -> model.OffloadScenario:
-    """The offload inputs: model defaults, the study's device and reference watts, user overrides."""
+def offload_scenario(manifest: dict[str, Any], nodes: int, overrides: dict[str, Any],
+                     stream: dict[str, Any] | None = None) -> model.OffloadScenario:
+    """The offload inputs: model defaults, the study's device and reference watts, what a
+    data-stream workload measured (``stream``, see measured_stream), user overrides."""
     base = model.OffloadScenario()
     device, server, device_s_per_B = base.device, base.server, base.device_s_per_B
     sources = dict(base.sources)
@@ -159,6 +162,8 @@ def offload_scenario(manifest: dict[str, Any], nodes: int, overrides: dict[str, 
                                          f"({p['name']} {p['speed']} vs {dev['name']} {dev['speed']})")
     scenario = dataclasses.replace(base, device=device, server=server, device_s_per_B=device_s_per_B,
                                    nodes=int(nodes), sources=sources)
+    if stream:
+        scenario = _measured(scenario, stream)
     for key, value in overrides.items():
         if key == "uplink":
             if value not in model.UPLINKS:
@@ -173,22 +178,48 @@ def offload_scenario(manifest: dict[str, Any], nodes: int, overrides: dict[str, 
     return scenario
 
 
+# seed 004 §VI: one 2.5 MB camera image per second per device.
+SEED004_RATE_Bps = 2.5e6
+
+
+def _measured(scenario: model.OffloadScenario, stream: dict[str, Any]) -> model.OffloadScenario:
+    """The scenario with the device's (and server's) cost per byte and f as a workload measured them."""
+    what = f"measured: {stream['workload']} {stream['size']}"
+    sources = dict(scenario.sources)
+    changes: dict[str, Any] = {"device_s_per_B": stream["device_s_per_B"], "rate_Bps": SEED004_RATE_Bps}
+    joules = stream.get("device_J_per_B")
+    sources["device_s_per_B"] = (f"{what} on one device, {stream['device_s_per_B']:.3g} s/B"
+                                 + (f" ({joules:.3g} J/B with the switch)" if joules else ""))
+    sources["rate_Bps"] = "seed 004 §VI: one 2.5 MB camera image per second per device"
+    if stream.get("server_s_per_B"):
+        changes["server_s_per_B"] = stream["server_s_per_B"]
+        sources["server_s_per_B"] = f"{what} on the reference, {stream['server_s_per_B']:.3g} s/B"
+    if stream.get("parallel_fraction") is not None:
+        changes["parallel_fraction"] = stream["parallel_fraction"]
+        sources["parallel_fraction"] = f"{what}: Amdahl f fitted over the node counts"
+    return dataclasses.replace(scenario, sources=sources, **changes)
+
+
 def analyse(run: Run) -> dict[str, Any]:
     """The findings of one study run (JSON-ready except the private ``_fit`` objects)."""
     manifest = run.manifest
     frame = run.read("results")
-    if frame.empty:
+    work_frame = run.read("work")
+    if frame.empty and work_frame.empty:
         raise ShoalError(f"{run.path} has no measured points yet; run or resume the study first")
-    label = manifest.get("cluster_label") or frame["config"].iloc[0]
+    label = manifest.get("cluster_label") or (frame if not frame.empty else work_frame)["config"].iloc[0]
     k = _idle_fraction(manifest)
-    tests = [analyse_test(frame, t, label, k) for t in sorted(frame["test"].unique())]
+    tests = ([analyse_test(frame, t, label, k) for t in sorted(frame["test"].unique())]
+             if not frame.empty else [])
     fits = {t["test"]: t["_fit"] for t in tests if "_fit" in t}
     overall = model.overall_optimum(fits).to_dict() if fits else _no_overall(tests)
-    measured_nodes = sorted(frame[frame["config"] == label]["nodes"].unique())
-    recommended = overall["n_recommended"] if overall["status"] == "ok" else None
+    work = work_analysis.analyse(work_frame, manifest, label, REFERENCE)
+    measured_nodes = sorted((frame if not frame.empty else work_frame).query("config == @label")["nodes"].unique())
+    answer = work["overall"] if work["overall"] else overall
+    recommended = answer["n_recommended"] if answer["status"] == "ok" else None
     n_offload = int(recommended or (max(measured_nodes) if measured_nodes else 1))
     overrides = manifest.get("study", {}).get("offload", {})
-    scenario = offload_scenario(manifest, n_offload, overrides)
+    scenario = offload_scenario(manifest, n_offload, overrides, measured_stream(work))
     verdict = model.decide(scenario)
     rates = np.geomspace(1e3, 1e8, 26)
     nodes_grid = list(range(1, max(8, 2 * n_offload) + 1))
@@ -197,18 +228,46 @@ def analyse(run: Run) -> dict[str, Any]:
         "cluster_label": label,
         "reference": manifest.get("reference"),
         "idle_fraction_k": k,
+        "workloads": work["workloads"],
+        "workloads_overall": work["overall"],
         "tests": tests,
-        "power": power_by_nodes(frame, label),
+        "power": power_by_nodes(frame, label) if not frame.empty else [],
         "overall_optimum": overall,
         "offload": {"nodes_used": n_offload,
                     "nodes_from": "recommended optimum" if recommended else "largest measured node count",
                     "verdict": verdict.to_dict(),
                     "map": model.decision_map(scenario, rates, nodes_grid)},
-        "measured_points": int(len(frame)),
-        "modelled_power": bool((frame.get("power_kind") == "modelled").any())
-        if "power_kind" in frame else False,
-        "unconverged_points": int((frame["converged"].astype(str).str.lower() != "true").sum()),
+        "measured_points": int(len(frame) + len(work_frame)),
+        "modelled_power": any(bool((f.get("power_kind") == "modelled").any())
+                              for f in (frame, work_frame) if "power_kind" in f),
+        "unconverged_points": int((frame["converged"].astype(str).str.lower() != "true").sum())
+        if not frame.empty else 0,
     }
+
+
+# Workloads whose work is a stream of data (bytes per unit in their results), in the
+# order the offload decision prefers them: seed 004's camera images, then video frames.
+STREAM_WORKLOADS = ("edge", "videostream")
+
+
+def measured_stream(work: dict[str, Any]) -> dict[str, Any] | None:
+    """Seconds and joules per byte of a data-stream workload, measured on one device and on
+    the reference, with its fitted parallel fraction: the offload decision's inputs."""
+    by_name = {w["workload"]: w for w in work["workloads"]}
+    for name in STREAM_WORKLOADS:
+        w = by_name.get(name)
+        if not w or not w.get("cluster") or not w.get("data_B_per_run"):
+            continue
+        one = w["cluster"][0]
+        data = w["data_B_per_run"]
+        out = {"workload": name, "size": w["size"], "device_s_per_B": one["time_median_s"] / data,
+               "device_J_per_B": one["energy_J"] / data if one["energy_J"] else None,
+               "parallel_fraction": w["fit"]["f"] if w["fit"]["status"] == "ok" else None}
+        ref = w.get("reference")
+        if ref:
+            out["server_s_per_B"] = ref["time_median_s"] / data
+        return out
+    return None
 
 
 def _no_overall(tests: list[dict[str, Any]]) -> dict[str, Any]:
@@ -226,4 +285,6 @@ def _no_overall(tests: list[dict[str, Any]]) -> dict[str, Any]:
 def public(findings: dict[str, Any]) -> dict[str, Any]:
     """Findings without private objects, for JSON."""
     return {**findings, "tests": [{k: v for k, v in t.items() if not k.startswith("_")}
-                                  for t in findings["tests"]]}
+                                  for t in findings["tests"]],
+            "workloads": [{k: v for k, v in w.items() if not k.startswith("_")}
+                          for w in findings.get("workloads", [])]}

@@ -13,6 +13,7 @@ Configurations (the ``config`` column of the results):
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,6 +24,7 @@ from shoal.bench.runner import BenchRequest, Placement, Plan
 from shoal.bench.sweep import Events, Options
 from shoal.errors import ShoalError
 from shoal.runs.store import Run
+from shoal.study import workloads
 from shoal.study.request import StudyRequest
 
 REFERENCE = "reference"
@@ -35,11 +37,14 @@ MEASURE_SHARE = 0.55
 class StudyPlan:
     request: StudyRequest
     cluster_label: str
-    plans: list[Plan]  # cluster (+ emulated reference), then a local reference if any
+    plans: list[Plan]  # benchmarks: cluster (+ emulated reference), then a local reference if any
+    work: workloads.WorkPlans  # the workloads, on the cluster and on a local reference
+    # The sets of devices that compute at the same time: the cluster's, and the reference's.
+    at_once: list[tuple[str, ...]] | None = None
 
     @property
     def total_points(self) -> int:
-        return sum(p.total_points for p in self.plans)
+        return sum(p.total_points for p in self.plans) + self.work.total_runs
 
 
 def _emulate_spec(request: StudyRequest) -> str | None:
@@ -70,19 +75,23 @@ def plan(request: StudyRequest) -> StudyPlan:
     counts = clusters.parse_nodes(request.nodes or f"1..{len(names)}", len(names))
     placements = [Placement(label, n, 2 if n == 1 else 1, tuple(names[:n])) for n in counts]
     if emulated_reference:
-        placements.append(Placement(REFERENCE, 1, 2, (devices[-1].name,)))
+        placements.append(Placement(REFERENCE, 1, 2, (devices[-1].name,), with_shared=False))
 
-    base = BenchRequest(tests=request.suite, sizes=request.size_list, mpi=request.mpi,
-                        emulate=spec, cluster=request.cluster, link=request.link,
-                        power="model" if spec else request.power, dilation=request.dilation)
-    cluster_plan = runner.plan(base, placements)
-    plans = [cluster_plan]
-    if request.reference == "host":
-        local = BenchRequest(tests=request.suite, sizes=request.size_list, mpi=request.mpi,
-                             power=request.power)
-        plans.append(runner.plan(local, [Placement(REFERENCE, 1, 2)]))
-    study = StudyPlan(request, label, plans)
-    options = _options(request, study.total_points)
+    work = workloads.plan(request, spec, cluster_nodes, counts, label,
+                          devices[-1] if emulated_reference else None, REFERENCE)
+    plans: list[Plan] = []
+    if request.suite != "none":
+        base = BenchRequest(tests=request.suite, sizes=request.size_list, mpi=request.mpi,
+                            emulate=spec, cluster=request.cluster, link=request.link,
+                            power="model" if spec else request.power, dilation=request.dilation)
+        plans.append(runner.plan(base, placements))
+        if request.reference == "host":
+            local = BenchRequest(tests=request.suite, sizes=request.size_list, mpi=request.mpi,
+                                 power=request.power)
+            plans.append(runner.plan(local, [Placement(REFERENCE, 1, 2, with_shared=False)]))
+    at_once = [tuple(names)] + ([(devices[-1].name,)] if emulated_reference else [])
+    study = StudyPlan(request, label, plans, work, at_once)
+    options = _options(request, sum(p.total_points for p in plans))
     for p in plans:
         p.request.options = options
     return study
@@ -90,17 +99,20 @@ def plan(request: StudyRequest) -> StudyPlan:
 
 def _options(request: StudyRequest, points: int) -> Options:
     """Per-point budget from the study's time budget; a looser CI target than bench."""
-    per_point = MEASURE_SHARE * request.time_budget_s / max(points, 1)
+    per_point = MEASURE_SHARE * request.bench_budget_s / max(points, 1)
     per_point = min(2.0, max(0.05, per_point))
     return Options(ci=0.05, budget_s=per_point, min_reps=6, warmup=1)
 
 
 def start(request: StudyRequest, command: list[str], out: Path | None) -> tuple[Run, StudyPlan]:
     study = plan(request)
+    mpi = (study.plans or study.work.cluster)[0].mpi
+    options = study.plans[0].request.options.describe() if study.plans else None
     run = Run.create("study", command, out, study=request.to_manifest(),
                      cluster_label=study.cluster_label, reference=request.reference,
-                     options=study.plans[0].request.options.describe(),
-                     mpi=study.plans[0].mpi.describe(), host=hostfacts.collect())
+                     options=options, mpi=mpi.describe(), host=hostfacts.collect(),
+                     workloads=[{"name": p.workload.name, "size": p.size, "unit": p.workload.unit,
+                                 "aes": p.aes, "aes_why": p.aes_why} for p in study.work.cluster])
     return run, study
 
 
@@ -114,8 +126,29 @@ def resume(path: Path) -> tuple[Run, StudyPlan]:
     return run, study
 
 
-def measure(run: Run, study: StudyPlan, events: Events | None = None) -> None:
-    for p in study.plans:
-        runner.measure(run, p, events)
-    failures = len(run.rows("failures"))
+def measure(run: Run, study: StudyPlan, events: Events | None = None,
+            work_events: workloads.work_runner.Events | None = None) -> None:
+    """The workloads, then the benchmarks, on one cluster brought up once (and then on
+    this machine for ``--reference host``)."""
+    request = study.request
+    work_events = work_events or workloads.work_runner.Events()
+    cluster_plans = [p for p in study.plans if p.request.on_cluster]
+    local_plans = [p for p in study.plans if not p.request.on_cluster]
+    first = (cluster_plans or study.work.cluster)[0].request
+    with clusters.open(emulate=first.emulate, link=first.link, inventory=first.cluster,
+                       dilation=request.dilation, at_once=study.at_once) as where:
+        described = run.manifest.get("clusters", {})
+        described[study.cluster_label] = where.describe()
+        run.update_manifest(clusters=described)
+        with runner.energy_meter(first, where, run) as meter, where.slack_monitor() as slack:
+            workloads.measure(run, study.work.cluster, where, meter, work_events)
+            for p in cluster_plans:
+                runner.measure_in(run, p, where, meter, slack, events)
+    if local_plans or study.work.local:
+        first = (local_plans or study.work.local)[0].request
+        with clusters.open() as where, runner.energy_meter(first, where, run) as meter:
+            workloads.measure(run, study.work.local, where, meter, work_events)
+            for p in local_plans:
+                runner.measure_in(run, p, where, meter, contextlib.nullcontext(), events)
+    failures = len(run.rows("failures")) + len(run.rows(workloads.TABLES.failures))
     run.finish("complete" if not failures else "complete-with-failures")

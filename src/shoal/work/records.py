@@ -20,10 +20,10 @@ RESULT_COLUMNS = [
     "time_s", "compute_s", "comm_s", "serial_s", "compute_mean_s", "comm_mean_s",
     "work", "unit", "throughput_per_s", "data_B", "check", "check_detail", "digest",
     "t_start_mono_s", "t_end_mono_s", "wait_mode", "cpu_s", "rank_compute_s", "rank_comm_s",
-    "rank_cpu_s", "extra",
+    "rank_cpu_s", "extra", "dilation",
     # Power columns stay empty when power is not measured.
     "power_source", "power_kind", "power_mean_W", "energy_J", "idle_power_W", "energy_net_J",
-    "energy_partial", "energy_per_unit_J", "energy_per_B_J", "throughput_per_W",
+    "energy_partial", "energy_per_unit_J", "energy_per_B_J", "throughput_per_W", "shared_power_W",
 ]
 # Bytes of input data per unit of work, for the workloads whose units are data (J/B for offloading).
 _BYTES_PER_UNIT = ("bytes_per_image_B", "frame_B")
@@ -34,8 +34,23 @@ def point_id(config: str, nodes: int, ranks: int, workload: str, size: str, rep:
     return f"{config}/{nodes}/{ranks}/{workload}/{size}/{rep}"
 
 
+def undilate(record: dict[str, Any], d: float) -> dict[str, Any]:
+    """A result measured at time dilation D as the devices saw it: times / D, rates x D.
+
+    CPU seconds stay as the host counted them (the same work, whatever D)."""
+    if d == 1:
+        return record
+    out = dict(record)
+    for key in ("time_s", "serial_s"):
+        out[key] = float(record[key]) / d
+    for key in ("rank_compute_s", "rank_comm_s"):
+        out[key] = [float(x) / d for x in record[key]]
+    out["throughput_per_s"] = float(record["throughput_per_s"]) * d
+    return out
+
+
 def result_row(record: dict[str, Any], config: str, nodes: int, rep: int,
-               wait_mode: str = "") -> dict[str, Any]:
+               wait_mode: str = "", dilation: float = 1.0) -> dict[str, Any]:
     """One results row from the program's ``result`` record."""
     compute = [float(x) for x in record["rank_compute_s"]]
     extra = record.get("extra") or {}
@@ -71,14 +86,21 @@ def result_row(record: dict[str, Any], config: str, nodes: int, rep: int,
         "cpu_s": float(record["rank_cpu_s"][0]) if record.get("rank_cpu_s") else "",
         "rank_cpu_s": json.dumps(record.get("rank_cpu_s") or []),
         "extra": json.dumps(extra, sort_keys=True),
+        # The time dilation the run was measured at (its times are already divided by it).
+        "dilation": dilation,
     }
 
 
-def add_energy(row: dict[str, Any], energy: dict[str, Any] | None) -> None:
-    """Fill the power columns from one energy measurement over the run's timed part."""
+def add_energy(row: dict[str, Any], energy: dict[str, Any] | None, dilation: float = 1.0) -> None:
+    """Fill the power columns from one energy measurement over the run's timed part.
+
+    Dilated by D, the run took D times its devices' time at the same watts: 1/D of the joules.
+    """
     if not energy:
         return
+    energy = {**energy, "energy_J": float(energy["energy_J"]) / dilation}
     energy_J, power_W = add_power(row, energy, row["time_s"])
+    row["shared_power_W"] = float(energy.get("shared_power_W") or 0.0)
     if row["work"] > 0:
         row["energy_per_unit_J"] = efficiency.energy_per_op(energy_J, row["work"])
     if row["data_B"]:

@@ -24,6 +24,7 @@ from shoal.bench.runner import (Placement, Where, config_placements, energy_mete
 from shoal.errors import ShoalError
 from shoal.mpi import build, discover
 from shoal.mpi.launch import Job
+from shoal.cluster import dilation
 from shoal.runs.store import Run
 from shoal.work import catalog, records
 
@@ -83,8 +84,9 @@ def _host_memory_B() -> float | None:
         return None
 
 
-def plan(request: WorkRequest) -> Plan:
-    """Check the request and build the program, before anything is started."""
+def plan(request: WorkRequest, placements: list[Placement] | None = None) -> Plan:
+    """Check the request and build the program, before anything is started
+    (``placements``: where to run, instead of the request's rank or node counts)."""
     if request.emulate and request.cluster:
         raise ShoalError("give either --emulate or --cluster FILE, not both")
     if request.on_cluster and request.ranks != [1]:
@@ -101,6 +103,8 @@ def plan(request: WorkRequest) -> Plan:
         raise ShoalError(f"--aes must be auto, openssl or software, not {request.aes!r}")
     if request.timeout_s <= 0:
         raise ShoalError(f"--timeout must be positive, got {request.timeout_s}")
+    if request.dilation is not None and not request.emulate:
+        raise ShoalError("--dilation applies to emulated clusters: add --emulate SPEC")
     if request.power:
         from shoal.power import spec
 
@@ -109,7 +113,7 @@ def plan(request: WorkRequest) -> Plan:
         from shoal.wait import parse_mode
 
         parse_mode(request.wait)
-    placements = config_placements(request, every_count=True)
+    placements = placements or config_placements(request, every_count=True)
     mpi = discover.resolve(request.mpi)
     program = build.build("work", mpi)
     workload = catalog.find(catalog.load(program), request.workload)
@@ -159,77 +163,107 @@ def start(request: WorkRequest, command: list[str], out: Path | None) -> tuple[R
 
 
 def execute(run: Run, the_plan: Plan, events: Events | None = None) -> Run:
-    """Run every placement ``reps`` times; each finished run is on disk at once."""
+    """Run every placement ``reps`` times; each finished run is on disk at once.
+
+    Repetitions are interleaved (rep 1 at every count, then rep 2, ...), so a
+    slow spell of a shared host spreads over the counts instead of biasing one.
+    """
     events = events or Events()
     request = the_plan.request
-    with clusters.open(emulate=request.emulate, link=request.link,
-                       inventory=request.cluster) as where:
+    with clusters.open(emulate=request.emulate, link=request.link, inventory=request.cluster,
+                       dilation=request.dilation) as where:
         run.update_manifest(clusters={request.config_label: where.describe()})
         with energy_meter(request, where, run) as meter:
-            for placement in the_plan.placements:
-                make_job, node_names, wait_label = _job_maker(the_plan, where, placement)
-                for rep in range(request.reps):
-                    _one(run, the_plan, placement, rep, make_job, node_names, wait_label, meter, events)
-    failures = len(run.rows("failures"))
-    failed_checks = sum(r["check"] == "fail" for r in run.rows("results"))
+            for rep in range(request.reps):
+                for placement in the_plan.placements:
+                    measure_one(run, the_plan, placement, rep, where, meter, events)
+    failures = len(run.rows(Tables().failures))
+    failed_checks = sum(r["check"] == "fail" for r in run.rows(Tables().results))
     run.finish("complete" if not (failures or failed_checks) else "complete-with-failures")
     return run
 
 
-def program_args(the_plan: Plan) -> list[str]:
-    argv = [str(the_plan.program), "--runs", f"{the_plan.workload.name}:{the_plan.size}",
-            "--aes", the_plan.aes]
+def program_args(the_plan: Plan, more: list[Plan] = ()) -> list[str]:
+    """The workload program's command line: this plan's run, then ``more`` in the same launch."""
+    runs = ",".join(f"{p.workload.name}:{p.size}" for p in [the_plan, *more])
+    argv = [str(the_plan.program), "--runs", runs, "--aes", the_plan.aes]
     if the_plan.request.check:
         argv.append("--check")
     return argv
 
 
-def _job_maker(the_plan: Plan, where: Any, placement: Placement):
-    request = the_plan.request
-    rank_env, wait_label = wait_setup(request.wait, the_plan.mpi)
+@dataclass(frozen=True)
+class Tables:
+    """The run tables rows go to (a study keeps its workloads beside its benchmark points)."""
 
-    def make_job(argv: list[str]) -> Job:
-        if not request.on_cluster:
-            return Job(mpi=the_plan.mpi, ranks=placement.ranks, argv=argv, rank_env=dict(rank_env))
-        return where.job(the_plan.mpi, placement.nodes, argv,
-                         ranks_per_node=placement.ranks_per_node, rank_env=dict(rank_env))
-
-    node_names = where.node_names(placement.nodes)
-    return make_job, node_names, wait_label
+    results: str = "results"
+    failures: str = "failures"
 
 
-def _one(run: Run, the_plan: Plan, placement: Placement, rep: int, make_job, node_names: list[str],
-         wait_label: str, meter: Any, events: Events) -> None:
-    request = the_plan.request
-    job = make_job(program_args(the_plan))
+def measure_one(run: Run, the_plan: Plan, placement: Placement, rep: int, where: Any, meter: Any,
+                events: Events, tables: Tables = Tables()) -> dict[str, Any] | None:
+    """One launch of the workload at one placement; its row (or failure) is appended at once."""
+    return measure_batch(run, [the_plan], placement, rep, where, meter, events, tables)[0]
+
+
+def measure_batch(run: Run, plans: list[Plan], placement: Placement, rep: int, where: Any, meter: Any,
+                  events: Events, tables: Tables = Tables()) -> list[dict[str, Any] | None]:
+    """One launch running each plan's workload once, in order, at one placement (plans share
+    the program, MPI, wait mode and --check); each row (or failure) is appended at once.
+
+    One launch for several workloads saves the MPI start-up, which on an emulated
+    cluster costs more than a small workload's run.
+    """
+    first = plans[0]
+    request = first.request
+    rank_env, wait_label = wait_setup(request.wait, first.mpi)
+    names = list(placement.node_names) if placement.node_names else None
+    argv = program_args(first, plans[1:])
+    if request.on_cluster:
+        job = where.job(first.mpi, placement.nodes, argv, ranks_per_node=placement.ranks_per_node,
+                        rank_env=dict(rank_env), names=names)
+    else:
+        job = Job(mpi=first.mpi, ranks=placement.ranks, argv=argv, rank_env=dict(rank_env))
+    node_names = names or where.node_names(placement.nodes)
+    d = where.dilation
     cmd, env_add = job.command()
-    pid = records.point_id(placement.label, placement.nodes, placement.ranks, the_plan.workload.name,
-                           the_plan.size, rep)
-    record, failure = None, None
+    timeout_s = dilation.timeout(sum(p.request.timeout_s for p in plans) + STARTUP_GRACE_S, d)
+    found: dict[tuple[str, str], dict[str, Any]] = {}
+    why = None
     try:
-        result = proc.run(cmd, env=job.popen_env(), show_env=env_add,
-                          timeout=request.timeout_s + STARTUP_GRACE_S, what="the workload job")
-        record = _result_record(result.stdout)
-        if record is None:
-            failure = ("crashed", result.tail() or f"exit status {result.returncode}, no result printed")
+        result = proc.run(cmd, env=job.popen_env(), show_env=env_add, timeout=timeout_s,
+                          what="the workload job")
+        found = {(r["workload"], r["size"]): r for r in _result_records(result.stdout)}
+        why = ("crashed", result.tail() or f"exit status {result.returncode}, no result printed")
     except proc.CommandTimeout:
-        failure = ("timeout", f"no result within {request.timeout_s:.0f} s")
-    if failure:
-        run.append("failures", [{"point_id": pid, "config": placement.label, "nodes": placement.nodes,
-                                 "ranks": placement.ranks, "workload": the_plan.workload.name,
-                                 "size": the_plan.size, "rep": rep, "reason": failure[0],
-                                 "detail": failure[1]}], columns=records.FAILURE_COLUMNS)
-        events.run_failed(placement, rep, f"{failure[0]}: {failure[1]}")
-        return
-    row = records.result_row(record, placement.label, placement.nodes, rep, wait_label)
-    if meter is not None:
-        records.add_energy(row, meter.energy_between(row["t_start_mono_s"], row["t_end_mono_s"],
-                                                     node_names))
-    run.append("results", [row], columns=records.RESULT_COLUMNS)
-    events.run_done(row)
+        why = ("timeout", f"no result within {timeout_s:.0f} s")
+    rows: list[dict[str, Any] | None] = []
+    for the_plan in plans:
+        record = found.get((the_plan.workload.name, the_plan.size))
+        if record is None:
+            pid = records.point_id(placement.label, placement.nodes, placement.ranks,
+                                   the_plan.workload.name, the_plan.size, rep)
+            run.append(tables.failures, [{"point_id": pid, "config": placement.label, "nodes": placement.nodes,
+                                          "ranks": placement.ranks, "workload": the_plan.workload.name,
+                                          "size": the_plan.size, "rep": rep, "reason": why[0],
+                                          "detail": why[1]}], columns=records.FAILURE_COLUMNS)
+            events.run_failed(placement, rep, f"{why[0]}: {why[1]}")
+            rows.append(None)
+            continue
+        row = records.result_row(records.undilate(record, d), placement.label, placement.nodes, rep,
+                                 wait_label, d)
+        if meter is not None:
+            records.add_energy(row, meter.energy_between(row["t_start_mono_s"], row["t_end_mono_s"],
+                                                         node_names, placement.with_shared), d)
+        run.append(tables.results, [row], columns=records.RESULT_COLUMNS)
+        events.run_done(row)
+        rows.append(row)
+    return rows
 
 
-def _result_record(stdout: str) -> dict[str, Any] | None:
+def _result_records(stdout: str) -> list[dict[str, Any]]:
+    """The ``result`` records the program printed, in order."""
+    out = []
     for line in stdout.splitlines():
         line = line.strip()
         if not line.startswith("{"):
@@ -239,5 +273,5 @@ def _result_record(stdout: str) -> dict[str, Any] | None:
         except json.JSONDecodeError:
             continue
         if isinstance(record, dict) and record.get("type") == "result":
-            return record
-    return None
+            out.append(record)
+    return out

@@ -181,26 +181,34 @@ static void rt_run(const wk_opts *opts, wk_result *res, MPI_Comm comm)
     unsigned char *image = rank == 0 ? wk_alloc(row_B * (size_t)h) : NULL;
     unsigned char *row = wk_alloc(row_B);
 
-    /* Rows round-robin over ranks; each finished row goes to rank 0 at once. */
+    /* Rows round-robin over ranks; each finished row goes to rank 0 at once. Rank 0 posts
+     * a receive for every other rank's row up front, straight into the image, and lets MPI
+     * progress them between its own rows: a sender never waits for rank 0 to finish rendering
+     * (over TCP a blocked send would idle that rank for most of rank 0's share). */
+    int remote = rank == 0 ? h - (h + p - 1) / p : 0;
+    MPI_Request *pending = remote ? wk_alloc(sizeof(MPI_Request) * (size_t)remote) : NULL;
+    for (int y = 0, i = 0; rank == 0 && y < h; y++)
+        if (y % p != 0)
+            MPI_Irecv(image + row_B * (size_t)y, (int)row_B, MPI_UNSIGNED_CHAR, y % p, y, comm,
+                      &pending[i++]);
     for (int y = rank; y < h; y += p) {
         double t = wk_now();
         render_row(w, h, y, rank == 0 ? image + row_B * (size_t)y : row);
         res->compute_s += wk_now() - t;
+        t = wk_now();
         if (rank != 0) {
-            t = wk_now();
             MPI_Send(row, (int)row_B, MPI_UNSIGNED_CHAR, 0, y, comm);
-            res->comm_s += wk_now() - t;
+        } else if (remote) {
+            int all_done;
+            MPI_Testall(remote, pending, &all_done, MPI_STATUSES_IGNORE);
         }
+        res->comm_s += wk_now() - t;
     }
     if (rank == 0) {
         double t = wk_now();
-        int remote = h - (h + p - 1) / p;
-        for (int i = 0; i < remote; i++) {
-            MPI_Status st;
-            MPI_Probe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm, &st);
-            MPI_Recv(image + row_B * (size_t)st.MPI_TAG, (int)row_B, MPI_UNSIGNED_CHAR, st.MPI_SOURCE,
-                     st.MPI_TAG, comm, MPI_STATUS_IGNORE);
-        }
+        if (remote)
+            MPI_Waitall(remote, pending, MPI_STATUSES_IGNORE);
+        free(pending);
         res->comm_s += wk_now() - t;
         /* Rank 0 alone: the finished image's digest (Tachyon writes its file here). */
         t = wk_now();

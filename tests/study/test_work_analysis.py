@@ -1,0 +1,104 @@
+"""The study's answer from workload runs, on tables built from the model itself: the fit
+must give back the f, n* and verdicts that made them (no MPI here; test_study.py runs it)."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+from shoal.study import analysis, work_analysis
+
+DEVICE = {"name": "board", "idle_W": 2.5, "busy_W": 5.0}  # k = 0.5
+LABEL = "6xboard"
+
+
+def _rows(f: float, switch_W: float, serial_share: float | None = None, nodes=range(1, 7),
+          workload: str = "raytrace", data_B: float | None = None, flat: bool = False) -> pd.DataFrame:
+    """Runs of a job of 1 s on one device, as Amdahl and Woo-Lee with a switch say they go,
+    with +-0.4 % of alternating noise so the fit has a spread to work with."""
+    rows = []
+    k = DEVICE["idle_W"] / DEVICE["busy_W"]
+    for n in nodes:
+        for rep in range(3):
+            t = 1.0 if flat else (1 - f) + f / n
+            t *= 1 + 0.004 * (rep - 1) * (-1) ** n
+            busy = DEVICE["busy_W"]
+            energy = busy * t * (1 + (n - 1) * k * (1 - f)) / ((1 - f) + f / n) if not flat else busy * n * t
+            energy += switch_W * t
+            idle = n * DEVICE["idle_W"] + switch_W
+            share = serial_share if serial_share is not None else (1 - f) / ((1 - f) + f / n) / n
+            rows.append({"config": LABEL, "nodes": n, "ranks": 2 * n, "workload": workload, "size": "X",
+                         "unit": "pixel", "rep": rep, "time_s": t, "serial_s": share * t, "comm_s": 0.0,
+                         "work": 1e6, "energy_J": energy, "energy_net_J": energy - idle * t,
+                         "power_mean_W": energy / t, "shared_power_W": switch_W, "check": "off",
+                         "point_id": f"{LABEL}/{n}/{2 * n}/{workload}/X/{rep}", "data_B": data_B or ""})
+    return pd.DataFrame(rows)
+
+
+def test_n_star_is_recovered_with_its_range_and_switch_sensitivity():
+    f, switch_W = 0.95, 2.0
+    out = work_analysis.analyse_one(_rows(f, switch_W), LABEL, "reference", DEVICE)
+    c, k = switch_W / DEVICE["busy_W"], 0.5
+    expected = math.sqrt(c * f / (k * (1 - f)))  # 3.90
+    assert out["fit"]["f"] == pytest.approx(f, abs=0.005)
+    assert out["fit"]["r2_perf"] > 0.99 and out["fit"]["describes"]
+    assert out["n_star"] == pytest.approx(expected, rel=0.05)
+    lo, hi = out["n_star_range"]
+    assert lo <= out["n_star"] <= hi
+    # Measured and predicted best agree (E(n) is least at n = 4 for these inputs).
+    assert out["n_best_measured"] == 4 and out["optimum"]["n_best_efficiency"] == 4
+    assert "best perf/W at n = 4" in out["verdict"]
+    # n* grows as the square root of the switch's watts, and is 1 without a switch.
+    by_watts = {s["switch_W"]: s["n_star"] for s in out["n_star_by_switch_W"]}
+    assert by_watts[0.0] == 1.0
+    assert by_watts[4.0] == pytest.approx(math.sqrt(2) * by_watts[2.0], rel=1e-6)
+    assert out["cross_check"].startswith("the fitted f = 0.95") and "agrees" in out["cross_check"]
+
+
+def test_without_shared_power_the_answer_is_one_device_and_why():
+    out = work_analysis.analyse_one(_rows(0.95, 0.0), LABEL, "reference", DEVICE)
+    assert out["c"] == 0 and out["n_star"] == 1.0
+    assert out["n_best_measured"] == 1 and out["optimum"]["n_best_efficiency"] == 1
+    assert "best perf/W at n = 1" in out["verdict"] and "no power is shared" in out["verdict"]
+
+
+def test_a_workload_that_does_not_speed_up_is_reported_as_not_scaling():
+    out = work_analysis.analyse_one(_rows(0.95, 2.0, flat=True), LABEL, "reference", DEVICE)
+    assert out["scaling"] == "not_scaling"
+    assert out["verdict"].startswith("does not scale: 1.00x on 6 devices")
+
+
+def test_f_below_the_measured_serial_share_is_called_out():
+    # The program spends 1 % serially, yet speeds up as if f were 0.8: communication grows.
+    out = work_analysis.analyse_one(_rows(0.8, 2.0, serial_share=0.01), LABEL, "reference", DEVICE)
+    assert out["f_serial"] == pytest.approx(0.99)
+    assert out["fit"]["f"] == pytest.approx(0.8, abs=0.01)
+    assert "grows with n" in out["cross_check"]
+
+
+def test_a_combined_optimum_uses_only_workloads_the_model_describes():
+    frame = pd.concat([_rows(0.95, 2.0), _rows(0.9, 2.0, workload="msa"),
+                       _rows(0.9, 2.0, workload="is", flat=True)])
+    manifest = {"reference": "none", "clusters": {LABEL: {
+        "profiles": {"board": DEVICE}, "nodes": [{"profile": "board"}] * 6}}}
+    section = work_analysis.analyse(frame, manifest, LABEL, "reference")
+    assert [w["workload"] for w in section["workloads"]] == ["raytrace", "msa", "is"]
+    assert set(section["overall"]["members"]) == {"raytrace X", "msa X"}
+    assert section["overall"]["status"] == "ok"
+
+
+def test_offload_uses_what_a_stream_workload_measured():
+    frame = _rows(0.9, 2.0, workload="videostream", data_B=4e6)
+    section = work_analysis.analyse(frame, {"reference": "none", "clusters": {LABEL: {
+        "profiles": {"board": DEVICE}, "nodes": [{"profile": "board"}] * 6}}}, LABEL, "reference")
+    stream = analysis.measured_stream(section)
+    assert stream["device_s_per_B"] == pytest.approx(1.0 / 4e6, rel=0.01)
+    assert stream["parallel_fraction"] == pytest.approx(0.9, abs=0.01)
+    scenario = analysis.offload_scenario({"clusters": {}}, 4, {}, stream)
+    assert scenario.device_s_per_B == stream["device_s_per_B"]
+    assert scenario.rate_Bps == analysis.SEED004_RATE_Bps
+    assert scenario.sources["device_s_per_B"].startswith("measured: videostream X")
+    # What the user says still wins.
+    assert analysis.offload_scenario({"clusters": {}}, 4, {"rate_Bps": 1e5}, stream).rate_Bps == 1e5
