@@ -58,6 +58,17 @@ class Inventory:
     source: str = "--emulate"
     host_speed: float = 1.0
     profiles: dict[str, _profiles.DeviceProfile] = field(default_factory=dict)
+    # The inventory's own [switches.NAME] tables (built-in and user ones are found by name).
+    switch_tables: dict[str, dict] = field(default_factory=dict)
+
+    def switches(self) -> list[_profiles.DeviceProfile]:
+        """The switches (access points, gateways) the nodes' links name, each once."""
+        seen: dict[str, _profiles.DeviceProfile] = {}
+        for node in self.nodes:
+            switch = _profiles.switch_of(node.link, {"switches": self.switch_tables})
+            if switch is not None:
+                seen.setdefault(switch.name, switch)
+        return list(seen.values())
 
     @property
     def runs_here(self) -> bool:
@@ -87,7 +98,7 @@ def parse(data: dict, where: str = "inventory", text: str = "") -> Inventory:
 
     declared = schema.validate(files.InventoryFile, data, where, text)
     known_profiles, known_links = _profiles.load_all(
-        {"profiles": declared.profiles, "links": declared.links}, where, text)
+        {"profiles": declared.profiles, "links": declared.links, "switches": declared.switches}, where, text)
     default_link = declared.cluster.link
     if default_link is not None and default_link not in known_links:
         raise schema.locate(where, text, ("cluster", "link"), f"unknown link type {default_link!r} "
@@ -109,7 +120,8 @@ def parse(data: dict, where: str = "inventory", text: str = "") -> Inventory:
                                 f"(known: {', '.join(sorted(known_links))})")
         nodes.append(Node(raw.name, profile, known_links[link_name], raw.slots or profile.cores,
                           raw.address or raw.name, raw.power))
-    return Inventory(nodes, declared.cluster.mode, where, declared.cluster.host_speed, known_profiles)
+    return Inventory(nodes, declared.cluster.mode, where, declared.cluster.host_speed, known_profiles,
+                     dict(declared.switches))
 
 
 _TERM = re.compile(r"^(\d+)x([a-z0-9][a-z0-9-]*)$")

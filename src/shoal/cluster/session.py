@@ -116,16 +116,13 @@ class Cluster:
 
     def switches(self) -> list:
         """The switches (access points, gateways) the nodes' links name, each once."""
-        from shoal import profiles
+        return self.inventory.switches() if self.inventory is not None else []
 
-        if self.inventory is None:
-            return []
-        seen: dict[str, object] = {}
-        for node in self.inventory.nodes:
-            switch = profiles.switch_of(node.link)
-            if switch is not None:
-                seen.setdefault(switch.name, switch)
-        return list(seen.values())
+    def switch_power(self) -> list[NodePower]:
+        """The switches' draw, once each: a constant (idle_W = busy_W in the model, their
+        draw barely follows traffic), charged to every configuration of the cluster."""
+        return [NodePower(f"{SHARED_PREFIX}{s.name}", f"model:{s.idle_W},{s.idle_W}")
+                for s in self.switches()]
 
     def node_switches(self) -> dict[str, str]:
         """The switch each node's link goes through (nodes whose link names none are left out)."""
@@ -221,12 +218,7 @@ class EmulatedDevices(Cluster):
             where, budget_cpus = usage
             plans.append(NodePower(node.name, f"model:{node.profile.idle_W},{node.profile.busy_W},"
                                               f"cores={budget_cpus:.6g},{where}"))
-        # The switch (access point, gateway) the devices' links name, once each: a
-        # constant draw (idle_W = busy_W in the model), charged to every configuration.
-        for switch in self.switches():
-            name = f"{SHARED_PREFIX}{switch.name}"
-            plans.append(NodePower(name, f"model:{switch.idle_W},{switch.idle_W}"))
-        return plans
+        return plans + self.switch_power()
 
     def describe(self) -> dict[str, Any]:
         return {"mode": self.kind, **self.emulated.describe(),
@@ -251,9 +243,9 @@ class SshHosts(Cluster):
             raise ShoalError("hosts not ready: " + " | ".join(problems))
 
     def node_power(self, spec: str) -> list[NodePower]:
-        # A sampler on each host, over the same ssh the launcher uses.
+        # A sampler on each host, over the same ssh the launcher uses; the switch modelled here.
         return [NodePower(n.name, spec, (remote.ssh_program(), "-o", "BatchMode=yes", n.address))
-                for n in self.nodes]
+                for n in self.nodes] + self.switch_power()
 
 
 class SlurmAllocation(SshHosts):

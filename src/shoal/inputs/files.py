@@ -86,6 +86,9 @@ class InventoryFile(_Table):
     # Checked entry by entry by ProfileTable and LinkTable, where they merge with the built-ins.
     profiles: dict[str, dict[str, Any]] = {}
     links: dict[str, dict[str, Any]] = {}
+    # [switches.NAME]: the switch, access point or gateway a link names; its watts are
+    # charged once to every configuration of the cluster (checked by SwitchTable).
+    switches: dict[str, dict[str, Any]] = {}
 
 
 class PerTestTable(_Table):

@@ -154,6 +154,20 @@ static double cpu_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* This kernel's boot id, hashed to 52 bits (exact in a double): ranks that report the same
+ * one read the same CLOCK_MONOTONIC, so their start times compare directly. */
+static double clock_domain(void)
+{
+    char id[64] = "";
+    FILE *fh = fopen("/proc/sys/kernel/random/boot_id", "r");
+    if (fh) {
+        if (!fgets(id, sizeof id, fh))
+            id[0] = '\0';
+        fclose(fh);
+    }
+    return (double)(wk_fnv1a(WK_FNV_INIT, id, strlen(id)) >> 12);
+}
+
 static void run_one(const wk_workload *w, const char *size, const wk_opts *base, MPI_Comm comm)
 {
     int rank, nprocs;
@@ -172,17 +186,22 @@ static void run_one(const wk_workload *w, const char *size, const wk_opts *base,
         res.t_end = shoal_now_s();
     /* CPU time of the whole run on each rank: it includes the check, so it is
      * reported only for runs without one; machine load does not inflate it. */
-    double mine[4] = {res.compute_s, res.comm_s, res.serial_s, cpu_s() - cpu0};
-    double *all = rank == 0 ? wk_alloc(sizeof(double) * 4 * (size_t)nprocs) : NULL;
-    MPI_Gather(mine, 4, MPI_DOUBLE, all, 4, MPI_DOUBLE, 0, comm);
+    double mine[6] = {res.compute_s, res.comm_s, res.serial_s, cpu_s() - cpu0, t0, clock_domain()};
+    double *all = rank == 0 ? wk_alloc(sizeof(double) * 6 * (size_t)nprocs) : NULL;
+    MPI_Gather(mine, 6, MPI_DOUBLE, all, 6, MPI_DOUBLE, 0, comm);
     if (rank == 0) {
         double *compute = wk_alloc(sizeof(double) * (size_t)nprocs);
         double *comms = wk_alloc(sizeof(double) * (size_t)nprocs);
         double *cpus = wk_alloc(sizeof(double) * (size_t)nprocs);
+        /* The run starts when the first rank starts: a rank released late from the barrier
+         * (descheduled, or asleep under libshoalwait) must not hide the others' head start.
+         * Only ranks on this kernel share its clock; elsewhere rank 0's start stands. */
         for (int i = 0; i < nprocs; i++) {
-            compute[i] = all[4 * i];
-            comms[i] = all[4 * i + 1];
-            cpus[i] = opts.check ? 0.0 : all[4 * i + 3];
+            compute[i] = all[6 * i];
+            comms[i] = all[6 * i + 1];
+            cpus[i] = opts.check ? 0.0 : all[6 * i + 3];
+            if (all[6 * i + 5] == all[5] && all[6 * i + 4] < t0)
+                t0 = all[6 * i + 4];
         }
         double elapsed = res.t_end - t0;
         printf("{\"type\":\"result\",\"workload\":");
