@@ -8,8 +8,11 @@ Three measurements, each printed with the command's own reference:
 2. the spread (max - min)/median of time_s over 5 repetitions at one rank
    (target <= 3%);
 3. msa's speed-up at --msa-ranks over the seven Table I sets of seed 002,
-   scaled by --msa-scale (N/s^2 sequences of L/s bases keeps the tree's
-   N^3 against the alignments' N^2 L^2), ordered; seed 002 has S1500-L100 last.
+   scaled by --msa-scale s: N/s sequences of L/s bases multiply every set's
+   tree-to-alignment ratio N/L^2 (the tree's N^3 against the alignments'
+   N^2 L^2) by the same s, so their order is kept and the serial tree is big
+   enough to see (--msa-keep-ratio: N/s^2, the ratio itself kept); ordered,
+   seed 002 has S1500-L100 last.
 
 Run: .venv/bin/python benchmarks/work_scaling.py [--rounds 3] [--emulate 4xminnowboard]
 """
@@ -77,13 +80,15 @@ def one_rank_spread(mpi, program, reps: int) -> None:
               f"{statistics.median(cpus):.3f} s spread {100 * spread(cpus):.1f}%")
 
 
-def msa_table_i(mpi, program, scale: int, ranks: int, rounds: int) -> None:
-    print(f"msa over seed 002 Table I, scaled 1/{scale}^2 sequences, 1/{scale} length; speed-up at "
-          f"{ranks} ranks, median of {rounds} interleaved rounds")
+def msa_table_i(mpi, program, scale: int, ranks: int, rounds: int, keep_ratio: bool) -> None:
+    n_scale = scale ** 2 if keep_ratio else scale
+    print(f"msa over seed 002 Table I, scaled 1/{n_scale} sequences, 1/{scale} length "
+          f"({'N/L^2 kept' if keep_ratio else f'N/L^2 x {scale} for every set, its order kept'}); "
+          f"speed-up at {ranks} ranks, median of {rounds} interleaved rounds")
     rows = []
     for name in TABLE_I:
         n, l = (int(x[1:]) for x in name.split("-"))
-        size = f"S{max(3, round(n / scale ** 2))}-L{max(4, round(l / scale))}"
+        size = f"S{max(3, round(n / n_scale))}-L{max(4, round(l / scale))}"
         t1, tn, serial = [], [], []
         for _ in range(rounds):
             one = once(mpi, program, 1, f"msa:{size}")
@@ -122,6 +127,11 @@ def main() -> int:
     parser.add_argument("--spread-reps", type=int, default=5)
     parser.add_argument("--msa-scale", type=int, default=3)
     parser.add_argument("--msa-ranks", type=int, default=2)
+    parser.add_argument("--msa-keep-ratio", action="store_true",
+                        help="scale N by 1/s^2 (keeps each set's tree-to-alignment ratio N/L^2); by "
+                             "default N and L are both scaled by 1/s, which multiplies every set's "
+                             "N/L^2 by s: the order of the sets is kept and the serial tree is "
+                             "large enough to measure")
     parser.add_argument("--emulate", default=None)
     parser.add_argument("--only", default="speedup,spread,msa",
                         help="which parts: speedup, spread, msa (comma-separated)")
@@ -134,7 +144,7 @@ def main() -> int:
     if "spread" in parts:
         one_rank_spread(mpi, program, args.spread_reps)
     if "msa" in parts:
-        msa_table_i(mpi, program, args.msa_scale, args.msa_ranks, args.rounds)
+        msa_table_i(mpi, program, args.msa_scale, args.msa_ranks, args.rounds, args.msa_keep_ratio)
     if args.emulate:
         emulated(args.emulate, args.rounds)
     return 0
