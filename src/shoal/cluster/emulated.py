@@ -346,13 +346,15 @@ class EmulatedCluster:
                        "run slower than their profiles (raise --dilation)")
         for node in self.inventory.nodes:
             fraction, budget, cpuset = budgets[node.name]
-            planned = cpulimit.create(layout, self.id, node.name, budget, cpuset)
+            # Intent first: a kill between mkdir and the record must leave a record to reap.
+            planned = cpulimit.paths(layout, self.id, node.name, cpuset)
             for path in planned:
                 if path not in record["cgroups"]:
                     record["cgroups"].append(path)
             record["nodes"][node.name]["cgroups"] = [p for p in planned
                                                      if Path(p).name == node.name]
             state.write(record)
+            cpulimit.create(layout, self.id, node.name, budget, cpuset)
         if not self.calibrate_cpu:
             return {}
         calibration: dict = {}

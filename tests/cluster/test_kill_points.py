@@ -1,0 +1,56 @@
+"""A SIGKILL at every directory `cluster up` makes: whatever was made before the kill is
+recorded, and the next `cluster down` removes it (strace's fault injection kills the
+process at the Nth mkdir, as a crash or an OOM kill would)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from shoal.cluster import cpulimit, state
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="cgroups and namespaces of the host need root")
+
+
+def shoal_cgroups() -> set[str]:
+    """Every directory under shoal's cgroup bases (cpu, cpuset, cpuacct)."""
+    layout = cpulimit.detect()
+    found = set()
+    for base in (layout.cpu_base, layout.cpuset_base, layout.acct_base):
+        if base is not None and Path(base).is_dir():
+            found.update(str(p) for p in Path(base).rglob("*") if p.is_dir())
+    return found
+
+
+def netns() -> set[str]:
+    return set(os.listdir(state.NETNS_DIR)) if state.NETNS_DIR.is_dir() else set()
+
+
+def test_a_kill_at_any_mkdir_of_cluster_up_leaves_nothing_after_down():
+    assert shutil.which("strace"), "strace is installed by make setup"
+    before_groups, before_ns = shoal_cgroups(), netns()
+    when = 0
+    while True:  # kill at mkdir #1, #2, ... until cluster up gets through all of them
+        when += 1
+        assert when < 100, "cluster up kept making directories"
+        up = subprocess.run(["strace", "-qq", "-o", "/dev/null", "-e", "trace=mkdir,mkdirat",
+                             "-e", f"inject=mkdir,mkdirat:signal=KILL:when={when}",
+                             sys.executable, "-m", "shoal", "cluster", "up", "--emulate", "2xminnowboard",
+                             "--no-calibrate"], capture_output=True, text=True, timeout=120)
+        finished = up.returncode == 0
+        ids = [r["id"] for r in state.records() if r.get("persistent")] if finished else []
+        down = subprocess.run([sys.executable, "-m", "shoal", "cluster", "down", *ids], capture_output=True,
+                              text=True, timeout=120)
+        assert down.returncode == 0, down.stderr
+        assert shoal_cgroups() <= before_groups, f"cgroups left after a kill at mkdir #{when}"
+        assert netns() <= before_ns, f"namespaces left after a kill at mkdir #{when}"
+        assert not state.records(), f"a state record left after a kill at mkdir #{when}"
+        if finished:
+            break
+    # Namespace files, the state directory and two devices' cgroups were each a kill point.
+    assert when > 6
