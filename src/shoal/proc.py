@@ -342,7 +342,7 @@ class Process:
         Signals to shoal wait until this is done, so a second Ctrl-C cannot
         leave half a job behind.
         """
-        with _signals_held():
+        with signals_held():
             if self.popen.poll() is not None and not self._members():
                 self._forget()
                 return self.popen.returncode
@@ -482,7 +482,7 @@ _HELD = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
 
 
 @contextlib.contextmanager
-def _signals_held() -> Iterator[None]:
+def signals_held() -> Iterator[None]:
     """Hold SIGINT/SIGTERM/SIGHUP (delivered afterwards) while a job is being stopped."""
     if threading.current_thread() is not threading.main_thread():
         yield
@@ -492,6 +492,21 @@ def _signals_held() -> Iterator[None]:
         yield
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+@contextlib.contextmanager
+def signals_ignored() -> Iterator[None]:
+    """Ignore SIGINT/SIGTERM/SIGHUP while shoal ends its runs on the way out: a second
+    Ctrl-C there would leave a manifest "running" and print a traceback."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = {signum: signal.signal(signum, signal.SIG_IGN) for signum in _HELD}
+    try:
+        yield
+    finally:
+        for signum, handler in old.items():
+            signal.signal(signum, handler)
 
 
 #: The signal (SIGTERM/SIGHUP) that asked shoal to stop, for its exit status.

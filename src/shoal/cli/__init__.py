@@ -132,17 +132,37 @@ def main(argv: list[str] | None = None) -> int:
         _into_user_namespace(args, argv)
         return int(args.func(args) or 0)
     except ShoalError as exc:
+        _end_runs("interrupted" if proc.received else "failed", str(exc))
         if debug:
             raise
         print(f"shoal: {exc}", file=sys.stderr)
         return _signal_status() or exc.exit_code
     except KeyboardInterrupt:
+        _end_runs("interrupted", f"stopped by {signal_name()}")
         if debug:
             raise
         print("shoal: interrupted; finished results are kept on disk", file=sys.stderr)
         return _signal_status() or 130
+    except Exception as exc:
+        _end_runs("failed", f"internal error: {type(exc).__name__}: {exc}")
+        raise
     finally:
         proc.stop_all()   # nothing shoal started outlives it
+
+
+def _end_runs(status: str, reason: str) -> None:
+    """No run of this command stays "running": stop what it started first, then mark it."""
+    from shoal.runs import store
+
+    with proc.signals_ignored():  # a second Ctrl-C must not cut the marking short
+        proc.stop_all()
+        store.end_active(status, reason)
+
+
+def signal_name() -> str:
+    import signal
+
+    return signal.Signals(proc.received).name if proc.received else "SIGINT (Ctrl-C)"
 
 
 def _signal_status() -> int | None:

@@ -69,6 +69,7 @@ class Run:
             raise ShoalError(f"cannot create run directory {path}: {exc.strerror}; "
                              "choose another --out") from None
         run = cls(path)
+        _ACTIVE.append(run)
         run.write_manifest({
             "kind": kind,
             "shoal_version": __version__,
@@ -106,6 +107,8 @@ class Run:
         data = self.manifest
         data.update(fields)
         self.write_manifest(data)
+        if fields.get("status") == "running" and self not in _ACTIVE:
+            _ACTIVE.append(self)  # a resumed run
 
     def finish(self, status: str = "complete", **fields: Any) -> None:
         self.update_manifest(status=status, finished_utc=utc_now(), **fields)
@@ -214,6 +217,22 @@ class Run:
         except (pd.errors.ParserError, ValueError) as exc:
             raise ShoalError(f"{self.table_path(table)} is not valid CSV ({str(exc).strip()}); "
                              "the run directory is damaged") from None
+
+
+#: Runs this process started or resumed: whatever stops the command ends those still
+#: "running" as interrupted or failed (end_active), so no manifest stays "running".
+_ACTIVE: list[Run] = []
+
+
+def end_active(status: str, reason: str) -> None:
+    """Mark every run of this process that is still "running" as ``status`` with ``reason``."""
+    while _ACTIVE:
+        run = _ACTIVE.pop()
+        try:
+            if run.manifest.get("status") == "running":
+                run.finish(status, reason=reason)
+        except (ShoalError, OSError):
+            pass  # a damaged or vanished run directory has nothing left to mark
 
 
 def _cell(value: Any) -> Any:

@@ -1,0 +1,74 @@
+"""A signal ends every command's run as "interrupted", with the reason, every finished
+row kept and nothing running: SIGTERM (systemd, Slurm, timeout), SIGHUP, and Ctrl-C twice."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+
+def _wait_rows(table: Path, rows: int, limit_s: float = 180) -> None:
+    end = time.monotonic() + limit_s
+    while time.monotonic() < end:
+        if table.exists() and len(list(csv.DictReader(table.open()))) >= rows:
+            return
+        time.sleep(0.05)
+    pytest.fail(f"{table} did not reach {rows} rows within {limit_s:.0f} s")
+
+
+def _stop(argv: list[str], out: Path, table: str, signals: list[int]) -> tuple[subprocess.CompletedProcess, dict]:
+    process = subprocess.Popen([sys.executable, "-m", "shoal", *argv, "--out", str(out)],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    _wait_rows(out / f"{table}.csv", 1)
+    for signum in signals:
+        process.send_signal(signum)
+        time.sleep(0.05)
+    stdout, stderr = process.communicate(timeout=120)
+    done = subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
+    return done, json.loads((out / "manifest.json").read_text())
+
+
+def _workers_left(marker: str) -> list[int]:
+    left = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and int(entry) != os.getpid():
+            try:
+                if marker.encode() in Path(f"/proc/{entry}/cmdline").read_bytes():
+                    left.append(int(entry))
+            except OSError:
+                pass
+    return left
+
+
+@pytest.mark.parametrize("signals, status_code, reason", [
+    ([signal.SIGTERM], 128 + signal.SIGTERM, "stopped by SIGTERM"),
+    ([signal.SIGINT, signal.SIGINT], 130, "stopped by SIGINT"),
+], ids=["SIGTERM", "SIGINT-twice"])
+def test_a_stopped_workload_run_ends_interrupted_with_its_rows(tmp_path, signals, status_code, reason):
+    out = tmp_path / "run"
+    done, manifest = _stop(["work", "ep", "--size", "M21", "-n", "1,2", "--reps", "50"], out, "results",
+                           signals)
+    assert done.returncode == status_code, done.stderr
+    assert "Traceback" not in done.stderr and done.stderr.strip().splitlines()[-1].startswith("shoal:")
+    assert manifest["status"] == "interrupted" and manifest["reason"].startswith(reason)
+    rows = list(csv.DictReader((out / "results.csv").open()))
+    assert rows and all(r["check"] == "off" and float(r["time_s"]) > 0 for r in rows)
+    assert not _workers_left(str(out)) and not _workers_left("ep:M21")
+
+
+def test_sighup_ends_a_benchmark_sweep_interrupted(tmp_path):
+    out = tmp_path / "bench"
+    done, manifest = _stop(["bench", "--tests", "imb.PingPong", "--sizes", "8..64K", "--budget", "0.5"],
+                           out, "results", [signal.SIGHUP])
+    assert done.returncode == 128 + signal.SIGHUP, done.stderr
+    assert "Traceback" not in done.stderr
+    assert manifest["status"] == "interrupted"
+    assert len(list(csv.DictReader((out / "results.csv").open()))) >= 1
