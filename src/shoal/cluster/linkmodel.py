@@ -94,9 +94,14 @@ class Path:
             return 8 * wire / up + 8 * last / down
         return 8 * full / up + 8 * wire / down
 
-    def one_way_s(self, payload_B: int) -> float:
-        """Expected time of one message of ``payload_B`` bytes on an idle path."""
-        return self.latency_s + self.serialization_s(payload_B)
+    def one_way_s(self, payload_B: int, rendezvous_above_B: int | None = None) -> float:
+        """Expected time of one message of ``payload_B`` bytes on an idle path; an MPI that
+        asks the receiver before sending more than ``rendezvous_above_B`` bytes adds one
+        round trip (its request and the receiver's answer, small frames each way)."""
+        handshake = 0.0
+        if rendezvous_above_B is not None and payload_B > rendezvous_above_B:
+            handshake = 2 * (self.latency_s + self.serialization_s(0))
+        return self.latency_s + self.serialization_s(payload_B) + handshake
 
     def stream_Bps(self) -> float:
         """Payload bytes per second a long TCP stream can carry."""
