@@ -44,6 +44,8 @@ class Where:
     wait: str | None = None
     # Emulated clusters: how many times slower than real time (None: chosen to fit the host).
     dilation: float | None = None
+    # Ranks per CPU (per device core on a cluster) at most; see shoal.inputs.ranklimit.
+    oversubscribe: float = ranklimit.DEFAULT_OVERSUBSCRIBE
 
     @property
     def on_cluster(self) -> bool:
@@ -66,8 +68,6 @@ class BenchRequest(Where):
     sizes: str = "1..4M"
     ranks: list[int] = field(default_factory=lambda: [2])
     options: Options = field(default_factory=Options)
-    # Ranks per CPU (per device core on a cluster) at most; see shoal.inputs.ranklimit.
-    oversubscribe: float = ranklimit.DEFAULT_OVERSUBSCRIBE
 
     def to_manifest(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -170,7 +170,7 @@ def plan(request: BenchRequest, placements: list[Placement] | None = None) -> Pl
         raise ShoalError("--nodes needs a cluster: add --emulate 4xminnowboard or --cluster FILE")
     placements = placements or config_placements(request)
     sizes = grammar.parse("--sizes", grammar.sizes, request.sizes)
-    _check_ranks(request, placements, 2 * max(sizes) + request.options.flush_B)
+    check_ranks(request, placements, 2 * max(sizes) + request.options.flush_B)
     if request.power:
         _check_power(request)
     if request.wait:
@@ -208,7 +208,7 @@ def _check_power(request: BenchRequest) -> None:
         source.close()
 
 
-def _check_ranks(request: BenchRequest, placements: list[Placement], buffer_B: int) -> None:
+def check_ranks(request: Where, placements: list[Placement], buffer_B: float) -> None:
     """Refuse rank counts beyond the slots, memory and process limits (before anything starts)."""
     if not request.on_cluster:
         for placement in placements:
@@ -219,11 +219,12 @@ def _check_ranks(request: BenchRequest, placements: list[Placement], buffer_B: i
     inv = (inventory.from_emulate(request.emulate, request.link) if request.emulate
            else inventory.load(request.cluster))
     widest = max(p.nodes for p in placements)
+    per_node = max(p.ranks_per_node for p in placements)
     for node in inv.nodes[:widest]:
         local = inv.runs_here  # every emulated device's ranks run on this machine
-        ranklimit.check(request.ranks_per_node, buffer_B, slots=node.slots, where=f"node {node.name}",
+        ranklimit.check(per_node, buffer_B, slots=node.slots, where=f"node {node.name}",
                         option="--ranks-per-node", oversubscribe=request.oversubscribe,
-                        host_ranks=widest * request.ranks_per_node if local else None,
+                        host_ranks=max(p.ranks for p in placements) if local else None,
                         host=None if local else ranklimit.HostLimits(node.slots, None, None))
 
 

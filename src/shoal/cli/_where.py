@@ -6,7 +6,8 @@ from __future__ import annotations
 import argparse
 
 from shoal.inputs import options as typed
-from shoal.inputs.grammar import MAX_SLOTS
+from shoal.inputs import ranklimit
+from shoal.inputs.grammar import MAX_SLOTS, Bounds
 
 
 def add_where(p: argparse.ArgumentParser, nodes_default: str) -> argparse._ArgumentGroup:
@@ -26,6 +27,9 @@ def add_where(p: argparse.ArgumentParser, nodes_default: str) -> argparse._Argum
                        help="run the emulated cluster D times slower than real time (times are "
                             "divided by D); default: the smallest whole D at which the devices' "
                             "CPU budgets fit this host")
+    where.add_argument("--oversubscribe", type=typed.number(Bounds(1, 1024)), default=None, metavar="FACTOR",
+                       help="ranks per CPU (per core of a device) at most (default "
+                            f"{ranklimit.DEFAULT_OVERSUBSCRIBE}); more ranks are refused before anything starts")
     return where
 
 

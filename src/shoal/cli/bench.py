@@ -55,9 +55,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", type=typed.out_dir, default=None, help="run directory (default runs/bench-<time>)")
     p.add_argument("--resume", type=typed.run_dir, default=None, metavar="RUN",
                    help="continue an interrupted run, measuring only missing points")
-    p.add_argument("--oversubscribe", type=typed.number(Bounds(1, 1024)), default=None, metavar="FACTOR",
-                   help="ranks per CPU (per core of a device) at most (default "
-                        f"{ranklimit.DEFAULT_OVERSUBSCRIBE}); more ranks are refused before anything starts")
     p.add_argument("--json", action="store_true", help="print results as JSON instead of a table")
     p.set_defaults(func=run, precheck=_precheck)
 

@@ -11,6 +11,7 @@ from shoal import render
 from shoal.cli._where import add_energy, add_where
 from shoal.errors import ShoalError
 from shoal.inputs import options as typed
+from shoal.inputs import ranklimit
 from shoal.mpi import kinds
 
 ORDER = 12
@@ -75,6 +76,7 @@ def _request(args: argparse.Namespace):
         ranks=_ranks(args.ranks), mpi=args.mpi, emulate=args.emulate, link=args.link,
         cluster=args.cluster, nodes=args.nodes, ranks_per_node=args.ranks_per_node,
         dilation=args.dilation,
+        oversubscribe=args.oversubscribe or ranklimit.DEFAULT_OVERSUBSCRIBE,
         power=args.power, idle_s=args.idle, wait=args.wait, aes=args.aes,
         timeout_s=args.timeout if args.timeout is not None else runner.DEFAULT_TIMEOUT_S)
 

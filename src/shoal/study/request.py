@@ -62,13 +62,14 @@ class StudyRequest:
         if not (self.emulate or self.cluster):
             raise ShoalError("a study needs devices: --emulate 4xminnowboard or --cluster FILE")
         if self.suite == "none" and not self.workloads:
-            raise ShoalError("--suite none with no --workloads leaves nothing to measure")
+            raise ShoalError("--suite none with no --workloads leaves nothing to measure; "
+                             "keep the default workloads or choose a --suite")
         if self.work_reps < 1:
             raise ShoalError(f"--work-reps must be at least 1, got {self.work_reps}")
         unknown = sorted(set(self.work_sizes) - set(self.workload_list))
         if unknown:
             raise ShoalError(f"--work-size names {', '.join(unknown)}, which --workloads does not run "
-                             f"({self.workloads or 'none'})")
+                             f"({self.workloads or 'none'}); add it to --workloads or drop its --work-size")
         if self.time_budget_s <= 0:
             raise ShoalError(f"--time-budget must be positive, got {self.time_budget_s}")
         uplink = self.offload.get("uplink")

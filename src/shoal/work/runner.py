@@ -12,15 +12,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
 from shoal import cluster as clusters
 from shoal import hostfacts, proc
-from shoal.bench.runner import (Placement, Where, config_placements, energy_meter, transport_env,
-                                wait_setup)
+from shoal.bench.runner import (Placement, Where, check_ranks, config_placements, energy_meter,
+                                transport_env, wait_setup)
 from shoal.errors import ShoalError
 from shoal.mpi import build, discover
 from shoal.mpi.launch import Job
@@ -77,13 +76,6 @@ class Events:
     run_failed: Callable[[Placement, int, str], None] = lambda placement, rep, reason: None
 
 
-def _host_memory_B() -> float | None:
-    try:
-        return float(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
-    except (ValueError, OSError):
-        return None
-
-
 def plan(request: WorkRequest, placements: list[Placement] | None = None) -> Plan:
     """Check the request and build the program, before anything is started
     (``placements``: where to run, instead of the request's rank or node counts)."""
@@ -120,11 +112,8 @@ def plan(request: WorkRequest, placements: list[Placement] | None = None) -> Pla
     size = catalog.resolve_size(workload, request.size)
     described = catalog.describe(program, workload, size)
     memory = float(described["memory_per_rank_B"])
-    host_memory = _host_memory_B()
-    if not request.on_cluster and host_memory and memory * max(request.ranks) > host_memory:
-        raise ShoalError(f"{workload.name} size {size} needs about {memory / 2**30:.1f} GiB per rank, "
-                         f"more than this machine's {host_memory / 2**30:.1f} GiB for "
-                         f"{max(request.ranks)} ranks; choose a smaller --size")
+    # Ranks the slots allow, and memory and processes this machine has for them.
+    check_ranks(request, placements, memory)
     aes, aes_why = _aes_choice(request)
     return Plan(request, mpi, program, workload, size, memory, placements, aes, aes_why)
 
