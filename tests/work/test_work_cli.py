@@ -65,8 +65,11 @@ def test_a_failed_check_is_kept_and_reported(tmp_path, monkeypatch):
 
 
 def test_a_size_beyond_memory_is_refused(monkeypatch):
-    monkeypatch.setattr(runner, "_host_memory_B", lambda: 64e6)
-    with pytest.raises(ShoalError, match="needs about .* per rank, more than this machine"):
+    from shoal.inputs import ranklimit
+
+    monkeypatch.setattr(ranklimit, "this_host", lambda: ranklimit.HostLimits(2, 64e6, None))
+    with pytest.raises(ShoalError, match=r"this machine has 0\.1 GiB available; give fewer ranks or a "
+                                         r"smaller --size \(raytrace 4096 needs about 48 MiB per rank\)"):
         runner.plan(runner.WorkRequest(workload="raytrace", size="4096", ranks=[4]))
 
 

@@ -208,11 +208,14 @@ def _check_power(request: BenchRequest) -> None:
         source.close()
 
 
-def check_ranks(request: Where, placements: list[Placement], buffer_B: float) -> None:
-    """Refuse rank counts beyond the slots, memory and process limits (before anything starts)."""
+def check_ranks(request: Where, placements: list[Placement], buffer_B: float,
+                smaller: str = "smaller --sizes") -> None:
+    """Refuse rank counts beyond the slots, memory and process limits (before anything starts);
+    ``buffer_B`` is what each rank allocates, ``smaller`` how to make it less."""
     if not request.on_cluster:
         for placement in placements:
-            ranklimit.check(placement.ranks, buffer_B, oversubscribe=request.oversubscribe)
+            ranklimit.check(placement.ranks, buffer_B, oversubscribe=request.oversubscribe,
+                            smaller=smaller)
         return
     from shoal.cluster import inventory
 
@@ -225,7 +228,8 @@ def check_ranks(request: Where, placements: list[Placement], buffer_B: float) ->
         ranklimit.check(per_node, buffer_B, slots=node.slots, where=f"node {node.name}",
                         option="--ranks-per-node", oversubscribe=request.oversubscribe,
                         host_ranks=max(p.ranks for p in placements) if local else None,
-                        host=None if local else ranklimit.HostLimits(node.slots, None, None))
+                        host=None if local else ranklimit.HostLimits(node.slots, None, None),
+                        smaller=smaller)
 
 
 def start(request: BenchRequest, command: list[str], out: Path | None) -> tuple[Run, Plan]:

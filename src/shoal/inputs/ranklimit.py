@@ -46,7 +46,8 @@ def this_host() -> HostLimits:
 
 def check(ranks: int, buffer_B: int = 0, *, slots: int | None = None, where: str = "this machine",
           option: str = "--ranks", oversubscribe: float = DEFAULT_OVERSUBSCRIBE,
-          host_ranks: int | None = None, host: HostLimits | None = None) -> None:
+          host_ranks: int | None = None, host: HostLimits | None = None,
+          smaller: str = "smaller --sizes") -> None:
     """Refuse ``ranks`` on one host (of ``slots`` cores; default: this machine's CPUs).
 
     ``buffer_B`` is what each rank allocates for messages; ``host_ranks``
@@ -65,7 +66,7 @@ def check(ranks: int, buffer_B: int = 0, *, slots: int | None = None, where: str
         raise ShoalError(
             f"{option} {ranks}: {total} ranks need about {need / 2**30:.1f} GiB of memory and this "
             f"machine has {host.available_B / 2**30:.1f} GiB available; give fewer ranks or "
-            "smaller --sizes")
+            f"{smaller}")
     if host.tasks_left is not None and total * TASKS_PER_RANK > host.tasks_left:
         raise ShoalError(
             f"{option} {ranks}: {total} ranks need about {total * TASKS_PER_RANK} processes and "

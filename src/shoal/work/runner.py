@@ -113,7 +113,8 @@ def plan(request: WorkRequest, placements: list[Placement] | None = None) -> Pla
     described = catalog.describe(program, workload, size)
     memory = float(described["memory_per_rank_B"])
     # Ranks the slots allow, and memory and processes this machine has for them.
-    check_ranks(request, placements, memory)
+    check_ranks(request, placements, memory, smaller=f"a smaller --size ({workload.name} {size} needs "
+                                                     f"about {memory / 2**20:.0f} MiB per rank)")
     aes, aes_why = _aes_choice(request)
     return Plan(request, mpi, program, workload, size, memory, placements, aes, aes_why)
 
