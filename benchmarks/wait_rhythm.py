@@ -89,6 +89,9 @@ def main() -> int:
                    help="comma list of: " + ", ".join(PATTERNS))
     args = p.parse_args()
     chosen = [x.strip() for x in args.patterns.split(",") if x.strip()]
+    unknown = [x for x in chosen if x not in PATTERNS]
+    if unknown:
+        p.error(f"--patterns: unknown {', '.join(map(repr, unknown))}; choose from {', '.join(PATTERNS)}")
     installs = mpis(args.mpi)
     runs = {(m.name, pat, mode): [] for m in installs for pat in chosen for mode in MODES}
     late = {pat: [] for pat in chosen}

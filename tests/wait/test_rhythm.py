@@ -104,3 +104,16 @@ def test_fixed_modes_predict_nothing(mpich, tmp_path):
     site, _ = _site(mpich, tmp_path, "sleep:0", "gaps", "--fixed", "0.01", "--count", "20",
                     "--size", "8")
     assert site["predicted"] == 0 and site["rhythm_s"] == 0 and site["sleeps"] > 20
+
+
+@pytest.mark.parametrize("mode", ["backoff", "auto"])
+def test_a_message_that_comes_early_is_noticed_within_the_cap(any_mpi, tmp_path, mode):
+    """A site that learned 0.4 s arrivals, then a message 20 ms after the last: the receiver
+    sleeps towards the predicted arrival in stretches of at most the 10 ms cap, so it finds
+    the message within about that, not 0.38 s later (ranks that slept through each other's
+    messages once taught each other ever longer waits, and a job stalled)."""
+    _, line = _site(any_mpi, tmp_path, mode, "gaps", "--fixed", "0.4", "--count", "12", "--last", "0.02",
+                    "--size", "8")
+    reaction = line["reaction_s"]
+    assert max(reaction[-3:-1]) < 0.05, "the rhythm itself was not followed"  # predicted, on time
+    assert reaction[-1] < 0.1, f"the early message waited {reaction[-1]:.3f} s"

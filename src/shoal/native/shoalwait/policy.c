@@ -7,8 +7,8 @@
  *   linear   dmin, dmin+dstep, ... up to dmax, restarting at dmin on every
  *            call (the receiver of 003's Figure 3)
  *   backoff  spin while waits are short; then, where the call site's
- *            arrivals keep a rhythm, sleep in one stretch to shortly
- *            before the predicted arrival and test from there through a
+ *            arrivals keep a rhythm, sleep (in stretches of at most
+ *            cap_ns) to shortly before the predicted arrival and test from there through a
  *            window as wide as the rhythm's own spread; with no usable
  *            rhythm, or past the window (a miss), sleeps double from 1 us,
  *            each at most 1/8 of the time waited and at most a cap tied
@@ -307,8 +307,14 @@ static int64_t pause_ns(struct plan *p, int64_t now, int64_t start)
     if (now - start < p->spin)
         return PAUSE_TEST;
     if (p->predicted && !p->missed) {
-        if (now < p->wake)
-            return p->wake - now;   /* one stretch to just before the window */
+        if (now < p->wake) {
+            /* Sleep towards the window in stretches of at most the cap: a rhythm
+             * learned from long waits must not sleep through a message that comes
+             * early. Ranks that slept through each other's messages taught each
+             * other ever longer waits: 9 s stretches, a job that stalled. */
+            int64_t d = p->wake - now;
+            return d < sw_cfg.cap_ns ? d : sw_cfg.cap_ns;
+        }
         int64_t end = p->at + p->margin;
         if (now <= end) {
             /* In the window: test, neither sleep nor yield (a yield hands

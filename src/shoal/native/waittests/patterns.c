@@ -8,7 +8,8 @@
  *   gaps      D: gaps grow x--factor from --start to --max (or are all
  *             --fixed, or drift from --fixed by x--drift per message, or are
  *             drawn from an exponential distribution of mean --poisson with
- *             --seed: Poisson arrivals); rank 1 reports each message's
+ *             --seed: Poisson arrivals; --last G makes the last gap G, an
+ *             arrival that breaks the rhythm); rank 1 reports each message's
  *             reaction time (receive return minus send time, one clock on
  *             one host)
  *   pingpong  back-to-back --size byte round trips; half round trip time
@@ -136,6 +137,7 @@ static void gaps(int argc, char **argv)
     double max = wt_arg(argc, argv, "--max", 0.13), fixed = wt_arg(argc, argv, "--fixed", 0);
     double drift = wt_arg(argc, argv, "--drift", 1), mean = wt_arg(argc, argv, "--poisson", 0);
     uint64_t seed = (uint64_t)wt_arg(argc, argv, "--seed", 1);
+    double last = wt_arg(argc, argv, "--last", -1);   /* the last gap, breaking the rhythm */
     int count = (int)wt_arg(argc, argv, "--count", 0);
     int bytes = (int)wt_arg(argc, argv, "--size", 1024);
     if (bytes < (int)sizeof(double))
@@ -155,6 +157,8 @@ static void gaps(int argc, char **argv)
             gap[i] = fixed > 0 ? d : g;
         }
     }
+    if (last >= 0)
+        gap[count - 1] = last;
     char *buf = calloc(1, bytes);
     MPI_Barrier(MPI_COMM_WORLD);
     if (rank == 0) {
