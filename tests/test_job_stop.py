@@ -15,6 +15,7 @@ from shoal import cluster, proc
 from shoal.cluster import sysns
 from shoal.mpi import build
 from shoal.mpi.launch import Job
+from tests.interrupts import as_foreground
 
 DEADLINE_S = 1.0
 
@@ -77,7 +78,8 @@ def test_signal_to_shoal_run_leaves_no_process_of_the_open_mpi_job(openmpi, sign
     marker = f"{300 + random.random() * 100:.6f}"  # the ranks' argv: ours alone
     shoal = subprocess.Popen([sys.executable, "-m", "shoal", "run", "--mpi", "openmpi", "-n", "3",
                               "--wait", "backoff", "--", str(program), "idle", "--seconds", marker],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             preexec_fn=as_foreground)
     try:
         ranks = _wait_for(lambda: len(_with_arg(marker) - {shoal.pid}) >= 4 and _with_arg(marker),
                           "three ranks and their launcher starting")

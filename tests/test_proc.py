@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from shoal import proc, verbose
+from tests.interrupts import as_foreground
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 
@@ -187,7 +188,7 @@ def test_a_signal_to_shoal_stops_every_running_command(signum):
             proc.stop_all()
     """)
     shoal = subprocess.Popen([sys.executable, "-c", program], stdout=subprocess.PIPE, text=True,
-                             env={**os.environ, "PYTHONPATH": str(SRC)})
+                             env={**os.environ, "PYTHONPATH": str(SRC)}, preexec_fn=as_foreground)
     assert shoal.stdout.readline() == "running\n"
     assert _all_started(marker)
     shoal.send_signal(signum)

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from tests.interrupts import as_foreground
 
 
 def _wait_rows(table: Path, rows: int, limit_s: float = 180) -> None:
@@ -26,7 +27,8 @@ def _wait_rows(table: Path, rows: int, limit_s: float = 180) -> None:
 
 def _stop(argv: list[str], out: Path, table: str, signals: list[int]) -> tuple[subprocess.CompletedProcess, dict]:
     process = subprocess.Popen([sys.executable, "-m", "shoal", *argv, "--out", str(out)],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               preexec_fn=as_foreground)
     _wait_rows(out / f"{table}.csv", 1)
     for signum in signals:
         process.send_signal(signum)

@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 
 from bench_cli import shoal
+from tests.interrupts import as_foreground
 
 QUICK = ["--budget", "0.2", "--ci", "0.1", "--min-reps", "6", "--rep-time", "2e-4"]
 
@@ -76,7 +77,8 @@ def test_interrupted_run_keeps_points_and_resume_finishes_it(tmp_path):
     cmd = [sys.executable, "-m", "shoal", "bench", "--tests", "imb.PingPong,imb.Sendrecv",
            "--sizes", "1..64K:4", "--ranks", "2", "--out", str(out), "--budget", "0.3",
            "--ci", "0.0", "--min-reps", "6"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=as_foreground)
     results = out / "results.csv"
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and (not results.exists() or

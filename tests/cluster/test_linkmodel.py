@@ -133,15 +133,15 @@ def test_fidelity_sets_each_result_against_the_link_model():
 
 
 def test_a_rendezvous_mpi_pays_one_round_trip_above_its_eager_limit(monkeypatch):
-    from shoal.cluster import fidelity
     from shoal.mpi import discover
+    from shoal.mpi.kinds import openmpi as open_mpi
 
     path = linkmodel.path(LinkType("docsis", 27e6, latency_s=5e-3))
     assert path.one_way_s(65536, 65472) == pytest.approx(path.one_way_s(65536) + 2 * (5e-3 + path.serialization_s(0)))
     assert path.one_way_s(4096, 65472) == path.one_way_s(4096)
     # Open MPI's limit comes from its own ompi_info (or the variable that overrides it); MPICH has none.
-    openmpi, mpich = discover.resolve("openmpi"), discover.resolve("mpich")
-    assert fidelity.rendezvous_above_B(openmpi) == 65536 - fidelity.OB1_HEADER_B
-    assert fidelity.rendezvous_above_B(mpich) is None
+    ompi, mpich = discover.resolve("openmpi"), discover.resolve("mpich")
+    assert ompi.impl.rendezvous_above_B(ompi) == 65536 - open_mpi.OB1_HEADER_B
+    assert mpich.impl.rendezvous_above_B(mpich) is None
     monkeypatch.setenv("OMPI_MCA_btl_tcp_eager_limit", "8192")
-    assert fidelity.rendezvous_above_B(openmpi) == 8192 - fidelity.OB1_HEADER_B
+    assert ompi.impl.rendezvous_above_B(ompi) == 8192 - open_mpi.OB1_HEADER_B

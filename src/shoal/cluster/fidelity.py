@@ -10,11 +10,9 @@ says whether the host ran short of CPU while it was measured.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from shoal import proc
 from shoal.bench import runner
 from shoal.bench.sweep import Options
 from shoal.cluster import inventory, linkmodel
@@ -46,31 +44,9 @@ def model_path(device: str, link: str | None) -> linkmodel.Path:
     return linkmodel.path(a, b)
 
 
-# Bytes of Open MPI's ob1 match header inside btl_tcp_eager_limit (which counts it).
-OB1_HEADER_B = 64
-
-
-def rendezvous_above_B(mpi) -> int | None:
-    """Message size above which the MPI's TCP transport sends a request and waits for the
-    receiver before the data (one round trip more): Open MPI's btl_tcp_eager_limit less its
-    header. MPICH's TCP transports showed no such step at any size (docs/cluster.md)."""
-    if mpi.kind != "openmpi":
-        return None
-    limit = os.environ.get("OMPI_MCA_btl_tcp_eager_limit")
-    if not limit:
-        out = proc.run([str(mpi.bindir / "ompi_info"), "--parsable", "--level", "9", "--param", "btl", "tcp"],
-                       timeout=60, what="ompi_info")
-        limit = next((line.rsplit(":", 1)[1] for line in out.stdout.splitlines()
-                      if line.startswith("mca:btl:tcp:param:btl_tcp_eager_limit:value:")), None)
-    try:
-        return max(0, int(limit) - OB1_HEADER_B) if limit else None
-    except ValueError:
-        return None
-
-
 def rows_of(results: list[dict], path: linkmodel.Path, rendezvous_B: int | None = None) -> list[dict]:
     """measured / model for every ping-pong and stream result of one run (``rendezvous_B``:
-    see rendezvous_above_B)."""
+    the size above which the MPI adds a round trip, ``Implementation.rendezvous_above_B``)."""
     rows = []
     for r in results:
         size = int(r["size_B"])
@@ -116,11 +92,11 @@ def measure(request: FidelityRequest, command: list[str]) -> dict:
                 out = request.out / f"{test.split('.')[1].lower()}-dilation-{'auto' if d is None else f'{d:g}'}"
             run, plan = runner.start(bench, command, out)
             runner.execute(run, plan)
-            rows += rows_of(run.rows("results"), path, rendezvous_above_B(plan.mpi))
+            rows += rows_of(run.rows("results"), path, plan.mpi.impl.rendezvous_above_B(plan.mpi))
             failures += run.rows("failures")
             where.append(str(run.path))
         runs.append({"dilation": d, "run": ", ".join(where), "mpi": plan.mpi.name,
-                     "rendezvous_above_B": rendezvous_above_B(plan.mpi),
+                     "rendezvous_above_B": plan.mpi.impl.rendezvous_above_B(plan.mpi),
                      "failures": failures, "rows": rows})
     return {"device": request.device, "link": path.uplink.name,
             "model": {"latency_s": path.latency_s, "rate_bps": path.rate_bps,

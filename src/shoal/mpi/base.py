@@ -134,6 +134,12 @@ class Implementation:
         """Environment for a user-written mpiexec line so its ranks see ``names`` of ``env``."""
         return dict(env)
 
+    def rendezvous_above_B(self, mpi: MPIInstall) -> int | None:
+        """Message size above which this MPI's TCP transport sends a request and waits for
+        the receiver's answer before the data: one round trip more on any link (None: no
+        such step was seen)."""
+        return None
+
     # -- stopping -------------------------------------------------------------------
     def strays(self, job: set[int], table: dict[int, proc.ProcInfo]) -> set[int]:
         """Processes of a job that left its session and process tree (daemons of

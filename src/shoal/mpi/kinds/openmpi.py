@@ -9,6 +9,8 @@ from pathlib import Path
 from shoal import proc
 from shoal.mpi.base import Implementation, MPIInstall, tool_output
 
+# Bytes of ob1's match header inside btl_tcp_eager_limit (which counts it).
+OB1_HEADER_B = 64
 _NSPACE = re.compile(r"ess_base_nspace\x00[^\x00]*-(\d+)@\d+\x00")
 
 
@@ -73,6 +75,20 @@ class OpenMPI(Implementation):
                     "--mca", "btl_tcp_if_include", subnet,
                     "--mca", "oob_tcp_if_include", subnet,
                     "--prtemca", "oob_tcp_if_include", subnet]
+
+    def rendezvous_above_B(self, mpi: MPIInstall) -> int | None:
+        # ob1 sends up to btl_tcp_eager_limit (its 64-byte match header included) at once;
+        # larger messages wait for the receiver's answer to a first fragment.
+        limit = os.environ.get("OMPI_MCA_btl_tcp_eager_limit")
+        if not limit:
+            text = tool_output([str(mpi.bindir / "ompi_info"), "--parsable", "--level", "9",
+                                "--param", "btl", "tcp"], timeout=60)
+            limit = next((line.rsplit(":", 1)[1] for line in text.splitlines()
+                          if line.startswith("mca:btl:tcp:param:btl_tcp_eager_limit:value:")), None)
+        try:
+            return max(0, int(limit) - OB1_HEADER_B) if limit else None
+        except ValueError:
+            return None
 
     def forward_env(self, env: dict[str, str], names) -> dict[str, str]:
         # Ranks see only the variables named in mca_base_env_list.
