@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -169,3 +170,18 @@ def test_report_on_a_torn_results_table_leaves_out_only_the_torn_row(study_run, 
     shown = {p["point_id"] for t in findings["torn"]["tests"] for p in t["cluster"]}
     complete = pd.read_csv(study_run / "results.csv")["point_id"].iloc[:-1]
     assert shown <= set(complete)
+
+
+def test_a_study_against_this_machine_runs_workloads_and_benchmarks_here_too(tmp_path):
+    out = tmp_path / "host"
+    proc = _shoal("study", "--reference", "host", "--emulate", "2xminnowboard", "--workloads", "ep",
+                  "--work-size", "ep=M18", "--work-reps", "1", "--sizes", "8", "--time-budget", "5",
+                  "--power", "model", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    work = pd.read_csv(out / "work.csv")
+    reference = work[work["config"] == "reference"]
+    assert len(reference) == 1 and reference["shared_power_W"].iloc[0] == 0
+    assert int(reference["ranks"].iloc[0]) == len(os.sched_getaffinity(0))  # one per CPU of this machine
+    results = pd.read_csv(out / "results.csv")
+    assert set(results["config"]) == {"2xminnowboard", "reference"}
+    assert json.loads((out / "manifest.json").read_text())["status"] == "complete"

@@ -97,7 +97,7 @@ class Meter:
 
     def _shared_for(self, nodes: list[str]) -> list[Session]:
         names = set(self.shared)
-        if self.shared_of is not None and any(n in self.shared_of for n in nodes):
+        if self.shared_of is not None and nodes:
             names = {s for n in nodes for s in self.shared_of.get(n, [])}
         return [self.sessions[n] for n in self.shared if n in names and n in self.sessions]
 

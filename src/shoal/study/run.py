@@ -13,7 +13,6 @@ Configurations (the ``config`` column of the results):
 
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -149,6 +148,6 @@ def measure(run: Run, study: StudyPlan, events: Events | None = None,
         with clusters.open() as where, runner.energy_meter(first, where, run) as meter:
             workloads.measure(run, study.work.local, where, meter, work_events)
             for p in local_plans:
-                runner.measure_in(run, p, where, meter, contextlib.nullcontext(), events)
+                runner.measure_in(run, p, where, meter, None, events)
     failures = len(run.rows("failures")) + len(run.rows(workloads.TABLES.failures))
     run.finish("complete" if not failures else "complete-with-failures")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from shoal.bench.runner import Placement
 from shoal.runs.store import Run
@@ -74,8 +74,3 @@ def measure(run: Run, plans: list[work_runner.Plan], where: Any, meter: Any,
                                                      p.workload.name, p.size, rep) not in done]
             if todo:
                 work_runner.measure_batch(run, todo, placement, rep, where, meter, events, TABLES)
-
-
-def progress_events(step: Callable[[], None]) -> work_runner.Events:
-    """Events that advance a progress bar by one per finished (or failed) run."""
-    return work_runner.Events(run_done=lambda row: step(), run_failed=lambda p, rep, why: step())
