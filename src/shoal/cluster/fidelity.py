@@ -92,11 +92,12 @@ def measure(request: FidelityRequest, command: list[str]) -> dict:
                 out = request.out / f"{test.split('.')[1].lower()}-dilation-{'auto' if d is None else f'{d:g}'}"
             run, plan = runner.start(bench, command, out)
             runner.execute(run, plan)
-            rows += rows_of(run.rows("results"), path, plan.mpi.impl.rendezvous_above_B(plan.mpi))
+            rendezvous_B = plan.mpi.impl.rendezvous_above_B(plan.mpi)  # the MPI is asked once per part
+            rows += rows_of(run.rows("results"), path, rendezvous_B)
             failures += run.rows("failures")
             where.append(str(run.path))
         runs.append({"dilation": d, "run": ", ".join(where), "mpi": plan.mpi.name,
-                     "rendezvous_above_B": plan.mpi.impl.rendezvous_above_B(plan.mpi),
+                     "rendezvous_above_B": rendezvous_B,
                      "failures": failures, "rows": rows})
     return {"device": request.device, "link": path.uplink.name,
             "model": {"latency_s": path.latency_s, "rate_bps": path.rate_bps,

@@ -59,15 +59,8 @@ def _point(row: pd.Series, metric: str) -> dict[str, Any]:
 
 def _idle_fraction(manifest: dict[str, Any]) -> float | None:
     """Woo-Lee k of the cluster's devices: idle over busy watts of their profile."""
-    reference = manifest.get("reference")
-    for described in manifest.get("clusters", {}).values():
-        profiles = described.get("profiles", {})
-        names = {n["profile"] for n in described.get("nodes", []) if n["profile"] != reference}
-        for name in names:
-            p = profiles.get(name)
-            if p and p.get("busy_W"):
-                return float(p["idle_W"]) / float(p["busy_W"])
-    return None
+    p = work_analysis.device_profile(manifest)
+    return float(p["idle_W"]) / float(p["busy_W"]) if p else None
 
 
 def analyse_test(frame: pd.DataFrame, test: str, cluster_label: str, k: float | None) -> dict[str, Any]:

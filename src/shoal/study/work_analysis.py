@@ -68,8 +68,10 @@ def _median(series: pd.Series) -> float | None:
     return float(statistics.median(values)) if values else None
 
 
-def _device(manifest: dict[str, Any], label: str, reference: str | None) -> dict[str, Any] | None:
-    """The cluster devices' profile (idle and busy watts) from the run's manifest."""
+def device_profile(manifest: dict[str, Any]) -> dict[str, Any] | None:
+    """The cluster devices' profile (idle and busy watts) from the run's manifest: an
+    emulated reference is the last node of the cluster it was emulated in."""
+    reference = manifest.get("reference")
     for described in manifest.get("clusters", {}).values():
         profiles = described.get("profiles", {})
         names = [n["profile"] for n in described.get("nodes", [])]
@@ -195,7 +197,7 @@ def analyse(frame: pd.DataFrame, manifest: dict[str, Any], label: str,
     """Every workload (and size) of a study, and one n* over those the model describes."""
     if frame.empty:
         return {"workloads": [], "overall": None}
-    device = _device(manifest, label, manifest.get("reference"))
+    device = device_profile(manifest)
     results = [analyse_one(rows, label, reference_label, device)
                for _, rows in frame.groupby(["workload", "size"], sort=False)]
     fits = {f"{r['workload']} {r['size']}": r["_fit"] for r in results
