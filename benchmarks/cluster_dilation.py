@@ -5,7 +5,7 @@ in the same run with rounds interleaved (D = 1, D = 2, D = 1, ...). A
 CPU-bound kernel (a fixed loop in every rank, slowest rank's time) and IMB
 PingPong at 1 KiB, 64 KiB and 1 MiB (network-bound). Targets: corrected
 D = 2 times within 5 % of D = 1 for the kernel, 10 % for the network tests.
-Run as root: .venv/bin/python benchmarks/cluster_dilation.py [--rounds 5] [--mpi mpich]
+Run as root: .venv/bin/python benchmarks/cluster_dilation.py [--rounds 5] [--mpi mpich] [--wait busy]
 """
 
 from __future__ import annotations
@@ -38,9 +38,9 @@ def kernel_time(mpi, exe: Path, d: float, iterations: int) -> float:
         return float(proc.stdout.split()[0]) / c.dilation
 
 
-def pingpong(mpi_name: str, d: float, out: Path) -> dict[int, float]:
+def pingpong(mpi_name: str, d: float, out: Path, wait: str | None) -> dict[int, float]:
     request = runner.BenchRequest(tests="imb.PingPong", sizes=SIZES, mpi=mpi_name,
-                                  emulate="2xminnowboard", dilation=d,
+                                  emulate="2xminnowboard", dilation=d, wait=wait,
                                   options=Options(ci=0.02, budget_s=1.0, min_reps=10))
     run, plan = runner.start(request, ["benchmarks/cluster_dilation.py"], out)
     runner.execute(run, plan)
@@ -52,6 +52,8 @@ def main() -> int:
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--mpi", default="mpich")
     p.add_argument("--iterations", type=int, default=200_000_000)
+    p.add_argument("--wait", default=None, help="libshoalwait mode of the ping-pong ranks (default: "
+                   "the emulated devices' own, event; busy shows the polling stalls)")
     args = p.parse_args()
     mpi = discover.resolve(args.mpi)
     work = Path(tempfile.mkdtemp(prefix="shoal-dilation-"))
@@ -61,7 +63,7 @@ def main() -> int:
     for i in range(args.rounds):
         for d in (1.0, 2.0):
             kernel[d].append(kernel_time(mpi, exe, d, args.iterations))
-            for size, t in pingpong(args.mpi, d, work / f"pp-{i}-{d:g}").items():
+            for size, t in pingpong(args.mpi, d, work / f"pp-{i}-{d:g}", args.wait).items():
                 network[d].setdefault(size, []).append(t)
             print(f"round {i + 1} D={d:g}: kernel {kernel[d][-1]:.3f} s, ping-pong "
                   + ", ".join(f"{s} B {network[d][s][-1] * 1e6:.0f} us" for s in sorted(network[d])),

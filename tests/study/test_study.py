@@ -51,7 +51,7 @@ def test_study_times_each_workload_at_every_node_count_with_the_switch_counted_o
     assert configs == {("2xminnowboard", 1, 2), ("2xminnowboard", 2, 4), ("reference", 1, 2)}
     assert len(work) == 3 * WORKLOADS * 2  # configurations x workloads x repetitions
     assert set(work["workload"]) == {"raytrace", "ep"}
-    assert (work["power_kind"] == "modelled").all() and (work["wait_mode"] == "backoff").all()
+    assert (work["power_kind"] == "modelled").all() and (work["wait_mode"] == "event").all()
     # The cluster's switch (fast-ethernet-8, 2 W idle) is in every cluster row once, and in no
     # reference row: the NUC runs alone.
     cluster = work[work["config"] == "2xminnowboard"]

@@ -55,7 +55,7 @@ def test_classes_rejected(text):
 
 
 @pytest.mark.parametrize("bad", ["spin", "sleep:-3", "sleep:0x10", "linear:9,1,1", "auto:2",
-                                 "backoff:50,-10", "backoff:50,10000x"])
+                                 "backoff:50,-10", "backoff:50,10000x", "event:0", "event:1,2"])
 def test_library_refuses_bad_mode_at_init(mpich, bad):
     """Started without shoal's checks, the library itself stops at MPI_Init."""
     job = Job(mpich, 2, [str(waittest(mpich)), "result"],
@@ -77,3 +77,14 @@ def test_library_refuses_bad_classes(openmpi):
     proc = subprocess.run(argv, env=job.popen_env(), capture_output=True, text=True, timeout=60)
     assert proc.returncode != 0
     assert "unknown class 'disk'" in proc.stderr
+
+
+def test_library_refuses_a_bad_wake(mpich):
+    job = Job(mpich, 2, [str(waittest(mpich)), "result"],
+              rank_env={"LD_PRELOAD": str(library_for(mpich)), "SHOAL_WAIT": "event",
+                        "SHOAL_WAIT_WAKE": "bell"})
+    argv, _ = job.command()
+    proc = subprocess.run(argv, env=job.popen_env(), capture_output=True, text=True, timeout=60)
+    assert proc.returncode != 0
+    assert "SHOAL_WAIT_WAKE=bell: use socket" in proc.stderr
+    assert '"result"' not in proc.stdout

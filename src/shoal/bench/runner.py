@@ -312,7 +312,7 @@ def wait_setup(mode: str | None, mpi: discover.MPIInstall) -> tuple[dict[str, st
 
 def _config(the_plan: Plan, where: "clusters.Cluster", placement: Placement) -> Config:
     request = the_plan.request
-    rank_env, wait_label = wait_setup(request.wait, the_plan.mpi)
+    rank_env, wait_label = wait_setup(request.wait or where.default_wait(), the_plan.mpi)
 
     names = list(placement.node_names) if placement.node_names else None
 

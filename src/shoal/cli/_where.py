@@ -47,4 +47,5 @@ def add_energy(p: argparse.ArgumentParser, per: str) -> None:
     energy.add_argument("--idle", type=typed.SECONDS_OR_ZERO_NUMBER, default=0.0, metavar="SECONDS",
                         help="measure the idle baseline this long first and report energy above it")
     energy.add_argument("--wait", default=None, type=typed.WAIT_MODE, metavar="MODE",
-                        help="run ranks under libshoalwait: busy, yield, sleep:US, linear, backoff, auto")
+                        help="run ranks under libshoalwait: busy, yield, sleep:US, linear, backoff, "
+                             "auto, event (default: not loaded; event on emulated devices)")

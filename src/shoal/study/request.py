@@ -47,8 +47,9 @@ class StudyRequest:
     workloads: str = DEFAULT_WORKLOADS
     work_sizes: dict[str, str] = field(default_factory=dict)
     work_reps: int = WORK_REPS
-    # libshoalwait mode of the workloads' ranks: waiting shows as idle power.
-    work_wait: str = "backoff"
+    # libshoalwait mode of the workloads' ranks, so waiting shows as idle power
+    # (None: the emulated devices' own, event; backoff on real hosts).
+    work_wait: str | None = None
     explicit_budget: bool = False  # --time-budget given: the benchmarks take all of it
 
     def validate(self) -> None:

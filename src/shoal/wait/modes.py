@@ -20,6 +20,10 @@ started without shoal is never run in another mode than asked either::
     auto[:TARGET]                 backoff whose cap is also tuned online so
                                   the added wake-up delay stays under
                                   TARGET x the wait (default 0.05)
+    event[:CAP_US]                sleeps of CAP_US (default 1000), each ended
+                                  at once by a TCP socket event: no spin, so
+                                  what emulated devices run (a polling rank
+                                  spends its device's CPU quota)
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ from dataclasses import dataclass
 from shoal.errors import ShoalError
 
 MODES_HELP = ("busy, yield, sleep:US, linear[:DMIN_NS,DMAX_NS,DSTEP_NS], "
-              "backoff[:SPIN_US,CAP_US] or auto[:TARGET]")
+              "backoff[:SPIN_US,CAP_US], auto[:TARGET] or event[:CAP_US]")
 
 _NUMBER = re.compile(r"^[0-9]+(\.[0-9]*)?([eE][-+]?[0-9]+)?$|^\.[0-9]+$")
 _INTEGER = re.compile(r"^[0-9]{1,15}$")
@@ -97,6 +101,13 @@ def parse_mode(text: str) -> WaitMode:
         if target is None or not 0 < target < 1:
             raise _bad(text, "auto takes a target fraction between 0 and 1, e.g. auto:0.05")
         return WaitMode(name, text, (target,))
+    if name == "event":
+        if not sep:
+            return WaitMode(name, text, (1000.0,))
+        cap = _number(params)
+        if cap is None or not 0 < cap <= 1e7:
+            raise _bad(text, "event takes a cap in microseconds from 1 to 1e7, e.g. event:1000")
+        return WaitMode(name, text, (cap,))
     raise ShoalError(f"unknown wait mode '{name}'; use {MODES_HELP}")
 
 

@@ -16,8 +16,9 @@ notice_*            the *notice delay* of each call that waited: the time
                     notice_hist_log2ns[k] counts delays in [2^k, 2^(k+1)) ns.
 
 and for the rank: wall_s (from MPI_Init's return to MPI_Finalize),
-utime_s/stime_s (the kernel's CPU accounting over the same span), the mode
-and the timer slack obtained.
+utime_s/stime_s (the kernel's CPU accounting over the same span), the mode,
+the timer slack obtained, and ``wake`` (socket: sleeps end at a TCP socket
+event; timer: they run their length) with ``socket_wakes``, how many did.
 
 Per call site (``sites``: the object file and offset of the call, the same in
 every rank) it holds how the site's predictions of arrivals fared:

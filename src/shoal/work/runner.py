@@ -206,7 +206,7 @@ def measure_batch(run: Run, plans: list[Plan], placement: Placement, rep: int, w
     """
     first = plans[0]
     request = first.request
-    rank_env, wait_label = wait_setup(request.wait, first.mpi)
+    rank_env, wait_label = wait_setup(request.wait or where.default_wait(), first.mpi)
     names = list(placement.node_names) if placement.node_names else None
     argv = program_args(first, plans[1:])
     if request.on_cluster:

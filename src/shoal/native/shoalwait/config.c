@@ -18,7 +18,7 @@ struct sw_config sw_cfg = {
 };
 
 #define MODES_HELP "busy, yield, sleep:US, linear[:DMIN_NS,DMAX_NS,DSTEP_NS], " \
-                   "backoff[:SPIN_US,CAP_US] or auto[:TARGET]"
+                   "backoff[:SPIN_US,CAP_US], auto[:TARGET] or event[:CAP_US]"
 
 int sw_env_rank(void)
 {
@@ -162,6 +162,16 @@ static void parse_mode(const char *text)
             sw_cfg.spin_ns = (int64_t)(spin * 1000.0);
             sw_cfg.cap_ns = (int64_t)(cap * 1000.0);
         }
+    } else if (!strcmp(name, "event")) {
+        sw_cfg.mode = SW_EVENT;
+        sw_cfg.cap_ns = 1000000;   /* shared-memory messages noticed within 1 ms, 0.1 % CPU idle */
+        if (params) {
+            double cap = number(params);
+            if (!(cap > 0 && cap <= 1e7))
+                die("SHOAL_WAIT=%s: event takes a cap in microseconds from 1 to 1e7, "
+                    "e.g. event:1000", text);
+            sw_cfg.cap_ns = (int64_t)(cap * 1000.0);
+        }
     } else if (!strcmp(name, "auto")) {
         sw_cfg.mode = SW_AUTO;
         if (params) {
@@ -226,6 +236,22 @@ void sw_configure(void)
         parse_classes(classes);
     sw_cfg.slack_ns = env_int("SHOAL_WAIT_SLACK_NS", 1, 0, 1000000000LL);
     sw_cfg.send_eager_B = env_int("SHOAL_WAIT_SEND_EAGER_B", 16384, 0, 1LL << 40);
+    /* The learned modes wake at socket events by default; the fixed ones
+     * (003's static and linear sleeps) sleep exactly what they say. */
+    sw_cfg.wake_on_socket = sw_cfg.mode == SW_BACKOFF || sw_cfg.mode == SW_AUTO ||
+                            sw_cfg.mode == SW_EVENT;
+    const char *wake = getenv("SHOAL_WAIT_WAKE");
+    if (wake && *wake) {
+        if (!strcmp(wake, "socket"))
+            sw_cfg.wake_on_socket = 1;
+        else if (!strcmp(wake, "timer"))
+            sw_cfg.wake_on_socket = 0;
+        else
+            die("SHOAL_WAIT_WAKE=%s: use socket (a sleep ends at the first TCP socket event) "
+                "or timer (sleeps run their length)", wake);
+    }
+    if (sw_cfg.mode == SW_BUSY || sw_cfg.mode == SW_YIELD)
+        sw_cfg.wake_on_socket = 0;   /* they never sleep */
     const char *dir = getenv("SHOAL_WAIT_TELEMETRY");
     if (dir && *dir) {
         if (strlen(dir) >= sizeof sw_cfg.telemetry_dir - 64)

@@ -16,6 +16,12 @@
  *            cap_ns).
  *   auto     backoff whose cap is also tuned per call site after every wait
  *            so the delay noticed after completion stays under target x wait.
+ *   event    sleeps of cap_ns, each ended at once by a TCP socket event
+ *            (wake.c): no spin, no prediction, no short sleeps, so a waiting
+ *            rank costs almost no CPU. An emulated device's CPU quota needs
+ *            that: a rank that polls spends the quota and stalls until the
+ *            next period. Messages without a socket (shared memory) are
+ *            noticed within the cap.
  * All policy state is per thread (TLS): no locks on the wait path.
  */
 #define _GNU_SOURCE
@@ -47,6 +53,8 @@ int64_t sw_now_ns(void)
 #define POLL_WINDOW_DIV 128   /* a window is tested through (a core for its length) only when it is
                                  under 1/128 of the interval: the rest of a 1-2 % CPU budget pays
                                  for the wake-up and the receive themselves */
+#define WAKE_TESTS 15   /* tests after a socket wake-up before the next pause: Open MPI
+                           reads its TCP sockets in one opal_progress call of eight */
 /* What pause_ns() returns besides a sleep length: */
 #define PAUSE_TEST 0      /* test again at once */
 #define PAUSE_YIELD (-1)  /* sched_yield() */
@@ -293,6 +301,8 @@ static int64_t pause_ns(struct plan *p, int64_t now, int64_t start)
         return PAUSE_YIELD;
     case SW_SLEEP:
         return sw_cfg.sleep_ns ? sw_cfg.sleep_ns : PAUSE_ZERO;
+    case SW_EVENT:
+        return sw_cfg.cap_ns;
     case SW_LINEAR: {
         int64_t d = p->linear;
         p->linear = d + sw_cfg.dstep_ns > sw_cfg.dmax_ns ? sw_cfg.dmax_ns : d + sw_cfg.dstep_ns;
@@ -398,9 +408,11 @@ static __attribute__((noinline)) int wait_slow(int fn, struct site *site, sw_tes
     struct plan plan;
     plan_start(&plan, site);
     int64_t start = timed ? sw_now_ns() : -1, last_fail = -1, now = start;
-    int done = 0, rc = MPI_SUCCESS, clocked = 0;
+    int done = 0, rc = MPI_SUCCESS, clocked = 0, burst = 0;
     for (;;) {
-        if (call.tests >= pure) {   /* the last test failed: pause */
+        if (burst > 0) {
+            burst--;   /* woken by a socket: test on at once */
+        } else if (call.tests >= pure) {   /* the last test failed: pause */
             now = sw_now_ns();
             if (start < 0)
                 start = now;   /* the pure spin before this is not counted */
@@ -416,14 +428,14 @@ static __attribute__((noinline)) int wait_slow(int fn, struct site *site, sw_tes
             } else if (d != PAUSE_TEST) {
                 if (d == PAUSE_ZERO)
                     d = 0;
-                struct timespec req = {d / 1000000000LL, d % 1000000000LL};
-                clock_nanosleep(CLOCK_MONOTONIC, 0, &req, NULL);
+                int woken = sw_sleep(d);
+                burst = woken ? WAKE_TESTS : 0;
                 int64_t after = sw_now_ns(), slept = after - now, over = slept - d;
-                over = over > 0 ? over : 0;
+                over = over > 0 && !woken ? over : 0;
                 call.sleeps++;
                 call.sleep_ns += slept;
                 call.oversleep_ns += over;
-                if (d >= LONG_SLEEP_NS) {
+                if (d >= LONG_SLEEP_NS && !woken) {   /* only full sleeps say how late the kernel wakes */
                     ts.late[ts.late_head] = over;
                     ts.late_head = (ts.late_head + 1) % LATE_RING;
                     ts.nlate += ts.nlate < LATE_RING;

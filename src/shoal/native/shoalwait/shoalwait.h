@@ -6,6 +6,7 @@
  * init.c      MPI_Init/Init_thread/Finalize: identity check, timer slack
  * recv_cache.c persistent receive requests reused per call site
  * rhythm.c    the fit that predicts a call site's next arrival
+ * wake.c      sleeps that end at a socket event (the epoll set of TCP sockets)
  * wrap_p2p.c, wrap_coll.c, wrap_fortran.c   the interposed MPI entry points
  */
 #ifndef SHOALWAIT_H
@@ -19,7 +20,7 @@
  * The MPI_* and mpi_* entry points keep the default visibility of mpi.h. */
 #pragma GCC visibility push(hidden)
 
-enum sw_mode { SW_BUSY, SW_YIELD, SW_SLEEP, SW_LINEAR, SW_BACKOFF, SW_AUTO };
+enum sw_mode { SW_BUSY, SW_YIELD, SW_SLEEP, SW_LINEAR, SW_BACKOFF, SW_AUTO, SW_EVENT };
 
 /* Call classes that can be switched on and off (SHOAL_WAIT_CLASSES). */
 enum sw_class { SW_P2P = 1, SW_SEND = 2, SW_COLL = 4 };
@@ -49,6 +50,7 @@ struct sw_config {
     double target;          /* auto: added wake-up delay / wait duration */
     int64_t slack_ns;       /* timer slack asked for each waiting thread */
     int64_t send_eager_B;   /* blocking sends smaller than this pass through */
+    int wake_on_socket;     /* sleeps end early at a TCP socket event (SHOAL_WAIT_WAKE) */
     char telemetry_dir[4096];
     /* Derived once from the above, read on every call: */
     uint32_t active;        /* bit fn set: calls of enum sw_fn fn are rewritten */
@@ -136,6 +138,12 @@ extern int sw_slack_errno;    /* errno of a refused PR_SET_TIMERSLACK, 0 if fine
 extern int64_t sw_slack_got_ns;
 
 int64_t sw_now_ns(void);
+
+/* wake.c: after MPI_Init, find the process's TCP sockets (if wake_on_socket). */
+void sw_wake_start(void);
+/* Sleep d ns, or until a socket event; 1 when an event ended it. */
+int sw_sleep(int64_t d);
+extern int64_t sw_wakes;   /* sleeps ended by a socket event, all threads */
 
 #pragma GCC visibility pop
 

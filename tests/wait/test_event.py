@@ -1,0 +1,62 @@
+"""The event mode: sleeps of the cap, each ended at once by a TCP socket event.
+
+Both ranks ping-pong over TCP (as every emulated device does), each waiting
+rank asleep. With the cap at 50 ms, a rank that only woke at the end of its
+sleeps would notice each message up to 50 ms late; woken by its socket it
+notices it within the kernel's wake-up latency. The control run is the same
+with SHOAL_WAIT_WAKE=timer: notices of the order of the cap, so the
+assertion on the event run can fail.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from shoal.errors import ShoalError
+from shoal.wait import parse_mode, telemetry
+from tests.wait.helpers import json_lines, run_scenario
+
+CAP_S = 0.05
+# Keep every byte on TCP: MPICH's shared memory and Open MPI's vader have no socket to wake on.
+TCP_ONLY = {"MPIR_CVAR_NOLOCAL": "1", "UCX_TLS": "tcp,self", "FI_PROVIDER": "tcp",
+            "OMPI_MCA_btl": "tcp,self", "OMPI_MCA_pml": "ob1"}
+
+
+def _pingpong(mpi, tmp_path, iters: int, wake: str):
+    env = {**TCP_ONLY, "SHOAL_WAIT_WAKE": wake}
+    proc = run_scenario(mpi, f"event:{CAP_S * 1e6:g}", 2, "pingpong", "--iters", str(iters),
+                        "--warmup", "5", "--chunks", "1", "--size", "1024",
+                        telemetry=tmp_path, env=env)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    (line,) = json_lines(proc.stdout)
+    records = telemetry.read_dir(tmp_path)
+    p2p = [r for r in telemetry.summarize(records) if r["class"] == "p2p"]
+    return line, records, p2p
+
+
+def test_a_socket_event_ends_the_sleep(any_mpi, tmp_path):
+    line, records, p2p = _pingpong(any_mpi, tmp_path, 200, "socket")
+    assert [r["wake"] for r in records] == ["socket", "socket"]
+    # Nearly every message woke its receiver (the odd one was there before it slept).
+    assert all(r["socket_wakes"] >= 100 for r in records), [r["socket_wakes"] for r in records]
+    # Noticed within a small part of the cap, not at its end.
+    assert all(row["notice_p50_s"] < CAP_S / 10 for row in p2p), p2p
+    assert line["latency_s"] < CAP_S / 10
+
+
+def test_without_socket_wakes_the_cap_sets_the_notice(mpich, tmp_path):
+    line, records, p2p = _pingpong(mpich, tmp_path, 10, "timer")
+    assert [r["socket_wakes"] for r in records] == [0, 0]
+    assert max(row["notice_p50_s"] for row in p2p) > CAP_S / 10
+    assert line["latency_s"] > CAP_S / 10
+
+
+@pytest.mark.parametrize("text, params", [("event", (1000.0,)), ("event:250", (250.0,))])
+def test_event_mode_parses(text, params):
+    assert parse_mode(text).params == params
+
+
+@pytest.mark.parametrize("text", ["event:0", "event:-5", "event:abc", "event:2e7", "event:1,2"])
+def test_bad_event_caps_are_refused(text):
+    with pytest.raises(ShoalError, match="event takes a cap in microseconds"):
+        parse_mode(text)
