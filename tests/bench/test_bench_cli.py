@@ -194,6 +194,12 @@ def test_resume_after_a_torn_row_measures_only_that_point(tmp_path):
     kept = final.set_index("point_id").loc[complete["point_id"].iloc[:-1], "time_median_s"]
     assert list(kept) == list(complete["time_median_s"].iloc[:-1])
     assert final["point_id"].iloc[-1] == complete["point_id"].iloc[-1]
+    # The torn point's first samples are gone: one set of repetitions per point.
+    samples = pd.read_csv(out / "samples.csv")
+    assert not samples.duplicated(["point_id", "rep"]).any()
+    assert set(samples["point_id"]) == set(final["point_id"])
+    reps = samples.groupby("point_id").size()
+    assert (reps == final.set_index("point_id")["reps"].loc[reps.index]).all()
 
 
 def test_power_model_gives_energy_per_point(tmp_path):

@@ -255,6 +255,7 @@ def resume(path: Path) -> tuple[Run, BenchRequest, Plan]:
         raise ShoalError(f"{path} was measured with {recorded['name']} at {recorded['bindir']}, "
                          f"but {the_plan.mpi.name} at {the_plan.mpi.bindir} would be used now; "
                          "resume with the same MPI")
+    run.drop_orphans("samples", "results")   # of a point stopped before its result row
     run.update_manifest(status="running", resumed=manifest.get("resumed", 0) + 1)
     return run, request, the_plan
 
@@ -312,9 +313,11 @@ def wait_setup(mode: str | None, mpi: discover.MPIInstall) -> tuple[dict[str, st
 
 def _config(the_plan: Plan, where: "clusters.Cluster", placement: Placement) -> Config:
     request = the_plan.request
-    rank_env, wait_label = wait_setup(request.wait or where.default_wait(), the_plan.mpi)
-
     names = list(placement.node_names) if placement.node_names else None
+    mode = request.wait or (where.default_wait(placement.ranks_per_node, names)
+                            if request.on_cluster else None)
+    rank_env, wait_label = wait_setup(mode, the_plan.mpi)
+
 
     def make_job(argv: list[str]):
         if not request.on_cluster:

@@ -21,6 +21,9 @@ import argparse
 import json
 
 from shoal.errors import Interrupted, ShoalError
+from shoal.inputs import options as typed
+from shoal.inputs import ranklimit
+from shoal.inputs.grammar import Bounds
 from shoal.mpi import discover, kinds
 from shoal.runs.store import Run
 from shoal.wait.modes import MODES_HELP, parse_mode
@@ -38,7 +41,11 @@ def register(subparsers) -> None:
     r.add_argument("--wait", default="backoff", metavar="MODE", help=f"wait mode: {MODES_HELP}")
     r.add_argument("--mpi", default=None, help=kinds.choices_help())
     r.add_argument("--impl", default="sdsm", help="sdsm, mpi (plain MPI) or seq (sequential)")
-    r.add_argument("-n", "--ranks", type=int, default=None, help="ranks (default: the program's)")
+    r.add_argument("-n", "--ranks", type=typed.whole(1), default=None,
+                   help="ranks (default: the program's)")
+    r.add_argument("--oversubscribe", type=typed.number(Bounds(1, 1024)), default=None,
+                   metavar="FACTOR",
+                   help=f"ranks per CPU at most (default {ranklimit.DEFAULT_OVERSUBSCRIBE})")
     r.add_argument("--preset", default=None,
                    help="Table 1 placement for the power model: exp-e, hough-hetero, "
                         "video-hetero or video-recs")
@@ -100,6 +107,8 @@ def run(args) -> int:
                            app.default_ranks + (app.mpi_ranks_delta or 0) if args.impl == "mpi"
                            else app.default_ranks)
     apps.check_args(args.app, args.impl, ranks, _bytes_arg(extra))
+    ranklimit.check(ranks, option="-n", smaller="a smaller problem",
+                    oversubscribe=args.oversubscribe or ranklimit.DEFAULT_OVERSUBSCRIBE)
     chosen = None
     if args.preset:
         chosen = placement.preset(args.preset)

@@ -428,6 +428,14 @@ class EmulatedCluster:
             return f"cgroup={group}", float(budget)
         return f"netns={state.NETNS_DIR / entry['netns']}", float(budget)
 
+    def polling_stalls(self, node: str, ranks: int) -> bool:
+        """Whether ``ranks`` ranks that poll while they wait would use up the device's CPU
+        quota (and then stall until its next period): more ranks than CPUs of budget."""
+        record = state.read(self.id) or self.record or {}
+        entry = record.get("nodes", {}).get(node, {})
+        budget = entry.get("cpu_budget")
+        return bool(entry.get("cgroups")) and budget is not None and ranks > float(budget) + 1e-9
+
     def slack_monitor(self) -> "slack.Monitor":
         """A host-slack monitor over this cluster's devices (use it as a context manager)."""
         from shoal.cluster import slack

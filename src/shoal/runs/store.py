@@ -196,6 +196,35 @@ class Run:
         self._columns.pop(table, None)
         self.append(table, rows, columns=columns)
 
+    def drop_orphans(self, child: str, parent: str, key: str = "point_id") -> int:
+        """Drop the rows of ``child`` whose ``key`` no complete row of ``parent`` has.
+
+        A point's samples are written before its result row: a run stopped
+        between the two (or whose result row was torn) measures the point again
+        on --resume, and its first samples must not stay beside the new ones.
+        The table is replaced at once (a crash leaves the old or the new one).
+        Returns how many rows were dropped.
+        """
+        path = self.table_path(child)
+        if not path.exists():
+            return 0
+        known = {r.get(key) for r in self.rows(parent)}
+        rows = self.rows(child)
+        kept = [r for r in rows if r.get(key) in known]
+        if len(kept) == len(rows) and self._complete_text(child) == path.read_text():
+            return 0
+        header = self._header(child) or list(rows[0].keys())
+        tmp = path.with_name(path.name + ".tmp")
+        with open(tmp, "w", newline="") as fh:
+            writer = csv.DictWriter(fh, fieldnames=header)
+            writer.writeheader()
+            writer.writerows(kept)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+        self._columns.pop(child, None)
+        return len(rows) - len(kept)
+
     def rows(self, table: str) -> list[dict[str, str]]:
         """Complete rows of a table (a torn or short row is not one)."""
         text = self._complete_text(table)

@@ -48,7 +48,7 @@ class StudyRequest:
     work_sizes: dict[str, str] = field(default_factory=dict)
     work_reps: int = WORK_REPS
     # libshoalwait mode of the workloads' ranks, so waiting shows as idle power
-    # (None: the emulated devices' own, event; backoff on real hosts).
+    # (None: event on emulated devices whose CPU quota polling would use up, else backoff).
     work_wait: str | None = None
     explicit_budget: bool = False  # --time-budget given: the benchmarks take all of it
 

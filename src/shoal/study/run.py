@@ -121,6 +121,7 @@ def resume(path: Path) -> tuple[Run, StudyPlan]:
     if manifest.get("kind") != "study":
         raise ShoalError(f"{path} is not a 'shoal study' run; give --resume a directory made by shoal study")
     study = plan(StudyRequest.from_manifest(manifest["study"]))
+    run.drop_orphans("samples", "results")   # of a benchmark point stopped before its result row
     run.update_manifest(status="running", resumed=manifest.get("resumed", 0) + 1)
     return run, study
 

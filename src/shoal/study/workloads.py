@@ -43,7 +43,7 @@ def plan(request: Any, spec: str | None, devices: list, cluster_counts: list[int
             base = work_runner.WorkRequest(
                 workload=name, size=size, reps=request.work_reps, mpi=request.mpi, emulate=spec,
                 cluster=request.cluster, link=request.link, power="model" if spec else request.power,
-                wait=request.work_wait or (None if spec else "backoff"), dilation=request.dilation)
+                wait=request.work_wait, wait_otherwise="backoff", dilation=request.dilation)
             placements = [Placement(label, n, devices[0].profile.cores if spec else devices[0].slots,
                                     tuple(d.name for d in devices[:n])) for n in cluster_counts]
             if reference_node is not None:
@@ -53,8 +53,7 @@ def plan(request: Any, spec: str | None, devices: list, cluster_counts: list[int
             cluster_plans.append(the_plan)
             if request.reference == "host":
                 local = dataclasses.replace(base, emulate=None, cluster=None, link=None,
-                                            power=request.power, dilation=None,
-                                            wait=request.work_wait or "backoff")
+                                            power=request.power, dilation=None)
                 ranks = max(1, len(os.sched_getaffinity(0)))
                 local_plans.append(work_runner.plan(local, placements=[
                     Placement(reference_label, 1, ranks, with_shared=False)]))

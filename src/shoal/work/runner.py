@@ -45,6 +45,9 @@ class WorkRequest(Where):
     # edge: AES implementation (auto, openssl, software).
     aes: str = "auto"
     timeout_s: float = DEFAULT_TIMEOUT_S
+    # The wait mode where neither ``wait`` nor the cluster names one (the study's
+    # backoff: waiting shows as idle power); None: libshoalwait not loaded.
+    wait_otherwise: str | None = None
 
     def to_manifest(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -206,8 +209,10 @@ def measure_batch(run: Run, plans: list[Plan], placement: Placement, rep: int, w
     """
     first = plans[0]
     request = first.request
-    rank_env, wait_label = wait_setup(request.wait or where.default_wait(), first.mpi)
     names = list(placement.node_names) if placement.node_names else None
+    mode = request.wait or (where.default_wait(placement.ranks_per_node, names)
+                            if request.on_cluster else None) or request.wait_otherwise
+    rank_env, wait_label = wait_setup(mode, first.mpi)
     argv = program_args(first, plans[1:])
     if request.on_cluster:
         job = where.job(first.mpi, placement.nodes, argv, ranks_per_node=placement.ranks_per_node,
