@@ -187,7 +187,7 @@ class EmulatedCluster:
                 ipr.link("set", index=eth, state="up")
 
         if emulator == "forwarder":
-            self._compensate_host_latency(record, links)
+            self._compensate_host_latency(record, links, layout)
 
         # 3. Shaping with tc: each device's uplink (its eth0) and downlink (its switch port).
         if emulator == "tbf" and any(n.link.latency_s > 0 or n.link.jitter_s > 0 or n.link.loss > 0
@@ -265,12 +265,16 @@ class EmulatedCluster:
             log=self.link_log, on_spawn=spawned)
         state.write(record)
 
-    def _compensate_host_latency(self, record: dict, links: dict) -> None:
+    def _compensate_host_latency(self, record: dict, links: dict,
+                                 layout: cpulimit.CgroupLayout) -> None:
         """Take the host's own latency (TCP stacks, forwarder) off the links' delays.
 
         Measured between the first two devices (or the head and the only
         device) with the delays in place; a real device's latency includes
         its own stacks, so the emulated one must not add the host's on top.
+        Per device, as its ranks will wait: a device whose CPU quota is under
+        one CPU has ranks that sleep until their socket wakes them (the
+        kernel's wake-up is the host's too), the others' ranks poll.
         """
         from shoal.cluster import linkmodel
 
@@ -284,10 +288,15 @@ class EmulatedCluster:
             expected = links[b].latency_s / 2 + 8 * linkmodel.wire_bytes(64) / links[b].rate_bps
         paths = [str(state.NETNS_DIR / self.netns(n)) for n in (a, b)]
         host = linkemu.measure_host_latency(*paths, _address(b_index), expected)
-        smallest = min(link.latency_s for link in links.values())
-        host = min(host, smallest)  # never more than the links' own delay
-        linkemu.set_host_latency(self._control, host)
-        record["host_latency_s"] = host
+        smallest = min(link.latency_s for link in links.values())  # never more than a link's delay
+        polling, sleeping = min(host.polling_s, smallest), min(host.sleeping_s, smallest)
+        budgets = self._budgets()
+        by_device = {node.name: sleeping if layout.version and dilation.budget(
+            budgets[node.name][1], self.dilation) < 1 - 1e-9 else polling for node in nodes}
+        # Port 0 is the head's; device i's is port i.
+        linkemu.set_host_latency(self._control, polling,
+                                 {i: by_device[n.name] for i, n in enumerate(nodes, start=1)})
+        record["host_latency_s"] = {"polling": polling, "sleeping": sleeping, "by_device": by_device}
 
     def _choose_dilation(self) -> float:
         by_node = {name: b for name, (_, b, _) in self._budgets().items()}

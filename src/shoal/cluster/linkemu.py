@@ -107,10 +107,14 @@ def start(ports: list[Port], switch_netns: str | None, stats: Path | None,
     return entry, process.stdin
 
 
-def set_host_latency(control: IO[bytes], seconds: float) -> None:
-    """Tell the forwarder the host's own latency, to take off the links' delays; close control."""
+def set_host_latency(control: IO[bytes], seconds: float,
+                     by_port: dict[int, float] | None = None) -> None:
+    """Tell the forwarder the host's own latency, to take off the links' delays (``by_port``:
+    port index -> its own value instead); close control."""
+    lines = [f"host_latency_ns {max(0, round(seconds * 1e9))}"]
+    lines += [f"port_host_latency_ns {i} {max(0, round(v * 1e9))}" for i, v in (by_port or {}).items()]
     try:
-        control.write(f"host_latency_ns {max(0, round(seconds * 1e9))}\n".encode())
+        control.write(("\n".join(lines) + "\n").encode())
         control.flush()
     except BrokenPipeError:
         pass
@@ -121,16 +125,47 @@ def set_host_latency(control: IO[bytes], seconds: float) -> None:
             pass
 
 
+@dataclass(frozen=True)
+class HostLatency:
+    """The host's own one-way latency (its TCP stacks, the forwarder) beyond the links',
+    for ranks that poll while they wait and for ranks that sleep until their socket wakes
+    them (the kernel's wake-up on top)."""
+
+    polling_s: float
+    sleeping_s: float
+
+
+PROBE_SIZE_B = 64
+PROBE_DEADLINE_S = 10.0
+
+
+def _recv_exact(sock, size: int, poll: bool, deadline: float) -> bool:
+    got = 0
+    while got < size:
+        if time.monotonic() > deadline:
+            return False
+        try:
+            chunk = sock.recv(size - got)
+        except BlockingIOError:
+            continue  # polling: try again at once
+        if not chunk:
+            return False
+        got += len(chunk)
+    return True
+
+
 def measure_host_latency(netns_a: str, netns_b: str, address_b: str, model_s: float,
-                         rounds: int = 300) -> float:
+                         rounds: int = 300) -> HostLatency:
     """One-way latency of 64-byte TCP messages from a to b beyond what the links add.
 
-    A ping-pong between two sockets made in the two namespaces; the 20th
-    percentile keeps the host's own stack cost and leaves out moments when
-    another process held the CPU.
+    A ping-pong between a socket in each namespace, the echo in a child process
+    (two threads of one interpreter would hand the GIL back and forth, which no
+    MPI rank does): first with blocking receives (the rank sleeps and the kernel
+    wakes it), then polling non-blocking ones. The 20th percentile of each keeps
+    the host's own stack cost and leaves out moments when another process held
+    the CPU.
     """
     import socket
-    import threading
 
     with sysns.in_netns(netns_b):
         server = socket.socket()
@@ -138,47 +173,57 @@ def measure_host_latency(netns_a: str, netns_b: str, address_b: str, model_s: fl
     server.bind((address_b, 0))
     server.listen(1)
     port = server.getsockname()[1]
-    size = 64
-
-    def echo() -> None:
-        conn, _ = server.accept()
-        conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        with conn:
-            for _ in range(rounds + 20):
-                data = b""
-                while len(data) < size:
-                    chunk = conn.recv(size - len(data))
-                    if not chunk:
-                        return
-                    data += chunk
-                conn.sendall(data)
-
-    thread = threading.Thread(target=echo, daemon=True)
-    thread.start()
     with sysns.in_netns(netns_a):
         client = socket.socket()
-    times = []
+    phases = (False, True)  # sleeping, then polling
+    child = os.fork()
+    if child == 0:  # the echo: only socket calls, then _exit (no atexit, no threads)
+        ok = True
+        try:
+            client.close()
+            server.settimeout(PROBE_DEADLINE_S)
+            conn, _ = server.accept()
+            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            deadline = time.monotonic() + PROBE_DEADLINE_S
+            for poll in phases:
+                for _ in range(rounds + 20):
+                    conn.settimeout(0.0 if poll else PROBE_DEADLINE_S)  # 0: non-blocking
+                    if not _recv_exact(conn, PROBE_SIZE_B, poll, deadline):
+                        raise OSError("probe ended")
+                    conn.settimeout(PROBE_DEADLINE_S)
+                    conn.sendall(b"x" * PROBE_SIZE_B)
+        except OSError:
+            ok = False
+        os._exit(0 if ok else 1)
+    server.close()
+    times: dict[bool, list[float]] = {False: [], True: []}
     try:
-        client.settimeout(5.0)
+        client.settimeout(PROBE_DEADLINE_S)
         client.connect((address_b, port))
         client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        payload = b"x" * size
-        for i in range(rounds + 20):
-            t0 = time.perf_counter()
-            client.sendall(payload)
-            got = 0
-            while got < size:
-                got += len(client.recv(size - got))
-            if i >= 20:
-                times.append((time.perf_counter() - t0) / 2)
+        deadline = time.monotonic() + PROBE_DEADLINE_S
+        payload = b"x" * PROBE_SIZE_B
+        for poll in phases:
+            for i in range(rounds + 20):
+                t0 = time.perf_counter()
+                client.settimeout(PROBE_DEADLINE_S)
+                client.sendall(payload)
+                client.settimeout(0.0 if poll else PROBE_DEADLINE_S)
+                if not _recv_exact(client, PROBE_SIZE_B, poll, deadline):
+                    raise OSError("probe ended")
+                if i >= 20:
+                    times[poll].append((time.perf_counter() - t0) / 2)
     except OSError:
-        return 0.0
+        return HostLatency(0.0, 0.0)
     finally:
         client.close()
-        server.close()
-        thread.join(timeout=1.0)
-    times.sort()
-    return max(0.0, times[len(times) // 5] - model_s)
+        os.waitpid(child, 0)
+
+    def beyond(samples: list[float]) -> float:
+        samples.sort()
+        return max(0.0, samples[len(samples) // 5] - model_s)
+
+    return HostLatency(beyond(times[True]), beyond(times[False]))
 
 
 def alive(entry: dict) -> bool:

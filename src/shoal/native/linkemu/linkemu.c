@@ -26,7 +26,9 @@
  * no serialization). Prints "ready" on stdout once every TAP exists; SIGTERM
  * or SIGINT writes the statistics (JSON) and exits; SIGUSR1 writes them only.
  * A line "host_latency_ns N" on stdin takes N/2 off the delay of every direction
- * (the host's own latency, measured once the ports are up); end of stdin is fine.
+ * (the host's own latency, measured once the ports are up), "port_host_latency_ns
+ * I N" N/2 off both directions of port I instead (its ranks sleep, or poll, while
+ * they wait: the host's latency differs); end of stdin is fine.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -65,6 +67,7 @@ typedef struct {
     int64_t limit_B;
     int64_t free_ns;       /* when the transmitter is next free */
     int64_t last_out_ns;   /* FIFO: no frame leaves before the previous one */
+    int64_t host_share_ns; /* this port's share of the host's latency (-1: host_ns below) */
     uint64_t frames, bytes, lost, dropped; /* bytes: line bytes */
 } direction_t;
 
@@ -248,7 +251,7 @@ static int64_t cross(direction_t *d, int64_t first, int64_t last, uint32_t wire,
         if (tail > depart) depart = tail;
         d->free_ns = depart;
     }
-    int64_t delay = d->delay_ns - host_ns / 2;
+    int64_t delay = d->delay_ns - (d->host_share_ns >= 0 ? d->host_share_ns : host_ns) / 2;
     int64_t out = depart + (delay > 0 ? delay : 0);
     if (d->jitter_ns > 0)
         out += (int64_t)((2.0 * rng_unit() - 1.0) * (double)d->jitter_ns);
@@ -369,8 +372,9 @@ static void read_port(int i) {
 static void write_direction(FILE *out, const char *name, const direction_t *d) {
     fprintf(out, "\"%s\": {\"rate_bps\": %.17g, \"delay_ns\": %" PRId64 ", \"jitter_ns\": %" PRId64
             ", \"loss\": %.17g, \"limit_B\": %" PRId64 ", \"frames\": %" PRIu64 ", \"wire_bytes\": %" PRIu64
-            ", \"lost\": %" PRIu64 ", \"dropped\": %" PRIu64 "}", name, d->rate_bps, d->delay_ns, d->jitter_ns,
-            d->loss, d->limit_B, d->frames, d->bytes, d->lost, d->dropped);
+            ", \"lost\": %" PRIu64 ", \"dropped\": %" PRIu64 ", \"host_latency_ns\": %" PRId64 "}", name,
+            d->rate_bps, d->delay_ns, d->jitter_ns, d->loss, d->limit_B, d->frames, d->bytes, d->lost,
+            d->dropped, d->host_share_ns >= 0 ? d->host_share_ns : host_ns);
 }
 
 static void write_stats(void) {
@@ -422,6 +426,7 @@ static void parse_direction(const char *text, direction_t *d, const char *spec) 
     d->jitter_ns = jitter;
     d->loss = loss;
     d->limit_B = limit;
+    d->host_share_ns = -1;
 }
 
 static void parse_port(char *spec) {
@@ -571,7 +576,11 @@ int main(int argc, char **argv) {
                 while ((nl = strchr(line, '\n'))) {
                     *nl = 0;
                     long long v;
+                    int idx;
                     if (sscanf(line, "host_latency_ns %lld", &v) == 1 && v >= 0) host_ns = v;
+                    if (sscanf(line, "port_host_latency_ns %d %lld", &idx, &v) == 2 && v >= 0 &&
+                        idx >= 0 && idx < nports)
+                        ports[idx].up.host_share_ns = ports[idx].down.host_share_ns = v;
                     memmove(line, nl + 1, strlen(nl + 1) + 1);
                     line_len = strlen(line);
                 }
