@@ -44,6 +44,23 @@ def test_a_socket_event_ends_the_sleep(any_mpi, tmp_path):
     assert line["latency_s"] < CAP_S / 10
 
 
+def test_a_connection_made_after_init_is_watched_at_once(openmpi, tmp_path):
+    """Open MPI connects to a peer at the first message: the new socket must wake the
+    ranks from then on (a periodic scan of the process's sockets alone would leave the
+    first waits asleep for a whole 1 s cap)."""
+    env = {**TCP_ONLY, "SHOAL_WAIT_WAKE": "socket"}
+    proc = run_scenario(openmpi, "event:1000000", 2, "pingpong", "--iters", "10", "--warmup", "0",
+                        "--chunks", "1", "--size", "8", telemetry=tmp_path, env=env)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    (line,) = json_lines(proc.stdout)
+    assert line["latency_s"] < 0.05   # within 1/20 of the cap
+    records = telemetry.read_dir(tmp_path)
+    assert all(r["socket_wakes"] >= 8 for r in records)
+    # No wait, the first barrier's included (the connection is made there), slept to its end.
+    rows = telemetry.summarize(records)
+    assert max(row["notice_max_s"] for row in rows) < 0.5, rows
+
+
 def test_without_socket_wakes_the_cap_sets_the_notice(mpich, tmp_path):
     line, records, p2p = _pingpong(mpich, tmp_path, 10, "timer")
     assert [r["socket_wakes"] for r in records] == [0, 0]

@@ -13,13 +13,15 @@
  * Edge-triggered on purpose: a socket that stays readable (data the MPI
  * library leaves for later) would otherwise end every sleep at once, a spin.
  *
- * The sockets are found in /proc/self/fd: after MPI_Init, and again at most
- * every RESCAN_NS while ranks sleep (MPI libraries connect to a peer at the
- * first message, so a new connection is noticed within that time). */
+ * The sockets are found in /proc/self/fd after MPI_Init; MPI libraries connect
+ * to a peer at its first message, so connect() and accept() are interposed and
+ * add the new socket at once; a scan at most every RESCAN_NS while ranks sleep
+ * catches any made otherwise (raw system calls). */
 #define _GNU_SOURCE
 #include "shoalwait.h"
 
 #include <dirent.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <poll.h>
 #include <stdlib.h>
@@ -50,7 +52,13 @@ static int is_tcp(int fd)
     return (domain == AF_INET || domain == AF_INET6) && type == SOCK_STREAM;
 }
 
-/* Add every TCP socket of the process not yet in the set (EEXIST: known). */
+static void watch(int fd)
+{
+    struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT | EPOLLET, .data.fd = fd};
+    epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev);   /* EEXIST: known */
+}
+
+/* Add every TCP socket of the process not yet in the set. */
 static void scan(void)
 {
     if (__atomic_exchange_n(&scanning, 1, __ATOMIC_ACQUIRE))
@@ -64,8 +72,7 @@ static void scan(void)
             long fd = strtol(e->d_name, &end, 10);
             if (*end || end == e->d_name || fd == own || fd == epfd || !is_tcp((int)fd))
                 continue;
-            struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT | EPOLLET, .data.fd = (int)fd};
-            epoll_ctl(epfd, EPOLL_CTL_ADD, (int)fd, &ev);
+            watch((int)fd);
         }
         closedir(dir);
     }
@@ -106,4 +113,44 @@ int sw_sleep(int64_t d)
         ;
     __atomic_fetch_add(&sw_wakes, 1, __ATOMIC_RELAXED);
     return 1;
+}
+
+/* A socket the MPI library connects or accepts after MPI_Init is watched at once. */
+static void watch_new(int fd)
+{
+    int saved = errno;
+    if (fd >= 0 && __atomic_load_n(&epfd, __ATOMIC_RELAXED) >= 0 && is_tcp(fd))
+        watch(fd);
+    errno = saved;
+}
+
+__attribute__((visibility("default"))) int connect(int fd, const struct sockaddr *addr, socklen_t len)
+{
+    static int (*real)(int, const struct sockaddr *, socklen_t);
+    if (!real)
+        real = (int (*)(int, const struct sockaddr *, socklen_t))dlsym(RTLD_NEXT, "connect");
+    int rc = real(fd, addr, len);
+    if (rc == 0 || errno == EINPROGRESS)
+        watch_new(fd);
+    return rc;
+}
+
+__attribute__((visibility("default"))) int accept(int fd, struct sockaddr *addr, socklen_t *len)
+{
+    static int (*real)(int, struct sockaddr *, socklen_t *);
+    if (!real)
+        real = (int (*)(int, struct sockaddr *, socklen_t *))dlsym(RTLD_NEXT, "accept");
+    int got = real(fd, addr, len);
+    watch_new(got);
+    return got;
+}
+
+__attribute__((visibility("default"))) int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
+{
+    static int (*real)(int, struct sockaddr *, socklen_t *, int);
+    if (!real)
+        real = (int (*)(int, struct sockaddr *, socklen_t *, int))dlsym(RTLD_NEXT, "accept4");
+    int got = real(fd, addr, len, flags);
+    watch_new(got);
+    return got;
 }
