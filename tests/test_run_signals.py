@@ -66,11 +66,65 @@ def test_a_stopped_workload_run_ends_interrupted_with_its_rows(tmp_path, signals
     assert not _workers_left(str(out)) and not _workers_left("ep:M21")
 
 
-def test_sighup_ends_a_benchmark_sweep_interrupted(tmp_path):
+@pytest.mark.parametrize("mpi", ["mpich", "openmpi"])
+@pytest.mark.parametrize("signals", [[signal.SIGHUP], [signal.SIGTERM], [signal.SIGINT, signal.SIGINT]],
+                         ids=["SIGHUP", "SIGTERM", "SIGINT-twice"])
+def test_a_signal_ends_a_benchmark_sweep_interrupted_under_either_mpi(tmp_path, mpi, signals):
     out = tmp_path / "bench"
-    done, manifest = _stop(["bench", "--tests", "imb.PingPong", "--sizes", "8..64K", "--budget", "0.5"],
-                           out, "results", [signal.SIGHUP])
-    assert done.returncode == 128 + signal.SIGHUP, done.stderr
+    done, manifest = _stop(["bench", "--mpi", mpi, "--tests", "imb.PingPong", "--sizes", "8..64K",
+                            "--budget", "0.5"], out, "results", signals)
+    code = 130 if signals[0] == signal.SIGINT else 128 + signals[0]
+    assert done.returncode == code, done.stderr
     assert "Traceback" not in done.stderr
     assert manifest["status"] == "interrupted"
+    assert manifest["reason"].startswith(f"stopped by {signal.Signals(signals[0]).name}")
     assert len(list(csv.DictReader((out / "results.csv").open()))) >= 1
+    # The whole MPI job is gone: launcher, daemons and ranks.
+    assert not _workers_left(str(out)) and not _workers_left("shoal-bench")
+
+
+def test_doctor_fix_marks_a_run_whose_process_was_killed(tmp_path):
+    """SIGKILL cannot be handled: the run stays "running" until doctor --fix sees its
+    process gone; it then says so and marks it interrupted, every row kept."""
+    env = {**os.environ, "SHOAL_STATE_DIR": str(tmp_path / "state")}
+    out = tmp_path / "run"
+    process = subprocess.Popen([sys.executable, "-m", "shoal", "work", "ep", "--size", "M21", "-n", "1",
+                                "--reps", "50", "--out", str(out)], env=env,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _wait_rows(out / "results.csv", 1)
+    process.kill()
+    process.wait()
+    rows = len(list(csv.DictReader((out / "results.csv").open())))
+    assert json.loads((out / "manifest.json").read_text())["status"] == "running"
+
+    def doctor(*extra):
+        done = subprocess.run([sys.executable, "-m", "shoal", "doctor", "--json", *extra], env=env,
+                              capture_output=True, text=True, timeout=300)
+        return {f["area"]: f for f in json.loads(done.stdout)}
+
+    found = doctor()["runs"]
+    assert not found["ok"] and str(out) in found["found"] and "--fix" in found["fix"]
+    fixed = doctor("--fix")["runs"]
+    assert fixed["ok"] and str(out) in fixed["found"]
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["status"] == "interrupted" and "SIGKILL" in manifest["reason"]
+    assert len(list(csv.DictReader((out / "results.csv").open()))) >= rows
+    assert doctor()["runs"]["ok"]
+
+
+def test_doctor_fix_leaves_a_live_run_alone(tmp_path):
+    env = {**os.environ, "SHOAL_STATE_DIR": str(tmp_path / "state")}
+    out = tmp_path / "run"
+    process = subprocess.Popen([sys.executable, "-m", "shoal", "work", "ep", "--size", "M21", "-n", "1",
+                                "--reps", "50", "--out", str(out)], env=env,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        _wait_rows(out / "results.csv", 1)
+        done = subprocess.run([sys.executable, "-m", "shoal", "doctor", "--json", "--fix"], env=env,
+                              capture_output=True, text=True, timeout=300)
+        runs = {f["area"]: f for f in json.loads(done.stdout)}["runs"]
+        assert runs["ok"] and str(out) not in runs["found"]
+        assert json.loads((out / "manifest.json").read_text())["status"] == "running"
+    finally:
+        process.kill()
+        process.wait()

@@ -147,21 +147,45 @@ def check_power() -> list[Finding]:
     return findings
 
 
-def check_leftovers() -> list[Finding]:
-    """Remove what emulated clusters of crashed shoal processes left behind."""
-    if os.geteuid() != 0:
-        return []
-    from shoal.cluster import state
+def check_leftovers(fix: bool = False) -> list[Finding]:
+    """What crashed shoal processes left behind: emulated clusters nobody owns, and runs
+    still marked ``running`` whose process is gone. ``fix`` removes the clusters (only
+    what their records name) and marks those runs interrupted."""
+    from shoal.runs import registry
 
-    gone = state.reap()
-    if gone:
-        return [Finding("emulated clusters", True, f"removed leftovers of crashed run(s): {', '.join(gone)}")]
-    return [Finding("emulated clusters", True, "no leftovers of crashed runs")]
+    findings = []
+    if os.geteuid() == 0:
+        from shoal.cluster import state
+
+        if fix:
+            gone = state.reap()
+            findings.append(Finding("emulated clusters", True,
+                                    f"removed leftovers of crashed run(s): {', '.join(gone)}" if gone
+                                    else "no leftovers of crashed runs"))
+        else:
+            left = [r["id"] for r in state.records() if state.is_leftover(r)]
+            findings.append(Finding("emulated clusters", not left,
+                                    f"leftovers of crashed run(s): {', '.join(left)}" if left
+                                    else "no leftovers of crashed runs",
+                                    "shoal doctor --fix removes them" if left else ""))
+    if fix:
+        marked = registry.reap()
+        findings.append(Finding("runs", True, f"marked interrupted (their process was gone): "
+                                              f"{', '.join(marked)}" if marked
+                                else "none left running by a process that is gone"))
+    else:
+        stale = registry.stale()
+        findings.append(Finding("runs", not stale,
+                                f"left running by a process that is gone: {', '.join(stale)}" if stale
+                                else "none left running by a process that is gone",
+                                "shoal doctor --fix marks them interrupted (--resume continues them)"
+                                if stale else ""))
+    return findings
 
 
-def run_all(selected_mpi: str | None) -> list[Finding]:
+def run_all(selected_mpi: str | None, fix: bool = False) -> list[Finding]:
     findings: list[Finding] = []
-    findings += check_leftovers()
+    findings += check_leftovers(fix)
     findings += check_mpis(selected_mpi)
     findings += check_compiler(selected_mpi)
     findings += check_namespaces()

@@ -513,18 +513,53 @@ def signals_ignored() -> Iterator[None]:
 received: int | None = None
 
 
+def stop_reason() -> str:
+    """Why a run stopped, for its manifest: the signal that asked (Ctrl-C unless another)."""
+    return f"stopped by {signal.Signals(received).name if received else 'SIGINT (Ctrl-C)'}"
+
+
+#: Set by the first stopping signal: the ones after it are ignored while shoal unwinds,
+#: so a second Ctrl-C cannot cut the clean-up short and end in a traceback.
+_stopping = False
+
+
 def _raise_terminated(signum: int, frame: Any) -> None:
-    global received
+    global received, _stopping
+    if _stopping:
+        return
+    _stopping = True
     received = signum
     raise Terminated(signum)
 
 
+def _interrupt_once(signum: int, frame: Any) -> None:
+    global _stopping
+    if _stopping:
+        return
+    _stopping = True
+    raise KeyboardInterrupt
+
+
+def settle_signals() -> None:
+    """Once shoal has stopped on a signal and cleaned up, further ones change nothing:
+    ignore them to the end (the interpreter restores SIGINT's default when it exits, and
+    a late second Ctrl-C would then end it by the signal instead of its exit status)."""
+    if _stopping and threading.current_thread() is threading.main_thread():
+        for signum in _HELD:
+            signal.signal(signum, signal.SIG_IGN)
+
+
 def install_signal_handlers() -> None:
     """SIGTERM and SIGHUP unwind shoal like Ctrl-C does (raising Terminated),
-    so running commands are stopped and finished results kept."""
+    so running commands are stopped and finished results kept; only the first
+    stopping signal counts."""
+    global _stopping
+    _stopping = False
     for signum in (signal.SIGTERM, signal.SIGHUP):
-        if signal.getsignal(signum) in (signal.SIG_DFL, None):
+        if signal.getsignal(signum) in (signal.SIG_DFL, None, _raise_terminated):
             signal.signal(signum, _raise_terminated)
+    if signal.getsignal(signal.SIGINT) in (signal.default_int_handler, _interrupt_once):
+        signal.signal(signal.SIGINT, _interrupt_once)
 
 
 def stop_all() -> None:

@@ -218,7 +218,7 @@ class Sweep:
                     return finished, ("error", str(record.get("message", "")))
         except KeyboardInterrupt:
             process.stop()
-            self.run.finish("interrupted")
+            self.run.finish("interrupted", reason=proc.stop_reason())
             raise Interrupted(f"interrupted; finished points are in {self.run.path} "
                               f"(continue with --resume {self.run.path})") from None
         finally:

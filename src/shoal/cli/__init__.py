@@ -138,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"shoal: {exc}", file=sys.stderr)
         return _signal_status() or exc.exit_code
     except KeyboardInterrupt:
-        _end_runs("interrupted", f"stopped by {signal_name()}")
+        _end_runs("interrupted", proc.stop_reason())
         if debug:
             raise
         print("shoal: interrupted; finished results are kept on disk", file=sys.stderr)
@@ -148,6 +148,7 @@ def main(argv: list[str] | None = None) -> int:
         raise
     finally:
         proc.stop_all()   # nothing shoal started outlives it
+        proc.settle_signals()
 
 
 def _end_runs(status: str, reason: str) -> None:
@@ -157,12 +158,6 @@ def _end_runs(status: str, reason: str) -> None:
     with proc.signals_ignored():  # a second Ctrl-C must not cut the marking short
         proc.stop_all()
         store.end_active(status, reason)
-
-
-def signal_name() -> str:
-    import signal
-
-    return signal.Signals(proc.received).name if proc.received else "SIGINT (Ctrl-C)"
 
 
 def _signal_status() -> int | None:

@@ -16,13 +16,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("doctor", help="check MPI, compilers, namespaces, cgroups and power sources")
     p.add_argument("--mpi", type=typed.text, default=None, help=kinds.choices_help())
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--fix", action="store_true",
+                   help="remove what crashed shoal processes left behind (emulated clusters, runs "
+                        "left 'running') and say what; never touches anything shoal did not create")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from shoal import doctor
 
-    findings = doctor.run_all(args.mpi)
+    findings = doctor.run_all(args.mpi, fix=args.fix)
     if args.json:
         print(json.dumps([dataclasses.asdict(f) for f in findings], indent=1))
     else:

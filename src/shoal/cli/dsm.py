@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from shoal import proc
 from shoal.errors import Interrupted, ShoalError
 from shoal.inputs import options as typed
 from shoal.inputs import ranklimit
@@ -201,7 +202,7 @@ def run_lab(args) -> int:
             lab.run_lab(record, mpis, experiments, modes, args.rounds, args.quick,
                         on_done=lambda row: progress.advance(task))
     except KeyboardInterrupt:
-        record.finish("interrupted")
+        record.finish("interrupted", reason=proc.stop_reason())
         raise Interrupted(f"interrupted; finished runs are in {record.path}") from None
     rows = record.rows("results")
     failed = [r for r in rows if r["status"] != "ok"]

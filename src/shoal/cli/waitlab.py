@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 
+from shoal import proc
 from shoal.errors import Interrupted, ShoalError
 from shoal.inputs import options as typed
 from shoal.mpi import discover, kinds
@@ -95,7 +96,7 @@ def run(args) -> int:
             lab.run_lab(record, mpis, experiments, modes, args.quick, not args.no_native,
                         session, on_done=lambda row: progress.advance(task))
     except KeyboardInterrupt:
-        record.finish("interrupted")
+        record.finish("interrupted", reason=proc.stop_reason())
         raise Interrupted(f"interrupted; finished runs are in {record.path} "
                           f"(continue with --resume {record.path})") from None
     finally:

@@ -33,6 +33,7 @@ from typing import Any, Iterable
 
 from shoal import __version__, environment
 from shoal.errors import ShoalError
+from shoal.runs import registry
 
 MANIFEST = "manifest.json"
 
@@ -79,6 +80,7 @@ class Run:
             "status": "running",
             **manifest,
         })
+        registry.enter(run.path)
         return run
 
     @classmethod
@@ -109,6 +111,9 @@ class Run:
         self.write_manifest(data)
         if fields.get("status") == "running" and self not in _ACTIVE:
             _ACTIVE.append(self)  # a resumed run
+            registry.enter(self.path)
+        elif fields.get("status") not in (None, "running"):
+            registry.leave(self.path)
 
     def finish(self, status: str = "complete", **fields: Any) -> None:
         self.update_manifest(status=status, finished_utc=utc_now(), **fields)
