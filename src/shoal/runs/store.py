@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import csv
 import datetime as _dt
+import errno
 import io
 import json
 import os
@@ -101,9 +102,28 @@ class Run:
                              "damaged: restore the file or start a new run") from None
 
     def write_manifest(self, data: dict[str, Any]) -> None:
-        tmp = self.path / (MANIFEST + ".tmp")
-        tmp.write_text(json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
-        os.replace(tmp, self.path / MANIFEST)
+        text = json.dumps(data, indent=2, sort_keys=False, default=str) + "\n"
+        path, tmp = self.path / MANIFEST, self.path / (MANIFEST + ".tmp")
+        try:
+            tmp.write_text(text)
+            os.replace(tmp, path)
+            return
+        except OSError as exc:
+            tmp.unlink(missing_ok=True)
+            if exc.errno != errno.ENOSPC or not path.exists():
+                raise ShoalError(f"cannot write {path}: {exc.strerror}; the run directory must "
+                                 "stay writable (choose another --out)") from None
+        # A full disk has no room for a second copy: rewrite the manifest in place, in
+        # the blocks the old one holds, so the run can still say how it ended.
+        try:
+            with open(path, "r+") as fh:
+                fh.write(text)
+                fh.truncate()
+                fh.flush()
+                os.fsync(fh.fileno())
+        except OSError as exc:
+            raise ShoalError(f"cannot write {path}: {exc.strerror}; free space on its file "
+                             "system") from None
 
     def update_manifest(self, **fields: Any) -> None:
         data = self.manifest
@@ -186,14 +206,27 @@ class Run:
         unknown = set().union(*(r.keys() for r in rows)) - set(header)
         if unknown:
             raise ValueError(f"{table}: columns {sorted(unknown)} not in {path} header")
-        with open(path, "a", newline="") as fh:
-            writer = csv.DictWriter(fh, fieldnames=header, extrasaction="raise")
+        size = path.stat().st_size if path.exists() else 0
+        try:
+            with open(path, "a", newline="") as fh:
+                writer = csv.DictWriter(fh, fieldnames=header, extrasaction="raise")
+                if new:
+                    writer.writeheader()
+                for row in rows:
+                    writer.writerow({k: _cell(v) for k, v in row.items()})
+                fh.flush()
+                os.fsync(fh.fileno())
+        except OSError as exc:
+            # Leave no half row behind (a full disk ends most writes mid-line).
+            try:
+                os.truncate(path, size)
+            except OSError:
+                pass
             if new:
-                writer.writeheader()
-            for row in rows:
-                writer.writerow({k: _cell(v) for k, v in row.items()})
-            fh.flush()
-            os.fsync(fh.fileno())
+                self._columns.pop(table, None)
+            raise ShoalError(f"cannot write {path}: {exc.strerror}; every row before it is kept: "
+                             f"free space (or fix the file system) and continue with --resume "
+                             f"{self.path}") from None
 
     def rewrite(self, table: str, rows: Iterable[dict[str, Any]], columns: list[str]) -> None:
         """Replace a derived table (one computed from the others) as a whole."""

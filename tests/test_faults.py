@@ -1,0 +1,90 @@
+"""Faults on purpose, command by command: a full disk under --out, a power meter that dies
+mid-sweep. After each: one clear line, no traceback, every finished row readable, and the
+manifest saying what happened."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pandas as pd
+import pytest
+from tests.power.test_httpmeter import Meter
+
+BENCH = ["bench", "--tests", "imb.PingPong", "--sizes", "1..4M", "--budget", "0.2"]
+
+
+def _shoal(*args, timeout=600):
+    return subprocess.run([sys.executable, "-m", "shoal", *args], capture_output=True, text=True,
+                          timeout=timeout)
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 12 KiB tmpfs: room for the manifest and a few rows, not for a whole sweep."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small tmpfs needs root (the code path is the same for every user)")
+    where = tmp_path / "disk"
+    where.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=12k", "tmpfs", str(where)], check=True)
+    yield where
+    subprocess.run(["umount", "-l", str(where)], check=False)
+
+
+def test_a_full_disk_fails_the_run_in_one_line_and_resume_finishes_it(small_disk):
+    out = small_disk / "run"
+    done = _shoal(*BENCH, "--out", str(out))
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("shoal: cannot write") and "No space left on device" in last
+    assert f"--resume {out}" in last
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["status"] == "failed" and "No space left" in manifest["reason"]
+    assert not (out / "manifest.json.tmp").exists()
+    kept = pd.read_csv(out / "results.csv")   # no half row: every line parses
+    assert 0 < len(kept) < 23
+    # Room again: the resumed run measures only what is missing.
+    subprocess.run(["mount", "-o", "remount,size=4m", str(small_disk)], check=True)
+    again = _shoal("bench", "--resume", str(out))
+    assert again.returncode == 0, again.stderr
+    final = pd.read_csv(out / "results.csv")
+    assert len(final) == 23 and final["point_id"].is_unique
+    assert list(final["time_median_s"][:len(kept)]) == list(kept["time_median_s"])
+    samples = pd.read_csv(out / "samples.csv")
+    assert set(samples["point_id"]) == set(final["point_id"])
+    assert not samples.duplicated(["point_id", "rep"]).any()
+
+
+def test_a_power_meter_that_dies_mid_sweep_is_said_and_its_gaps_flagged(tmp_path):
+    meter = Meter(watts=7.5)
+    out = tmp_path / "run"
+    process = subprocess.Popen([sys.executable, "-m", "shoal", *BENCH, "--sizes", "1..64K", "--budget",
+                                "0.4", "--power", f"http:{meter.url}#data.power_W", "--out", str(out)],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:
+            if (out / "results.csv").exists() and len(pd.read_csv(out / "results.csv")) >= 2:
+                break
+            time.sleep(0.05)
+        meter.close()   # the frontend goes away mid-sweep
+        stdout, stderr = process.communicate(timeout=600)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 0, stderr
+    assert "Traceback" not in stderr and "warning: power:" in stderr
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["status"] == "complete"
+    assert any("refused" in f.lower() or "reset" in f.lower() for f in manifest["power_faults"])
+    results = pd.read_csv(out / "results.csv")
+    assert len(results) == 17
+    # Points measured while it answered have whole energy at its 7.5 W; later ones are flagged.
+    first = results.iloc[0]
+    assert not first["energy_partial"]
+    assert first["power_mean_W"] == pytest.approx(7.5)
+    assert results["energy_partial"].iloc[-1]
