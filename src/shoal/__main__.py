@@ -1,5 +1,5 @@
 import sys
 
-from shoal.cli import main
+from shoal.cli import entry
 
-sys.exit(main())
+sys.exit(entry())

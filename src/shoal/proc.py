@@ -541,10 +541,11 @@ def _interrupt_once(signum: int, frame: Any) -> None:
 
 
 def settle_signals() -> None:
-    """Once shoal has stopped on a signal and cleaned up, further ones change nothing:
-    ignore them to the end (the interpreter restores SIGINT's default when it exits, and
-    a late second Ctrl-C would then end it by the signal instead of its exit status)."""
-    if _stopping and threading.current_thread() is threading.main_thread():
+    """Once the command is done (stopped, failed or finished) and cleaned up, a signal
+    changes nothing: ignore them to the end (the interpreter restores SIGINT's default
+    as it exits, and a late Ctrl-C would then end it by the signal instead of its exit
+    status, after it had already said what it did)."""
+    if threading.current_thread() is threading.main_thread():
         for signum in _HELD:
             signal.signal(signum, signal.SIG_IGN)
 

@@ -148,6 +148,14 @@ def main(argv: list[str] | None = None) -> int:
         raise
     finally:
         proc.stop_all()   # nothing shoal started outlives it
+
+
+def entry() -> int:
+    """The ``shoal`` program: main(), then no signal may turn its exit status into a
+    death by signal while the interpreter exits (see proc.settle_signals)."""
+    try:
+        return main()
+    finally:
         proc.settle_signals()
 
 

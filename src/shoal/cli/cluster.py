@@ -6,6 +6,7 @@ import argparse
 import sys
 import time
 
+from shoal import proc
 from shoal.errors import ShoalError
 from shoal.inputs import options as typed
 from shoal.runs import jsonout
@@ -112,13 +113,20 @@ def _up(args) -> int:
     start = time.perf_counter()
     cluster = session.bring_up(args.emulate, args.cluster, args.link, args.host_speed, args.name,
                                calibrate=not args.no_calibrate, dilation=args.dilation)
-    took = time.perf_counter() - start
-    if args.json:
-        print(jsonout.dumps(cluster.describe(), indent=1))
-    else:
-        _print_cluster(state.read(cluster.id))
-        print(f"up in {took:.2f} s. Run ranks with --attach {cluster.id}; remove with "
-              f"'shoal cluster down {cluster.id}'. Launcher helper: {cluster.launcher}")
+    try:
+        took = time.perf_counter() - start
+        if args.json:
+            print(jsonout.dumps(cluster.describe(), indent=1))
+        else:
+            _print_cluster(state.read(cluster.id))
+            print(f"up in {took:.2f} s. Run ranks with --attach {cluster.id}; remove with "
+                  f"'shoal cluster down {cluster.id}'. Launcher helper: {cluster.launcher}")
+            sys.stdout.flush()
+    except BaseException:
+        # Stopped before it said the cluster is up: the user never got it, so it goes.
+        with proc.signals_ignored():
+            cluster.down()
+        raise
     userns.hold()  # in a user namespace: keep it, with the cluster, until 'cluster down'
     return 0
 

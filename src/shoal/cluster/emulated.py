@@ -126,11 +126,11 @@ class EmulatedCluster:
         state.write(record)  # intent first: a crash from here on leaves a record to reap
         try:
             self._create(record, layout)
-        except BaseException:
+            record["persistent"] = self.persistent
+            state.write(record)
+        except BaseException:  # a signal or an error anywhere in up: nothing stays
             state.remove(record)
             raise
-        record["persistent"] = self.persistent
-        state.write(record)
         return self
 
     def _create(self, record: dict, layout: cpulimit.CgroupLayout) -> None:
