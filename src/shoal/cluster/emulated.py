@@ -402,11 +402,14 @@ class EmulatedCluster:
 
     # -- down --------------------------------------------------------------------------
     def down(self) -> None:
-        record = state.read(self.id) or self.record
-        if record:
-            if record.get("forwarder"):
-                linkemu.stop(record["forwarder"])  # lets it write its counters and log
-            state.remove(record)
+        # A stop signal waits until the cluster is gone: cut short, a teardown leaves
+        # namespaces and cgroups behind until the next 'cluster down' or 'doctor --fix'.
+        with proc.signals_held():
+            record = state.read(self.id) or self.record
+            if record:
+                if record.get("forwarder"):
+                    linkemu.stop(record["forwarder"])  # lets it write its counters and log
+                state.remove(record)
 
     def __enter__(self) -> "EmulatedCluster":
         return self.up()
