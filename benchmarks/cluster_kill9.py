@@ -32,20 +32,25 @@ UP = ("import sys\n"
       "import time; time.sleep(60)\n")
 
 
-def leftovers(cluster_id: str | None, run_dir: Path | None = None) -> dict[str, int]:
-    names = [n for n in os.listdir(state.NETNS_DIR) if cluster_id and n.startswith(f"shoal-{cluster_id}-")] \
-        if state.NETNS_DIR.is_dir() else []
-    taps = subprocess.run(["ip", "-o", "link", "show", "type", "tun"], capture_output=True,
-                          text=True).stdout.strip().splitlines()
-    forwarders, procs = 0, 0
+def live_commands():
+    """The command lines of the processes running now (zombies left out)."""
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
             cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
             stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
         except OSError:
             continue
-        if stat == "Z":
-            continue
+        if stat != "Z":
+            yield cmd
+
+
+def leftovers(cluster_id: str | None, run_dir: Path | None = None) -> dict[str, int]:
+    names = [n for n in os.listdir(state.NETNS_DIR) if cluster_id and n.startswith(f"shoal-{cluster_id}-")] \
+        if state.NETNS_DIR.is_dir() else []
+    taps = subprocess.run(["ip", "-o", "link", "show", "type", "tun"], capture_output=True,
+                          text=True).stdout.strip().splitlines()
+    forwarders, procs = 0, 0
+    for cmd in live_commands():
         if cluster_id and f"shoal-{cluster_id}-".encode() in cmd and b"shoal-linkemu" in cmd:
             forwarders += 1
         elif run_dir is not None and str(run_dir).encode() in cmd:

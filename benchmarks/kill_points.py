@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import os
 import random
 import signal
 import subprocess
@@ -25,7 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from cluster_kill9 import leftovers
+from cluster_kill9 import leftovers, live_commands
 from entry import run_main
 
 SHOAL = [sys.executable, "-m", "shoal"]
@@ -39,16 +38,7 @@ def _foreground() -> None:
 
 
 def job_processes() -> int:
-    count = 0
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
-            stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if stat != "Z" and any(m in cmd for m in JOB_MARKERS):
-            count += 1
-    return count
+    return sum(1 for cmd in live_commands() if any(m in cmd for m in JOB_MARKERS))
 
 
 def rows(table: Path) -> int:

@@ -69,22 +69,16 @@ def test_library_refuses_bad_mode_at_init(mpich, bad):
     assert '"result"' not in proc.stdout   # never silently run in another mode
 
 
-def test_library_refuses_bad_classes(openmpi):
+@pytest.mark.parametrize("variable, value, message", [
+    ("SHOAL_WAIT_CLASSES", "p2p,disk", "unknown class 'disk'"),
+    ("SHOAL_WAIT_WAKE", "bell", "SHOAL_WAIT_WAKE=bell: use socket"),
+])
+def test_library_refuses_a_bad_setting(openmpi, variable, value, message):
     job = Job(openmpi, 2, [str(waittest(openmpi)), "result"],
               rank_env={"LD_PRELOAD": str(library_for(openmpi)), "SHOAL_WAIT": "backoff",
-                        "SHOAL_WAIT_CLASSES": "p2p,disk"})
+                        variable: value})
     argv, _ = job.command()
     proc = subprocess.run(argv, env=job.popen_env(), capture_output=True, text=True, timeout=60)
     assert proc.returncode != 0
-    assert "unknown class 'disk'" in proc.stderr
-
-
-def test_library_refuses_a_bad_wake(mpich):
-    job = Job(mpich, 2, [str(waittest(mpich)), "result"],
-              rank_env={"LD_PRELOAD": str(library_for(mpich)), "SHOAL_WAIT": "event",
-                        "SHOAL_WAIT_WAKE": "bell"})
-    argv, _ = job.command()
-    proc = subprocess.run(argv, env=job.popen_env(), capture_output=True, text=True, timeout=60)
-    assert proc.returncode != 0
-    assert "SHOAL_WAIT_WAKE=bell: use socket" in proc.stderr
+    assert message in proc.stderr
     assert '"result"' not in proc.stdout
