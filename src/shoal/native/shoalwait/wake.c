@@ -96,7 +96,7 @@ int64_t sw_wakes;
 int sw_sleep(int64_t d)
 {
     struct timespec req = {d / 1000000000LL, d % 1000000000LL};
-    if (epfd < 0) {
+    if (epfd < 0 || d == 0) {   /* sleep:0 is a real clock_nanosleep(0) (003), not a poll */
         clock_nanosleep(CLOCK_MONOTONIC, 0, &req, NULL);
         return 0;
     }
