@@ -78,6 +78,9 @@ WAIT_TELEMETRY = Variable("SHOAL_WAIT_TELEMETRY", "libshoalwait: directory for p
                           "telemetry JSON", "none", reader="native")
 WAIT_SLACK_NS = Variable("SHOAL_WAIT_SLACK_NS", "libshoalwait: timer slack of sleeping ranks (ns)",
                          "1", reader="native")
+WAIT_WAKE = Variable("SHOAL_WAIT_WAKE", "libshoalwait: socket (a sleep ends at the first TCP socket "
+                     "event) or timer (sleeps run their length); default socket for backoff, auto "
+                     "and event, timer for sleep and linear", "by mode", reader="native")
 WAIT_SEND_EAGER_B = Variable("SHOAL_WAIT_SEND_EAGER_B", "libshoalwait: blocking sends smaller than this "
                              "pass straight to MPI (B)", "16384", reader="native")
 BENCH_CORRUPT = Variable("SHOAL_BENCH_CORRUPT", "tests only: this rank of the benchmark program "
@@ -85,9 +88,9 @@ BENCH_CORRUPT = Variable("SHOAL_BENCH_CORRUPT", "tests only: this rank of the be
 
 ALL = (MPI, CACHE, RUNS, PROFILES, SSH, STATE_DIR, CGROUP_ROOT, USERNS, USERNS_INSIDE,
        USERNS_OWNER, LINK_EMULATOR, SYSFS_ROOT, PROC_ROOT, POWER_FASTPOLL, WAIT, WAIT_CLASSES, WAIT_TELEMETRY,
-       WAIT_SLACK_NS, WAIT_SEND_EAGER_B, BENCH_CORRUPT)
+       WAIT_SLACK_NS, WAIT_WAKE, WAIT_SEND_EAGER_B, BENCH_CORRUPT)
 #: libshoalwait's variables: passed to ranks, and recorded with benchmark runs.
-WAIT_VARIABLES = (WAIT, WAIT_CLASSES, WAIT_TELEMETRY, WAIT_SLACK_NS, WAIT_SEND_EAGER_B)
+WAIT_VARIABLES = (WAIT, WAIT_CLASSES, WAIT_TELEMETRY, WAIT_SLACK_NS, WAIT_WAKE, WAIT_SEND_EAGER_B)
 
 
 def markdown_table() -> str:

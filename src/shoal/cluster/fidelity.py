@@ -79,7 +79,7 @@ def measure(request: FidelityRequest, command: list[str]) -> dict:
         slow = d or 1.0
         window_s = IMB_WINDOW * path.one_way_s(max(stream_sizes)) * slow
         # Every point gets a few round trips of its largest message at least: the first
-        # repetitions after a smaller size still grow TCP's window (Open MPI's 1 MiB over
+        # repetitions after a smaller size still grow TCP's window (one MPI's 1 MiB over
         # docsis-27m read 1.27 of the model from two repetitions within 1 s, 1.006 from 4).
         pingpong_budget_s = max(request.budget_s, 4 * 2 * path.one_way_s(max(sizes)) * slow)
         parts = [(PINGPONG, sizes, Options(ci=0.02, budget_s=pingpong_budget_s, min_reps=10,
