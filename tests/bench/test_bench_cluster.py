@@ -63,7 +63,10 @@ def test_node_count_sweep_on_emulated_minnowboards(tmp_path):
     # waiting and stall until the next period, so with no --wait given its ranks sleep
     # until their sockets have something. Without CPU limits they poll.
     limited = manifest["clusters"]["3xminnowboard"]["emulation"]["cgroup"]["version"] > 0
-    assert (results["wait_mode"].fillna("") == ("event" if limited else "")).all()
+    if limited:
+        assert (results["wait_mode"] == "event").all()
+    else:
+        assert results["wait_mode"].isna().all()   # libshoalwait not loaded: the column is empty
     assert [n["profile"] for n in manifest["clusters"]["3xminnowboard"]["nodes"]] == ["minnowboard"] * 3
     hosts = manifest["jobs"]["3xminnowboard/3/3"]["hosts"]
     assert hosts[0].startswith("minnowboard")
