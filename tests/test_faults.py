@@ -26,6 +26,8 @@ def _shoal(*args, timeout=600):
 def small_disk(tmp_path):
     """A 12 KiB tmpfs: room for the manifest and a few rows, not for a whole sweep."""
     if os.geteuid() != 0:
+        # A per-process file size limit would do for other users, but the MPI's ranks inherit
+        # it and their shared-memory files fail first (tried: exit status 25).
         pytest.skip("mounting a small tmpfs needs root (the code path is the same for every user)")
     where = tmp_path / "disk"
     where.mkdir()

@@ -302,6 +302,15 @@ def execute(run: Run, the_plan: Plan, events: Events | None = None) -> Run:
     return run
 
 
+def wait_mode(request: Where, where: "clusters.Cluster", placement: Placement,
+              otherwise: str | None = None) -> str | None:
+    """How the placement's ranks wait: --wait, else the cluster's own mode for them
+    (emulated devices whose quota polling would use up), else ``otherwise``."""
+    names = list(placement.node_names) if placement.node_names else None
+    cluster_mode = where.default_wait(placement.ranks_per_node, names) if request.on_cluster else None
+    return request.wait or cluster_mode or otherwise
+
+
 def wait_setup(mode: str | None, mpi: discover.MPIInstall) -> tuple[dict[str, str], str]:
     """The ranks' environment and the results' label for libshoalwait ``mode`` (None: not loaded)."""
     if not mode:
@@ -314,10 +323,7 @@ def wait_setup(mode: str | None, mpi: discover.MPIInstall) -> tuple[dict[str, st
 def _config(the_plan: Plan, where: "clusters.Cluster", placement: Placement) -> Config:
     request = the_plan.request
     names = list(placement.node_names) if placement.node_names else None
-    mode = request.wait or (where.default_wait(placement.ranks_per_node, names)
-                            if request.on_cluster else None)
-    rank_env, wait_label = wait_setup(mode, the_plan.mpi)
-
+    rank_env, wait_label = wait_setup(wait_mode(request, where, placement), the_plan.mpi)
 
     def make_job(argv: list[str]):
         if not request.on_cluster:

@@ -92,8 +92,8 @@ def orphans() -> list[dict]:
     return found
 
 
-def stale() -> list[str]:
-    """Runs still marked ``running`` whose process is gone."""
+def _running_orphans() -> list[tuple[dict, object]]:
+    """(entry, its run) for every orphan whose run is still marked ``running``."""
     from shoal.errors import ShoalError
     from shoal.runs.store import Run
 
@@ -101,33 +101,36 @@ def stale() -> list[str]:
     for orphan in orphans():
         path = orphan.get("path")
         try:
-            if path and Run(Path(path)).manifest.get("status") == "running":
-                found.append(path)
-        except (ShoalError, OSError):
-            pass
-    return found
-
-
-def reap() -> list[str]:
-    """Mark every run whose process is gone ``interrupted`` (if still ``running``); return
-    their paths."""
-    from shoal.errors import ShoalError
-    from shoal.runs.store import Run
-
-    marked = []
-    for orphan in orphans():
-        path = orphan.get("path")
-        try:
             if path and Path(path, "manifest.json").is_file():
                 run = Run(Path(path))
                 if run.manifest.get("status") == "running":
-                    run.finish("interrupted", reason=(
-                        f"its shoal process (pid {orphan.get('pid')}) ended without marking it "
-                        "(SIGKILL, the out-of-memory killer or a crash); every finished point is "
-                        "kept: --resume continues it"))
-                    marked.append(path)
+                    found.append((orphan, run))
         except (ShoalError, OSError):
             pass  # a damaged run directory: nothing to mark
+    return found
+
+
+def stale() -> list[str]:
+    """Runs still marked ``running`` whose process is gone."""
+    return [orphan["path"] for orphan, _ in _running_orphans()]
+
+
+def reap() -> list[str]:
+    """Mark every run whose process is gone ``interrupted`` (if still ``running``), drop
+    every orphaned entry; return the runs' paths."""
+    from shoal.errors import ShoalError
+
+    marked = []
+    for orphan, run in _running_orphans():
+        try:
+            run.finish("interrupted", reason=(
+                f"its shoal process (pid {orphan.get('pid')}) ended without marking it "
+                "(SIGKILL, the out-of-memory killer or a crash); every finished point is "
+                "kept: --resume continues it"))
+            marked.append(orphan["path"])
+        except (ShoalError, OSError):
+            pass
+    for orphan in orphans():
         try:
             Path(orphan["entry"]).unlink()
         except OSError:

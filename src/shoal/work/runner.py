@@ -19,7 +19,7 @@ from typing import Any, Callable
 from shoal import cluster as clusters
 from shoal import hostfacts, proc
 from shoal.bench.runner import (Placement, Where, check_ranks, config_placements, energy_meter,
-                                transport_env, wait_setup)
+                                transport_env, wait_mode, wait_setup)
 from shoal.errors import ShoalError
 from shoal.mpi import build, discover
 from shoal.mpi.launch import Job
@@ -210,9 +210,8 @@ def measure_batch(run: Run, plans: list[Plan], placement: Placement, rep: int, w
     first = plans[0]
     request = first.request
     names = list(placement.node_names) if placement.node_names else None
-    mode = request.wait or (where.default_wait(placement.ranks_per_node, names)
-                            if request.on_cluster else None) or request.wait_otherwise
-    rank_env, wait_label = wait_setup(mode, first.mpi)
+    rank_env, wait_label = wait_setup(wait_mode(request, where, placement, request.wait_otherwise),
+                                      first.mpi)
     argv = program_args(first, plans[1:])
     if request.on_cluster:
         job = where.job(first.mpi, placement.nodes, argv, ranks_per_node=placement.ranks_per_node,
