@@ -291,8 +291,9 @@ class EmulatedCluster:
         smallest = min(link.latency_s for link in links.values())  # never more than a link's delay
         polling, sleeping = min(host.polling_s, smallest), min(host.sleeping_s, smallest)
         budgets = self._budgets()
-        by_device = {node.name: sleeping if layout.version and dilation.budget(
-            budgets[node.name][1], self.dilation) < 1 - 1e-9 else polling for node in nodes}
+        by_device = {node.name: sleeping if _polling_stalls(
+            bool(layout.version), dilation.budget(budgets[node.name][1], self.dilation), 1)
+            else polling for node in nodes}
         # Port 0 is the head's; device i's is port i.
         linkemu.set_host_latency(self._control, polling,
                                  {i: by_device[n.name] for i, n in enumerate(nodes, start=1)})
@@ -446,7 +447,7 @@ class EmulatedCluster:
         record = state.read(self.id) or self.record or {}
         entry = record.get("nodes", {}).get(node, {})
         budget = entry.get("cpu_budget")
-        return bool(entry.get("cgroups")) and budget is not None and ranks > float(budget) + 1e-9
+        return budget is not None and _polling_stalls(bool(entry.get("cgroups")), float(budget), ranks)
 
     def slack_monitor(self) -> "slack.Monitor":
         """A host-slack monitor over this cluster's devices (use it as a context manager)."""
@@ -470,6 +471,12 @@ class EmulatedCluster:
         return {"id": self.id, **self.inventory.describe(),
                 "addresses": {n: v.get("address") for n, v in record.get("nodes", {}).items()},
                 "emulation": record.get("emulation", {})}
+
+
+def _polling_stalls(limited: bool, budget_cpus: float, ranks: int) -> bool:
+    """More ranks than CPUs of a limited device's budget: ranks that poll while they wait
+    use up its quota (so they wait in event mode, and pay the kernel's wake-up)."""
+    return limited and ranks > budget_cpus + 1e-9
 
 
 def _disable_ipv6() -> None:

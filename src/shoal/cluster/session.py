@@ -216,7 +216,7 @@ class EmulatedDevices(Cluster):
         # period (a 1 KiB ping-pong read 4 ms instead of 0.25 ms at dilation 2):
         # there they sleep until a socket event. Where the budget covers every
         # rank's polling, they poll, as the MPI does on the real device (the
-        # wake-up would add 20-30 us to every small message).
+        # wake-up would add 20-60 us to every small message).
         nodes = self.select(names) if names else self.nodes
         if any(self.emulated.polling_stalls(n.name, ranks_per_node) for n in nodes):
             return EMULATED_WAIT
