@@ -277,12 +277,26 @@ def measure_in(run: Run, the_plan: Plan, where: "clusters.Cluster", meter: Any, 
     described = run.manifest.get("clusters", {})
     described[request.config_label] = where.describe()
     run.update_manifest(clusters=described)
-    sweep = Sweep(run, the_plan.program, request.options, events or Events(), meter, slack)
+    sweep = Sweep(run, the_plan.program, request.options, events or Events(), meter, slack,
+                  hosts_ready=lambda: still_ready(where, the_plan.mpi, the_plan.program, run))
     for placement in the_plan.placements:
         config = _config(the_plan, where, placement)
         todo, impossible = the_plan.points(placement.ranks)
         sweep.skip(config, impossible)
         sweep.run_config(config, todo)
+
+
+def still_ready(where: "clusters.Cluster", mpi: discover.MPIInstall, program: Path | str,
+                run: Run) -> None:
+    """After a failed launch: is every host still there? (ssh clusters ask each host again;
+    a host that is gone ends the run at once instead of failing every point after it.)"""
+    try:
+        where.check_ready(mpi, str(program))
+    except ShoalError as exc:
+        keep = (f"continue with --resume {run.path} when every host answers"
+                if run.manifest.get("kind") in ("bench", "study") else f"see {run.path}")
+        raise ShoalError(f"{exc} (they were ready when the run began); finished points are "
+                         f"kept: {keep}") from None
 
 
 def execute(run: Run, the_plan: Plan, events: Events | None = None) -> Run:

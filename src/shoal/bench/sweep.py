@@ -120,6 +120,9 @@ class Sweep:
     energy: EnergyMeter | None = None
     # Emulated clusters: judges whether the host gave the devices their CPU (cluster.slack).
     slack: Any = None
+    # Asked after a failed point: raises ShoalError if a host is gone (ssh clusters), so a
+    # lost host ends the run at once instead of failing every point after it.
+    hosts_ready: Callable[[], None] | None = None
 
     def finished_ids(self) -> set[str]:
         return {r["point_id"] for r in self.run.rows("results")} | {
@@ -146,6 +149,8 @@ class Sweep:
             failed_point = todo[0]
             self._record_failure(config, failed_point, *failure)
             todo = todo[1:]
+            if self.hosts_ready is not None:
+                self.hosts_ready()
             if launches_without_progress >= 3:
                 raise ShoalError(
                     f"the benchmark program failed {launches_without_progress} times in a row "

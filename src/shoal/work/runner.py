@@ -19,7 +19,7 @@ from typing import Any, Callable
 from shoal import cluster as clusters
 from shoal import hostfacts, proc
 from shoal.bench.runner import (Placement, Where, check_ranks, config_placements, energy_meter,
-                                transport_env, wait_mode, wait_setup)
+                                still_ready, transport_env, wait_mode, wait_setup)
 from shoal.errors import ShoalError
 from shoal.mpi import build, discover
 from shoal.mpi.launch import Job
@@ -165,6 +165,7 @@ def execute(run: Run, the_plan: Plan, events: Events | None = None) -> Run:
     request = the_plan.request
     with clusters.open(emulate=request.emulate, link=request.link, inventory=request.cluster,
                        dilation=request.dilation) as where:
+        where.check_ready(the_plan.mpi, str(the_plan.program))
         run.update_manifest(clusters={request.config_label: where.describe()})
         with energy_meter(request, where, run) as meter:
             for rep in range(request.reps):
@@ -252,6 +253,8 @@ def measure_batch(run: Run, plans: list[Plan], placement: Placement, rep: int, w
         run.append(tables.results, [row], columns=records.RESULT_COLUMNS)
         events.run_done(row)
         rows.append(row)
+    if None in rows:   # a host that is gone ends the run here
+        still_ready(where, first.mpi, first.program, run)
     return rows
 
 
