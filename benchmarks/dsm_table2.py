@@ -29,7 +29,7 @@ def main() -> int:
         rows = {m: [] for m in modes}
         for _ in range(args.rounds):
             for mode in modes:
-                res = apps.run(mpi, "video", list(sc.args), 7, mode)
+                res = apps.run(mpi, "video", list(sc.args), 7, mode, own_cores=True)
                 rows[mode].append(lab.measure(sc, res))
         print(f"{mpi.name}: Videostream on video-recs, {args.frames} frames, "
               f"{args.rounds} alternating rounds (time/FPS measured, W modelled)")

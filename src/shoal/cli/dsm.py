@@ -121,7 +121,8 @@ def run(args) -> int:
                              f"{' or '.join(fitting) or 'no preset'}")
         placement.check_fits(chosen, ranks)
     mpi = discover.resolve(args.mpi)
-    result = apps.run(mpi, args.app, extra, ranks, mode, impl=args.impl)
+    result = apps.run(mpi, args.app, extra, ranks, mode, impl=args.impl,
+                      own_cores=chosen is not None)
     split = result.time_split()
     from shoal.dsm.lab import run_wall
 

@@ -126,8 +126,12 @@ def check_args(name: str, impl: str, ranks: int, chunk_bytes: int | None = None)
 
 def run(mpi: MPIInstall, name: str, args: list[str], ranks: int, mode: str | None = "busy",
         impl: str = "sdsm", job: Job | None = None, env: dict[str, str] | None = None,
-        timeout_s: float = 1800) -> Result:
+        timeout_s: float = 1800, own_cores: bool = False) -> Result:
     """Run one program; ``job`` (from a cluster) replaces the local launch.
+
+    ``own_cores``: the local ranks wait as they would with a core each (a Table 1
+    placement, whose power is modelled so), not as the MPI waits when it knows it is
+    oversubscribed (``launch.Job.own_cores``).
 
     ``mode`` None runs without libshoalwait (the MPI's own waiting, e.g. with
     one of its ``wait_knobs`` set through ``env``).
@@ -135,7 +139,7 @@ def run(mpi: MPIInstall, name: str, args: list[str], ranks: int, mode: str | Non
     exe = program(mpi)
     argv = [str(exe), name, "--impl", impl, *args]
     if job is None:
-        job = Job(mpi, ranks, argv, rank_env=dict(env or {}))
+        job = Job(mpi, ranks, argv, rank_env=dict(env or {}), own_cores=own_cores)
     else:
         job.argv = argv
         job.rank_env.update(env or {})

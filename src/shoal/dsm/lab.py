@@ -206,7 +206,7 @@ def run_lab(run: Run, mpis: list[MPIInstall], experiments: tuple[str, ...],
                                            "status": "ok"}
                     try:
                         result = apps.run(mpi, sc.app, list(sc.args), sc.ranks, c.mode,
-                                          env=c.env)
+                                          env=c.env, own_cores=sc.preset is not None)
                         row.update(measure(sc, result))
                     except ShoalError as exc:
                         row["status"] = f"failed: {exc}"

@@ -11,7 +11,10 @@ libshoalwait (measured by the library's telemetry; a run without the
 library sleeps never), and a device draws its idle power plus (busy - idle)
 times the share of its cores so kept busy. Such numbers are labelled
 "modelled"; only ratios between wait modes are compared with the seed,
-never absolute watts.
+never absolute watts. For the same reason a run with a placement tells the
+MPI there is a slot per rank (``apps.run(own_cores=True)``): oversubscribed,
+Open MPI would yield the core in every progress call, which no rank with a
+core of its own does.
 """
 
 from __future__ import annotations

@@ -58,6 +58,11 @@ class Job:
     # A command that runs mpiexec itself somewhere else (an emulated cluster's
     # head namespace); argv is this prefix followed by the mpiexec line.
     exec_prefix: list[str] = field(default_factory=list)
+    # Ranks on this machine as if each had a core of its own (a placement such as
+    # seed 003's Table 1): the MPI is not told it is oversubscribed, so it does not
+    # change how it waits. Open MPI forces mpi_yield_when_idle on when it is, whatever
+    # the environment says, and a rank then yields its core in every progress call.
+    own_cores: bool = False
 
     def command(self) -> tuple[list[str], dict[str, str]]:
         """Return (argv, environment additions) for the launch."""

@@ -55,6 +55,10 @@ class OpenMPI(Implementation):
         argv = [str(job.mpi.mpiexec), "-n", str(job.ranks)]
         if job.hosts is not None:
             argv += ["--host", ",".join(f"{h.host}:{h.slots}" for h in job.hosts)]
+        elif job.own_cores:
+            # As many slots as ranks: not oversubscribed, so no forced yield; unbound,
+            # since there are fewer cores than ranks to bind to.
+            argv += ["--host", f"localhost:{job.ranks}", "--bind-to", "none"]
         else:
             # A 2-core machine runs 4-rank tests: allow more ranks than cores.
             argv += ["--map-by", ":OVERSUBSCRIBE"]
