@@ -10,23 +10,28 @@ from shoal.inputs import ranklimit
 from shoal.inputs.grammar import MAX_SLOTS, Bounds
 
 
-def add_where(p: argparse.ArgumentParser, nodes_default: str) -> argparse._ArgumentGroup:
-    where = p.add_argument_group("where ranks run (default: this machine)")
+def add_cluster_choice(where: argparse._ArgumentGroup) -> None:
+    """--emulate, --link, --cluster and --dilation: which cluster, if any."""
     where.add_argument("--emulate", type=typed.text, default=None, metavar="SPEC",
                        help="emulated cluster of devices, e.g. 4xminnowboard or 4xminnowboard+1xnuc")
     where.add_argument("--link", type=typed.text, default=None,
                        help="link of every emulated device: ethernet-100m, gigabit, wifi-n, docsis-27m")
     where.add_argument("--cluster", type=typed.text, default=None, metavar="FILE",
                        help="inventory file (TOML)")
-    where.add_argument("--nodes", default=None, type=typed.COUNTS_TEXT,
-                       help=f"node counts to sweep on the cluster: 1..4, 1,2,4,6 (default: {nodes_default})")
-    where.add_argument("--ranks-per-node", type=typed.whole(1, MAX_SLOTS), default=1,
-                       help="ranks on each node (default 1)")
     where.add_argument("--dilation", type=typed.typed(_dilation, name="dilation"),
                        default=None, metavar="D",
                        help="run the emulated cluster D times slower than real time (times are "
                             "divided by D); default: the smallest whole D at which the devices' "
                             "CPU budgets fit this host")
+
+
+def add_where(p: argparse.ArgumentParser, nodes_default: str) -> argparse._ArgumentGroup:
+    where = p.add_argument_group("where ranks run (default: this machine)")
+    add_cluster_choice(where)
+    where.add_argument("--nodes", default=None, type=typed.COUNTS_TEXT,
+                       help=f"node counts to sweep on the cluster: 1..4, 1,2,4,6 (default: {nodes_default})")
+    where.add_argument("--ranks-per-node", type=typed.whole(1, MAX_SLOTS), default=1,
+                       help="ranks on each node (default 1)")
     where.add_argument("--oversubscribe", type=typed.number(Bounds(1, 1024)), default=None, metavar="FACTOR",
                        help="ranks per CPU (per core of a device) at most (default "
                             f"{ranklimit.DEFAULT_OVERSUBSCRIBE}); more ranks are refused before anything starts")

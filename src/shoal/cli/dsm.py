@@ -51,6 +51,11 @@ def register(subparsers) -> None:
                    help="Table 1 placement for the power model: exp-e, hough-hetero, "
                         "video-hetero or video-recs")
     r.add_argument("--json", action="store_true", help="print the whole report as JSON")
+    from shoal.cli._where import add_cluster_choice
+
+    add_cluster_choice(r.add_argument_group(
+        "where ranks run (default: this machine); with --preset its devices take the first "
+        "nodes, else the ranks fill every node in equal blocks"))
     # APP, shoal's options, then "--" and the program's own options: one
     # remainder parsed in run() (argparse mishandles "--" right after a positional)
     r.add_argument("program", nargs=argparse.REMAINDER, metavar="APP [OPTIONS] [-- PROGRAM OPTIONS]",
@@ -121,8 +126,13 @@ def run(args) -> int:
                              f"{' or '.join(fitting) or 'no preset'}")
         placement.check_fits(chosen, ranks)
     mpi = discover.resolve(args.mpi)
-    result = apps.run(mpi, args.app, extra, ranks, mode, impl=args.impl,
-                      own_cores=chosen is not None)
+    if args.emulate or args.cluster:
+        result, on = _run_on_cluster(args, mpi, extra, ranks, mode, chosen)
+    else:
+        if args.link or args.dilation:
+            raise ShoalError("--link and --dilation apply to a cluster: add --emulate SPEC")
+        result, on = apps.run(mpi, args.app, extra, ranks, mode, impl=args.impl,
+                              own_cores=chosen is not None), None
     split = result.time_split()
     from shoal.dsm.lab import run_wall
 
@@ -130,10 +140,34 @@ def run(args) -> int:
     devices = placement.modelled_power(chosen, split, wall) if chosen else []
     if args.json:
         print(json.dumps({"mode": mode, "mpi": mpi.name, "report": result.report,
-                          "time_split": split, "devices": devices}))
+                          "time_split": split, "devices": devices, "cluster": on}))
         return 0
     _render_run(result, split, devices, mode, mpi.name)
     return 0
+
+
+def _run_on_cluster(args, mpi, extra: list[str], ranks: int, mode: str, chosen):
+    """Run on an emulated or real cluster: (result in device time, where it ran)."""
+    import dataclasses
+
+    from shoal import cluster as clusters
+    from shoal.dsm import apps, placement
+    from shoal.mpi.launch import HostSlots
+
+    where = clusters.open(emulate=args.emulate, link=args.link, inventory=args.cluster,
+                          dilation=args.dilation)
+    blocks = placement.on_nodes(chosen, ranks, [n.name for n in where.nodes])  # before it comes up
+    with where:
+        where.check_ready(mpi, str(apps.program(mpi)))
+        job = where.job(mpi, len(blocks), [], ranks_per_node=max(c for _, c in blocks),
+                        names=[n for n, _ in blocks])
+        job = dataclasses.replace(job, ranks=ranks, hosts=[
+            HostSlots(h.host, count) for h, (_, count) in zip(job.hosts, blocks)])
+        result = apps.run(mpi, args.app, extra, ranks, mode, impl=args.impl, job=job,
+                          dilation=where.dilation, timeout_s=1800 * where.dilation)
+        on = {**where.describe(), "dilation": where.dilation,
+              "placement": [{"node": n, "ranks": c} for n, c in blocks]}
+    return result, on
 
 
 def _render_run(result, split, devices, mode: str, mpi: str) -> None:

@@ -92,12 +92,27 @@ class Result:
         rows = []
         for r in self.ranks:
             slept = min(sleep.get(r["rank"], 0.0), r["wait_s"])
-            rows.append({"rank": r["rank"], "role": r["role"], "wall_s": r["wall_s"],
+            rows.append({"rank": r["rank"], "role": r["role"], "host": r.get("host", ""),
+                         "wall_s": r["wall_s"],
                          "cpu_s": r["cpu_s"], "compute_s": r["compute_s"],
                          "user_s": max(r["wall_s"] - r["lib_s"], 0.0),
                          "sdsm_s": max(r["lib_s"] - r["wait_s"], 0.0),
                          "mpi_wait_s": max(r["wait_s"] - slept, 0.0), "sleep_s": slept})
         return rows
+
+
+def _undilate(report: dict[str, Any], records: list[dict[str, Any]], d: float) -> None:
+    """Host times to device times: divide every time of the report and telemetry by d."""
+    for r in report["ranks"]:
+        for key in ("wall_s", "cpu_s", "lib_s", "wait_s", "compute_s"):
+            r[key] /= d
+        r["quiet"] = [[a / d, b / d] for a, b in r["quiet"]]
+    for t in report.get("timeline", []):
+        t["t_s"] = [x / d for x in t["t_s"]]
+        t["cpu_s"] = [x / d for x in t["cpu_s"]]
+    for rec in records:
+        for call in rec.get("calls", {}).values():
+            call["sleep_s"] /= d
 
 
 def program(mpi: MPIInstall) -> Path:
@@ -126,12 +141,14 @@ def check_args(name: str, impl: str, ranks: int, chunk_bytes: int | None = None)
 
 def run(mpi: MPIInstall, name: str, args: list[str], ranks: int, mode: str | None = "busy",
         impl: str = "sdsm", job: Job | None = None, env: dict[str, str] | None = None,
-        timeout_s: float = 1800, own_cores: bool = False) -> Result:
+        timeout_s: float = 1800, own_cores: bool = False, dilation: float = 1.0) -> Result:
     """Run one program; ``job`` (from a cluster) replaces the local launch.
 
     ``own_cores``: the local ranks wait as they would with a core each (a Table 1
     placement, whose power is modelled so), not as the MPI waits when it knows it is
-    oversubscribed (``launch.Job.own_cores``).
+    oversubscribed (``launch.Job.own_cores``). ``dilation``: the job ran on an
+    emulated cluster this many times slower than real time; every time in the
+    result is divided by it (device time).
 
     ``mode`` None runs without libshoalwait (the MPI's own waiting, e.g. with
     one of its ``wait_knobs`` set through ``env``).
@@ -161,6 +178,9 @@ def run(mpi: MPIInstall, name: str, args: list[str], ranks: int, mode: str | Non
             raise ShoalError(f"{name} ({impl}) under {mode or 'the MPI default'} with {mpi.name} "
                              f"failed (exit {done.returncode}): {first}")
         records = telemetry.read_dir(tel_dir) if mode is not None else []
-        return Result(name, impl, mode, mpi.name, launch_s, json.loads(lines[-1]), records)
+        report = json.loads(lines[-1])
+        if dilation != 1.0:
+            _undilate(report, records, dilation)
+        return Result(name, impl, mode, mpi.name, launch_s / dilation, report, records)
     finally:
         shutil.rmtree(tel_dir, ignore_errors=True)

@@ -12,9 +12,9 @@ library sleeps never), and a device draws its idle power plus (busy - idle)
 times the share of its cores so kept busy. Such numbers are labelled
 "modelled"; only ratios between wait modes are compared with the seed,
 never absolute watts. For the same reason a run with a placement tells the
-MPI there is a slot per rank (``apps.run(own_cores=True)``): oversubscribed,
-Open MPI would yield the core in every progress call, which no rank with a
-core of its own does.
+MPI there is a slot per rank (``apps.run(own_cores=True)``): an MPI that
+knows it is oversubscribed may yield the core in every progress call, which
+no rank with a core of its own does (``launch.Job.own_cores``).
 """
 
 from __future__ import annotations
@@ -80,6 +80,31 @@ def check_fits(p: Preset, ranks: int, devices_available: int | None = None) -> N
     if devices_available is not None and devices_available < len(p.devices):
         raise ShoalError(f"preset {p.name} needs {len(p.devices)} devices but the cluster has "
                          f"{devices_available}; use a larger cluster or another preset")
+
+
+def on_nodes(p: Preset | None, ranks: int, nodes: list[str]) -> list[tuple[str, int]]:
+    """(node, ranks on it) in rank order, for a run on a cluster's ``nodes``.
+
+    With a preset, its devices take the first nodes in the order they first
+    appear (the preset's rank order is kept: MPI launchers fill hosts in the
+    order given). Without one, the ranks fill the nodes in equal blocks.
+    """
+    if p is None:
+        per = -(-ranks // len(nodes))
+        return [(n, min(per, ranks - i * per)) for i, n in enumerate(nodes) if ranks > i * per]
+    check_fits(p, ranks, len(nodes))
+    devices = list(p.devices)
+    blocks: list[tuple[str, int]] = []
+    for dev, _ in p.ranks:
+        if blocks and blocks[-1][0] == dev:
+            blocks[-1] = (dev, blocks[-1][1] + 1)
+        elif any(b[0] == dev for b in blocks):
+            raise ShoalError(f"preset {p.name} puts ranks of {dev} apart (MPI launchers place "
+                             "each host's ranks together); run it on this machine, without "
+                             "--emulate or --cluster")
+        else:
+            blocks.append((dev, 1))
+    return [(nodes[devices.index(dev)], count) for dev, count in blocks]
 
 
 def modelled_power(p: Preset, split: list[dict[str, Any]], wall_s: float) -> list[dict[str, Any]]:

@@ -27,6 +27,7 @@ typedef struct {
     double wall_s, cpu_s, lib_s, wait_s, compute_s, frames;
     double quiet_start[64], quiet_end[64];   /* intervals this client sent nothing */
     uint64_t msgs_sent, bytes_sent, hash, nquiet;
+    char host[64];                           /* where the rank ran (gethostname) */
     int role;                                /* ROLE_* */
     int pad;
 } report_t;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 int world_rank, world_size;
 
@@ -121,6 +122,8 @@ void fill_report(report_t *r, sdsm_t *s, double t0, double cpu0)
 {
     r->wall_s = now_s() - t0;
     r->cpu_s = cpu_s() - cpu0;
+    if (gethostname(r->host, sizeof r->host - 1) != 0)
+        strcpy(r->host, "?");
     if (s) {
         sdsm_stats_t st;
         sdsm_stats(s, &st);
@@ -167,10 +170,10 @@ void finish(const char *app, const opts_t *o, report_t *me, const char *extra_js
            world_size, extra_json && *extra_json ? ", " : "", extra_json ? extra_json : "");
     for (int r = 0; r < world_size; r++) {
         report_t *x = &all[r];
-        printf("%s{\"rank\": %d, \"role\": \"%s\", \"wall_s\": %.9f, \"cpu_s\": %.9f, "
+        printf("%s{\"rank\": %d, \"role\": \"%s\", \"host\": \"%s\", \"wall_s\": %.9f, \"cpu_s\": %.9f, "
                "\"lib_s\": %.9f, \"wait_s\": %.9f, \"compute_s\": %.9f, \"frames\": %.0f, "
                "\"msgs_sent\": %llu, \"bytes_sent\": %llu, \"hash\": \"%016llx\", \"quiet\": [",
-               r ? ", " : "", r, role_name(x->role), x->wall_s, x->cpu_s, x->lib_s, x->wait_s,
+               r ? ", " : "", r, role_name(x->role), x->host, x->wall_s, x->cpu_s, x->lib_s, x->wait_s,
                x->compute_s, x->frames, (unsigned long long)x->msgs_sent,
                (unsigned long long)x->bytes_sent, (unsigned long long)x->hash);
         for (uint64_t q = 0; q < x->nquiet && q < 64; q++)
