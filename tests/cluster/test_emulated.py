@@ -144,7 +144,9 @@ def test_shaped_link_bounds_mpi_bandwidth_and_traffic_crosses_the_veths(any_mpi)
     from shoal import profiles
     link = profiles.link_from_table("test-20m", links["links"]["test-20m"], "test")
     inv.nodes[:] = [n.__class__(n.name, n.profile, link, n.slots, n.address) for n in inv.nodes]
-    c = cluster.session.EmulatedDevices(inv, EmulatedCluster(inv, calibrate=False), owns=True)
+    from shoal.cluster.session import EmulatedDevices
+
+    c = EmulatedDevices(inv, EmulatedCluster(inv, calibrate=False), owns=True)
     with c:
         before = shaping.interface_counters(c.emulated.netns("minnowboard1"), "eth0")
         rows = matrix.measure(c, any_mpi, bw_size_B=1 << 20, bw_total_B=4 << 20, lat_iters=20)

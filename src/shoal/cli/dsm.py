@@ -148,21 +148,15 @@ def run(args) -> int:
 
 def _run_on_cluster(args, mpi, extra: list[str], ranks: int, mode: str, chosen):
     """Run on an emulated or real cluster: (result in device time, where it ran)."""
-    import dataclasses
-
     from shoal import cluster as clusters
     from shoal.dsm import apps, placement
-    from shoal.mpi.launch import HostSlots
 
     where = clusters.open(emulate=args.emulate, link=args.link, inventory=args.cluster,
                           dilation=args.dilation)
     blocks = placement.on_nodes(chosen, ranks, [n.name for n in where.nodes])  # before it comes up
     with where:
         where.check_ready(mpi, str(apps.program(mpi)))
-        job = where.job(mpi, len(blocks), [], ranks_per_node=max(c for _, c in blocks),
-                        names=[n for n, _ in blocks])
-        job = dataclasses.replace(job, ranks=ranks, hosts=[
-            HostSlots(h.host, count) for h, (_, count) in zip(job.hosts, blocks)])
+        job = placement.cluster_job(where, mpi, blocks)
         result = apps.run(mpi, args.app, extra, ranks, mode, impl=args.impl, job=job,
                           dilation=where.dilation, timeout_s=1800 * where.dilation)
         on = {**where.describe(), "dilation": where.dilation,

@@ -95,17 +95,26 @@ class Cluster:
         self.down()
 
     def job(self, mpi: MPIInstall, nodes: int, argv: list[str], ranks_per_node: int = 1,
-            rank_env: dict[str, str] | None = None, names: list[str] | None = None) -> Job:
+            rank_env: dict[str, str] | None = None, names: list[str] | None = None,
+            wildcard: bool = False) -> Job:
         """A launch.Job on the first ``nodes`` nodes (or the nodes ``names``),
-        ``ranks_per_node`` ranks on each."""
+        ``ranks_per_node`` ranks on each. ``wildcard``: its ranks receive from
+        MPI_ANY_SOURCE (the cluster may need another transport for that)."""
         if nodes < 1 or nodes > self.size:
             raise ShoalError(f"asked for {nodes} nodes but the cluster has {self.size}; "
                              f"use --nodes within 1..{self.size}")
         if ranks_per_node < 1:
             raise ShoalError("ranks per node must be at least 1")
         chosen = self.select(names)[:nodes] if names else self.nodes[:nodes]
-        return self._job(mpi, chosen, nodes * ranks_per_node, list(argv), dict(rank_env or {}),
-                         ranks_per_node)
+        job = self._job(mpi, chosen, nodes * ranks_per_node, list(argv), dict(rank_env or {}),
+                        ranks_per_node)
+        if wildcard:
+            job.rank_env.update(self._wildcard_env(mpi))
+        return job
+
+    def _wildcard_env(self, mpi: MPIInstall) -> dict[str, str]:
+        """Rank environment a job receiving from any source needs here (none on real hosts)."""
+        return {}
 
     def _job(self, mpi: MPIInstall, chosen: list, ranks: int, argv: list[str], env: dict[str, str],
              ranks_per_node: int) -> Job:
@@ -209,6 +218,9 @@ class EmulatedDevices(Cluster):
         hosts = [HostSlots(n.name, ranks_per_node) for n in chosen]
         return Job(mpi, ranks, argv, env, hosts=hosts, launcher_exec=self.emulated.launcher,
                    extra_args=extra, exec_prefix=self.emulated.head_prefix())
+
+    def _wildcard_env(self, mpi: MPIInstall) -> dict[str, str]:
+        return mpi.impl.wildcard_transport()
 
     def default_wait(self, ranks_per_node: int = 1, names: list[str] | None = None) -> str | None:
         # Ranks that poll while they wait, more of them than a device has CPUs of

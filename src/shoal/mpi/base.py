@@ -130,6 +130,11 @@ class Implementation:
         on shared memory or loopback, and on the emulated ``subnet``."""
         return {}, []
 
+    def wildcard_transport(self) -> dict[str, str]:
+        """Rank environment, beside ``namespace_transport``, for jobs on emulated devices
+        whose ranks receive from MPI_ANY_SOURCE."""
+        return {}
+
     def forward_env(self, env: dict[str, str], names: Iterable[str]) -> dict[str, str]:
         """Environment for a user-written mpiexec line so its ranks see ``names`` of ``env``."""
         return dict(env)

@@ -53,6 +53,15 @@ class MPICH(Implementation):
         # the same kernel by itself and is held to TCP on the device's link.
         return {"UCX_TLS": "tcp,self", "UCX_NET_DEVICES": "eth0", "FI_PROVIDER": "tcp"}, []
 
+    def wildcard_transport(self) -> dict[str, str]:
+        # With UCX (the default netmod) a server receiving from MPI_ANY_SOURCE and
+        # answering two clients on other emulated devices stalls for good after a few
+        # messages: one TCP connection per pair, nothing queued on either side, every
+        # rank in MPI_Recv (30 lines reproduce it; explicit sources and 2 ranks do not).
+        # The OFI netmod's tcp provider (FI_PROVIDER above) carries the same traffic
+        # over the same eth0.
+        return {"MPIR_CVAR_CH4_NETMOD": "ofi"}
+
     def forward_env(self, env: dict[str, str], names) -> dict[str, str]:
         return dict(env)  # hydra passes its whole environment to the ranks
 
