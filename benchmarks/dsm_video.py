@@ -14,11 +14,13 @@ the gigabit link's rate).
 Targets: FPS ratio >= 0.90; S-DSM share <= 5% on the A15.
 """
 
+import contextlib
+
 from wait_common import median, mpis, parser, verdict
 
 from entry import run_main
-from shoal import profiles
-from shoal.dsm import apps, lab
+from shoal import cluster, profiles
+from shoal.dsm import apps, lab, placement
 
 # seed 003 §5: one frame takes 0.2 s on the reference core; device speeds are
 # relative to it (profiles.toml)
@@ -30,38 +32,59 @@ def main() -> int:
     p.add_argument("--frames", type=int, default=24)
     p.add_argument("--thetas", type=int, default=900)
     p.add_argument("--mode", default="backoff")
+    p.add_argument("--emulate", default=None, metavar="SPEC",
+                   help="run on an emulated cluster, e.g. 2xcore-i7+4xcortex-a15: the S-DSM "
+                        "on Table 1's RECS placement, the plain-MPI version on the same devices "
+                        "but the server's")
     args = p.parse_args()
-    prog = ["--frames", str(args.frames), "--thetas", str(args.thetas), "--sample", "0"]
-    for mpi in mpis(args.mpi):
-        fps = {"sdsm": [], "mpi": []}
-        share = []
-        for _ in range(args.rounds):
-            for impl, ranks in (("sdsm", 7), ("mpi", 6)):
-                res = apps.run(mpi, "video", prog, ranks, args.mode, impl=impl)
-                fps[impl].append(lab.fps_of(res)[1])
-                if impl == "sdsm":
-                    tasks = res.role("task")
-                    code = sum(max(t["lib_s"] - t["wait_s"], 0.0) for t in tasks)
-                    compute = sum(t["compute_s"] for t in tasks)
-                    share.append(code / compute)
-        ratios = [a / b for a, b in zip(fps["sdsm"], fps["mpi"])]
-        r = median(ratios)
-        frame_b = 1280 * 720
-        a15_frame_s = REFERENCE_FRAME_S / profiles.load()["cortex-a15"].speed
-        transfer = 2 * frame_b * 8 / profiles.load_links()["gigabit"].rate_bps
-        a15 = median(share) + transfer / a15_frame_s
-        print(f"{mpi.name}: Videostream, {args.frames} frames, {args.thetas} angles, 4 tasks, "
-              f"{args.mode}, {args.rounds} alternating rounds")
-        print(f"  FPS S-DSM {median(fps['sdsm']):.3f} [{min(fps['sdsm']):.3f}, "
-              f"{max(fps['sdsm']):.3f}], plain MPI {median(fps['mpi']):.3f} "
-              f"[{min(fps['mpi']):.3f}, {max(fps['mpi']):.3f}]")
-        print(f"  FPS ratio S-DSM/plain MPI {r:.3f} [{min(ratios):.3f}, {max(ratios):.3f}]  "
-              f"target >= 0.90: {verdict(r >= 0.90)}")
-        print(f"  S-DSM code per frame / compute per frame, measured: {100 * median(share):.3f}% "
-              f"[{100 * min(share):.3f}, {100 * max(share):.3f}]")
-        print(f"  on a Cortex-A15 (modelled: + 2 frame transfers over Gigabit per "
-              f"{a15_frame_s:.2f} s frame): {100 * a15:.2f}%  target <= 5%: {verdict(a15 <= 0.05)}")
+    where = cluster.open(emulate=args.emulate) if args.emulate else None
+    with where if where else contextlib.nullcontext():
+        for mpi in mpis(args.mpi):
+            compare(args, mpi, where)
     return 0
+
+
+def run_once(mpi, prog, impl, ranks, mode, where):
+    if where is None:
+        return apps.run(mpi, "video", prog, ranks, mode, impl=impl)
+    blocks = placement.on_nodes(placement.preset("video-recs"), 7, [n.name for n in where.nodes])
+    if impl == "mpi":
+        blocks = blocks[1:]   # the server's device is not used
+    return apps.run(mpi, "video", prog, ranks, mode, impl=impl, dilation=where.dilation,
+                    job=placement.cluster_job(where, mpi, blocks))
+
+
+def compare(args, mpi, where) -> None:
+    prog = ["--frames", str(args.frames), "--thetas", str(args.thetas), "--sample", "0"]
+    fps = {"sdsm": [], "mpi": []}
+    share = []
+    for _ in range(args.rounds):
+        for impl, ranks in (("sdsm", 7), ("mpi", 6)):
+            res = run_once(mpi, prog, impl, ranks, args.mode, where)
+            fps[impl].append(lab.fps_of(res)[1])
+            if impl == "sdsm":
+                tasks = res.role("task")
+                code = sum(max(t["lib_s"] - t["wait_s"], 0.0) for t in tasks)
+                compute = sum(t["compute_s"] for t in tasks)
+                share.append(code / compute)
+    ratios = [a / b for a, b in zip(fps["sdsm"], fps["mpi"])]
+    r = median(ratios)
+    frame_b = 1280 * 720
+    a15_frame_s = REFERENCE_FRAME_S / profiles.load()["cortex-a15"].speed
+    transfer = 2 * frame_b * 8 / profiles.load_links()["gigabit"].rate_bps
+    a15 = median(share) + transfer / a15_frame_s
+    on = f", emulated {args.emulate} (dilation {where.dilation:g})" if where else ""
+    print(f"{mpi.name}: Videostream{on}, {args.frames} frames, {args.thetas} angles, 4 tasks, "
+          f"{args.mode}, {args.rounds} alternating rounds")
+    print(f"  FPS S-DSM {median(fps['sdsm']):.3f} [{min(fps['sdsm']):.3f}, "
+          f"{max(fps['sdsm']):.3f}], plain MPI {median(fps['mpi']):.3f} "
+          f"[{min(fps['mpi']):.3f}, {max(fps['mpi']):.3f}]")
+    print(f"  FPS ratio S-DSM/plain MPI {r:.3f} [{min(ratios):.3f}, {max(ratios):.3f}]  "
+          f"target >= 0.90: {verdict(r >= 0.90)}")
+    print(f"  S-DSM code per frame / compute per frame, measured: {100 * median(share):.3f}% "
+          f"[{100 * min(share):.3f}, {100 * max(share):.3f}]")
+    print(f"  on a Cortex-A15 (modelled: + 2 frame transfers over Gigabit per "
+          f"{a15_frame_s:.2f} s frame): {100 * a15:.2f}%  target <= 5%: {verdict(a15 <= 0.05)}")
 
 
 if __name__ == "__main__":
