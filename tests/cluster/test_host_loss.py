@@ -47,55 +47,43 @@ def test_the_hosts_answer_before_anything_vanishes(hosts, tmp_path):
     assert sorted(next(iter(manifest["jobs"].values()))["hosts"]) == ["h1", "h2"]
 
 
-def test_a_host_that_vanishes_mid_sweep_ends_the_run_failed_with_its_rows(hosts, tmp_path):
-    out = tmp_path / "run"
-    process = subprocess.Popen(
-        [sys.executable, "-m", "shoal", "bench", "--cluster", str(hosts.inventory()),
-         "--tests", "imb.PingPong", "--sizes", "1..4M", "--budget", "0.3", "--timeout", "5",
-         "--out", str(out)],
-        env={**os.environ, **hosts.environment()}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True)
-    _wait_rows(out / "results.csv", 2)
+def _lose_h2_after(hosts, out, argv: list[str], rows: int) -> tuple[str, list[dict], list[dict]]:
+    """Run ``shoal ARGV --out OUT`` on the hosts, make h2 vanish once ``rows`` results are in;
+    check what every lost-host run must show; return (last stderr line, results, failures)."""
+    process = subprocess.Popen([sys.executable, "-m", "shoal", *argv, "--out", str(out)],
+                               env={**os.environ, **hosts.environment()},
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    _wait_rows(out / "results.csv", rows)
     hosts.vanish("h2")
     _, stderr = process.communicate(timeout=600)
-
-    assert process.returncode == 2, stderr
-    assert "Traceback" not in stderr
-    last = stderr.strip().splitlines()[-1]
-    assert last.startswith("shoal: hosts not ready: 10.250.7.3: ssh")
-    assert f"--resume {out}" in last
-    manifest = json.loads((out / "manifest.json").read_text())
-    assert manifest["status"] == "failed" and "10.250.7.3" in manifest["reason"]
-    rows = list(csv.DictReader((out / "results.csv").open()))
-    assert len(rows) >= 2 and all(float(r["time_median_s"]) > 0 for r in rows)
-    failures = list(csv.DictReader((out / "failures.csv").open()))
-    # The run stops at the first failed point rather than trying (and timing out) every
-    # point after it on a host that is gone.
-    assert len(failures) == 1 and failures[0]["reason"] in ("timeout", "crashed")
-    # Nothing of the job is left on the host that remains, nor here.
-    assert hosts.processes("h1") == []
-    assert not _workers_left(str(out))
-
-
-def test_a_host_that_vanishes_during_a_workload_ends_the_run_failed_with_its_rows(hosts, tmp_path):
-    out = tmp_path / "work"
-    process = subprocess.Popen(
-        [sys.executable, "-m", "shoal", "work", "ep", "--size", "M20", "--cluster", str(hosts.inventory()),
-         "--nodes", "2", "--reps", "40", "--timeout", "5", "--out", str(out)],
-        env={**os.environ, **hosts.environment()}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True)
-    _wait_rows(out / "results.csv", 1)
-    hosts.vanish("h2")
-    _, stderr = process.communicate(timeout=600)
-
     assert process.returncode == 2, stderr
     assert "Traceback" not in stderr
     last = stderr.strip().splitlines()[-1]
     assert last.startswith("shoal: hosts not ready: 10.250.7.3: ssh") and str(out) in last
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["status"] == "failed" and "10.250.7.3" in manifest["reason"]
-    rows = list(csv.DictReader((out / "results.csv").open()))
-    assert 1 <= len(rows) < 40 and all(float(r["time_s"]) > 0 for r in rows)
-    assert len(list(csv.DictReader((out / "failures.csv").open()))) == 1
+    # The run stops at the first failure rather than trying (and timing out) every point
+    # after it on a host that is gone; nothing of the job is left on the host that
+    # remains, nor here.
+    failures = list(csv.DictReader((out / "failures.csv").open()))
+    assert len(failures) == 1 and failures[0]["reason"] in ("timeout", "crashed")
     assert hosts.processes("h1") == []
-    assert not _workers_left(str(out)) and not _workers_left("ep:M20")
+    assert not _workers_left(str(out))
+    return last, list(csv.DictReader((out / "results.csv").open())), failures
+
+
+def test_a_host_that_vanishes_mid_sweep_ends_the_run_failed_with_its_rows(hosts, tmp_path):
+    out = tmp_path / "run"
+    last, rows, _ = _lose_h2_after(hosts, out, [
+        "bench", "--cluster", str(hosts.inventory()), "--tests", "imb.PingPong", "--sizes", "1..4M",
+        "--budget", "0.3", "--timeout", "5"], rows=2)
+    assert f"--resume {out}" in last
+    assert len(rows) >= 2 and all(float(r["time_median_s"]) > 0 for r in rows)
+
+
+def test_a_host_that_vanishes_during_a_workload_ends_the_run_failed_with_its_rows(hosts, tmp_path):
+    _, rows, _ = _lose_h2_after(hosts, tmp_path / "work", [
+        "work", "ep", "--size", "M20", "--cluster", str(hosts.inventory()), "--nodes", "2",
+        "--reps", "40", "--timeout", "5"], rows=1)
+    assert 1 <= len(rows) < 40 and all(float(r["time_s"]) > 0 for r in rows)
+    assert not _workers_left("ep:M20")

@@ -52,66 +52,74 @@ def register(subparsers) -> None:
     p.set_defaults(func=lambda args: (p.print_help(), 0)[1])
 
     c = sub.add_parser("check", help="check a stage file")
-    c.add_argument("stages")
-    c.add_argument("--json", action="store_true")
+    c.add_argument("stages", help="the stage file (TOML)")
+    c.add_argument("--json", action="store_true", help="print the checked DAG as JSON")
     c.set_defaults(func=cmd_check)
 
     u = sub.add_parser("units", help="generate systemd units for a stage file")
-    u.add_argument("stages")
+    u.add_argument("stages", help="the stage file (TOML)")
     u.add_argument("--out", required=True, type=typed.out_dir, help="directory for the unit files")
     u.add_argument("--python", default=None, help="Python for {python} in commands (default: this one)")
-    u.add_argument("--param", action="append", default=[], metavar="NAME=VALUE")
-    u.add_argument("--socket-dir", default="/run/pallex")
+    u.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
+                   help="a value for {NAME} in the stage commands (repeatable)")
+    u.add_argument("--socket-dir", default="/run/pallex",
+                   help="where the .socket units put the data sockets (default /run/pallex)")
     u.add_argument("--record", default=None, help="the done/deadline services also append to this file")
     u.add_argument("--no-verify", action="store_true", help="skip systemd-analyze verify")
     u.add_argument("--root", default=None, type=typed.out_dir, help="also install into this root with systemctl --root and enable")
     u.set_defaults(func=cmd_units)
 
     r = sub.add_parser("run", help="run a stage file here on a boot profile's timeline")
-    r.add_argument("stages")
+    r.add_argument("stages", help="the stage file (TOML)")
     r.add_argument("--profile", default="rpi3", help="boot profile: a device (rpi3, rpi0w) or a file")
-    r.add_argument("--mode", choices=("pallex", "baseline"), default="pallex")
+    r.add_argument("--mode", choices=("pallex", "baseline"), default="pallex",
+                   help="pallex: stages start during boot; baseline: after userspace (default pallex)")
     r.add_argument("--eager", action="store_true", help="start receivers when their units are ready")
     r.add_argument("--time-scale", type=typed.number(Bounds(0, 100, lo_open=True)), default=1.0, help="multiply the profile's times (e.g. 0.2)")
-    r.add_argument("--param", action="append", default=[], metavar="NAME=VALUE")
+    r.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
+                   help="a value for {NAME} in the stage commands (repeatable)")
     r.add_argument("--power", default="auto", metavar="SPEC", type=typed.POWER_SPEC,
                    help="energy of this machine's run with shoal.power (default auto); 'none' to skip")
-    r.add_argument("--out", default=None, type=typed.out_dir)
-    r.add_argument("--json", action="store_true")
+    r.add_argument("--out", default=None, type=typed.out_dir, help="run directory (default runs/pallex-run-...)")
+    r.add_argument("--json", action="store_true", help="print the cycle as JSON")
     r.set_defaults(func=cmd_run)
 
     lt = sub.add_parser("lifetime", help="battery lifetime (the duty-cycling paper's eq. 3) per unit configuration")
-    lt.add_argument("--profile", default="rpi3")
+    lt.add_argument("--profile", default="rpi3", help="boot profile: a device (rpi3, rpi0w) or a file")
     _battery_args(lt)
     lt.add_argument("--plot", default=None, metavar="DIR", type=typed.out_dir, help="write the lifetime figure here")
-    lt.add_argument("--json", action="store_true")
+    lt.add_argument("--json", action="store_true", help="print the lifetimes as JSON")
     lt.set_defaults(func=cmd_lifetime)
 
     lb = sub.add_parser("lab", help="the duty-cycling paper's scenarios, baseline against Pallex")
-    lb.add_argument("--profile", default="rpi3")
-    lb.add_argument("--scenarios", default="ic,ice,icc,icu1,icu2,icu3")
-    lb.add_argument("--rounds", type=typed.whole(1, 1000), default=3)
+    lb.add_argument("--profile", default="rpi3", help="boot profile: a device (rpi3, rpi0w) or a file")
+    lb.add_argument("--scenarios", default="ic,ice,icc,icu1,icu2,icu3",
+                    help="comma list of ic, ice, icc, icu1, icu2, icu3 (default: all)")
+    lb.add_argument("--rounds", type=typed.whole(1, 1000), default=3,
+                    help="rounds, baseline and Pallex interleaved (default 3)")
     lb.add_argument("--quick", action="store_true", help="one round, boot timeline at 0.3x")
-    lb.add_argument("--time-scale", type=typed.number(Bounds(0, 100, lo_open=True)), default=None)
+    lb.add_argument("--time-scale", type=typed.number(Bounds(0, 100, lo_open=True)), default=None,
+                    help="multiply the boot profile's times here (default 1; --quick 0.3)")
     lb.add_argument("--host-speed", type=typed.number(Bounds(0, 100, lo_open=True)), default=1.0,
                     help="this machine's core speed relative to the profiles' reference core (default 1)")
     lb.add_argument("--link", default="wifi-n",
                     help="link the uploads cross on the device (default wifi-n: the duty-cycling paper uploads over Wi-Fi)")
     _battery_args(lb)
-    lb.add_argument("--out", default=None, type=typed.out_dir)
-    lb.add_argument("--json", action="store_true")
+    lb.add_argument("--out", default=None, type=typed.out_dir, help="run directory (default runs/pallex-lab-...)")
+    lb.add_argument("--json", action="store_true", help="print the summary as JSON")
     lb.set_defaults(func=cmd_lab)
 
     pr = sub.add_parser("profile", help="a boot profile from systemd-analyze (and a meter log)")
     pr.add_argument("--from", dest="source", default=None, metavar="DIR",
                     help="saved outputs (time.txt, blame.txt, critical-chain.txt) instead of this machine's")
-    pr.add_argument("--device", default="device")
+    pr.add_argument("--device", default="device", help="the profile's device name (default device)")
     pr.add_argument("--meter-log", default=None, metavar="CSV",
                     help="a meter's log covering the boot (wall-clock times, watts): energy per phase")
-    pr.add_argument("--bootloader-s", type=typed.number(Bounds(0, 600)), default=None)
+    pr.add_argument("--bootloader-s", type=typed.number(Bounds(0, 600)), default=None,
+                    help="firmware+loader seconds where systemd-analyze does not report them")
     pr.add_argument("--config", default="EU", help="name of this unit configuration (default EU)")
     pr.add_argument("--out", default=None, metavar="FILE", type=typed.out_dir, help="write the [boot.DEVICE] table here")
-    pr.add_argument("--json", action="store_true")
+    pr.add_argument("--json", action="store_true", help="print the profile as JSON")
     pr.set_defaults(func=cmd_profile)
 
 
