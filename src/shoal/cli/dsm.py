@@ -18,6 +18,7 @@ Program options after -- go to shoal-sdsm as they are (e.g. -- --writes 500,
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 
 from shoal import proc
@@ -60,7 +61,8 @@ def register(subparsers) -> None:
     # remainder parsed in run() (argparse mishandles "--" right after a positional)
     r.add_argument("program", nargs=argparse.REMAINDER, metavar="APP [OPTIONS] [-- PROGRAM OPTIONS]",
                    help="full, burst, lock, hough or video")
-    r.set_defaults(func=run, run_parser=r)
+    r.set_defaults(func=run, run_parser=r, emulates=_emulates,
+                   precheck=lambda args: _plan(argparse.Namespace(**vars(args))))
     lab = sub.add_parser("lab", help="Experiments E, F, G and Table 2 for every wait mode")
     lab.add_argument("--experiments", default="E,F,G", help="comma list of E, F, G")
     lab.add_argument("--modes", default=None,
@@ -103,7 +105,20 @@ def _bytes_arg(args: list[str]) -> int | None:
     return None
 
 
-def run(args) -> int:
+@dataclasses.dataclass
+class _RunPlan:
+    """What `dsm run` will do, every input checked, nothing started."""
+
+    extra: list[str]
+    mode: str
+    ranks: int
+    chosen: object | None                  # the Table 1 preset, if any
+    where: object | None = None            # the cluster (not up yet), if any
+    blocks: list[tuple[str, int]] | None = None
+
+
+def _plan(args) -> _RunPlan:
+    """Check every input of `dsm run` (its options follow APP, so they are parsed here)."""
     from shoal.dsm import apps, placement
 
     extra = _split_rest(args)
@@ -125,42 +140,63 @@ def run(args) -> int:
             raise ShoalError(f"preset {chosen.name} places {chosen.app}, not {args.app}; use "
                              f"{' or '.join(fitting) or 'no preset'}")
         placement.check_fits(chosen, ranks)
-    mpi = discover.resolve(args.mpi)
+    plan = _RunPlan(extra, mode, ranks, chosen)
     if args.emulate or args.cluster:
-        result, on = _run_on_cluster(args, mpi, extra, ranks, mode, chosen)
+        from shoal import cluster as clusters
+
+        plan.where = clusters.open(emulate=args.emulate, link=args.link, inventory=args.cluster,
+                                   dilation=args.dilation)
+        plan.blocks = placement.on_nodes(chosen, ranks, [n.name for n in plan.where.nodes])
+    elif args.link or args.dilation:
+        raise ShoalError("--link and --dilation apply to a cluster: add --emulate SPEC")
+    return plan
+
+
+def _emulates(args) -> bool:
+    """Whether `dsm run` builds emulated devices here (so, without root, runs in a user
+    namespace); its options follow APP and are read from a copy."""
+    from shoal.cluster import userns
+
+    probe = argparse.Namespace(**vars(args))
+    _split_rest(probe)
+    return userns.builds_emulation(probe.emulate, probe.cluster, None)
+
+
+def run(args) -> int:
+    from shoal.dsm import apps, placement
+
+    plan = _plan(args)
+    mpi = discover.resolve(args.mpi)
+    if plan.where is not None:
+        result, on = _run_on_cluster(args, mpi, plan)
     else:
-        if args.link or args.dilation:
-            raise ShoalError("--link and --dilation apply to a cluster: add --emulate SPEC")
-        result, on = apps.run(mpi, args.app, extra, ranks, mode, impl=args.impl,
-                              own_cores=chosen is not None), None
+        result, on = apps.run(mpi, args.app, plan.extra, plan.ranks, plan.mode, impl=args.impl,
+                              own_cores=plan.chosen is not None), None
     split = result.time_split()
     from shoal.dsm.lab import run_wall
 
     wall = run_wall(result)
-    devices = placement.modelled_power(chosen, split, wall) if chosen else []
+    devices = placement.modelled_power(plan.chosen, split, wall) if plan.chosen else []
     if args.json:
-        print(json.dumps({"mode": mode, "mpi": mpi.name, "report": result.report,
+        print(json.dumps({"mode": plan.mode, "mpi": mpi.name, "report": result.report,
                           "time_split": split, "devices": devices, "cluster": on}))
         return 0
-    _render_run(result, split, devices, mode, mpi.name)
+    _render_run(result, split, devices, plan.mode, mpi.name)
     return 0
 
 
-def _run_on_cluster(args, mpi, extra: list[str], ranks: int, mode: str, chosen):
+def _run_on_cluster(args, mpi, plan: _RunPlan):
     """Run on an emulated or real cluster: (result in device time, where it ran)."""
-    from shoal import cluster as clusters
     from shoal.dsm import apps, placement
 
-    where = clusters.open(emulate=args.emulate, link=args.link, inventory=args.cluster,
-                          dilation=args.dilation)
-    blocks = placement.on_nodes(chosen, ranks, [n.name for n in where.nodes])  # before it comes up
+    where = plan.where
     with where:
         where.check_ready(mpi, str(apps.program(mpi)))
-        job = placement.cluster_job(where, mpi, blocks)
-        result = apps.run(mpi, args.app, extra, ranks, mode, impl=args.impl, job=job,
+        job = placement.cluster_job(where, mpi, plan.blocks)
+        result = apps.run(mpi, args.app, plan.extra, plan.ranks, plan.mode, impl=args.impl, job=job,
                           dilation=where.dilation, timeout_s=1800 * where.dilation)
         on = {**where.describe(), "dilation": where.dilation,
-              "placement": [{"node": n, "ranks": c} for n, c in blocks]}
+              "placement": [{"node": n, "ranks": c} for n, c in plan.blocks]}
     return result, on
 
 
