@@ -45,8 +45,7 @@ def run_once(sc, mpi, mode, where):
     if where is None:
         return apps.run(mpi, "video", list(sc.args), 7, mode, own_cores=True)
     blocks = placement.on_nodes(placement.preset(sc.preset), 7, [n.name for n in where.nodes])
-    return apps.run(mpi, "video", list(sc.args), 7, mode, job=placement.cluster_job(where, mpi, blocks),
-                    dilation=where.dilation)
+    return apps.run_on_cluster(where, mpi, "video", list(sc.args), blocks, mode)
 
 
 def table(args, sc, mpi, modes, where) -> None:

@@ -50,8 +50,7 @@ def run_once(mpi, prog, impl, ranks, mode, where):
     blocks = placement.on_nodes(placement.preset("video-recs"), 7, [n.name for n in where.nodes])
     if impl == "mpi":
         blocks = blocks[1:]   # the server's device is not used
-    return apps.run(mpi, "video", prog, ranks, mode, impl=impl, dilation=where.dilation,
-                    job=placement.cluster_job(where, mpi, blocks))
+    return apps.run_on_cluster(where, mpi, "video", prog, blocks, mode, impl=impl)
 
 
 def compare(args, mpi, where) -> None:

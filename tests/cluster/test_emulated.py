@@ -20,7 +20,7 @@ from tests.cluster.owners import start_owner
 
 # These build clusters in the host's own namespaces, as root does; an ordinary
 # user's clusters live in a user namespace (tests/user, run as uid 65534).
-host_namespaces = pytest.mark.skipif(os.geteuid() != 0, reason="clusters in the host's namespaces need root")
+host_namespaces = pytest.mark.skipif(os.geteuid() != 0, reason="clusters in the host's namespaces need root; an ordinary user's (in a user namespace) are tested in tests/user")
 
 
 def netns_names() -> set[str]:

@@ -14,7 +14,7 @@ import pytest
 
 from shoal.cluster import cpulimit, state
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="cgroups and namespaces of the host need root")
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the host's cgroups and namespaces, where these clusters leave their traces, need root")
 
 
 def shoal_cgroups() -> set[str]:

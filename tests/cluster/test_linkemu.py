@@ -20,7 +20,7 @@ from shoal.cluster.emulated import EmulatedCluster
 from shoal.profiles import link_from_table
 from tests.cluster.owners import start_owner
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="emulated clusters with TAP ports need root")
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="TAP ports in the host's namespaces need root; an ordinary user's emulated cluster, forwarder included, is tested in tests/user")
 
 
 def _cluster(n: int, link_table: dict, tmp_path=None) -> session.Cluster:

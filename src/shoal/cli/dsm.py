@@ -187,14 +187,13 @@ def run(args) -> int:
 
 def _run_on_cluster(args, mpi, plan: _RunPlan):
     """Run on an emulated or real cluster: (result in device time, where it ran)."""
-    from shoal.dsm import apps, placement
+    from shoal.dsm import apps
 
     where = plan.where
     with where:
         where.check_ready(mpi, str(apps.program(mpi)))
-        job = placement.cluster_job(where, mpi, plan.blocks)
-        result = apps.run(mpi, args.app, plan.extra, plan.ranks, plan.mode, impl=args.impl, job=job,
-                          dilation=where.dilation, timeout_s=1800 * where.dilation)
+        result = apps.run_on_cluster(where, mpi, args.app, plan.extra, plan.blocks, plan.mode,
+                                     impl=args.impl)
         on = {**where.describe(), "dilation": where.dilation,
               "placement": [{"node": n, "ranks": c} for n, c in plan.blocks]}
     return result, on

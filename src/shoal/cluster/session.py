@@ -94,20 +94,23 @@ class Cluster:
     def close(self) -> None:
         self.down()
 
-    def job(self, mpi: MPIInstall, nodes: int, argv: list[str], ranks_per_node: int = 1,
-            rank_env: dict[str, str] | None = None, names: list[str] | None = None,
-            wildcard: bool = False) -> Job:
+    def job(self, mpi: MPIInstall, nodes: int, argv: list[str],
+            ranks_per_node: int | list[int] = 1, rank_env: dict[str, str] | None = None,
+            names: list[str] | None = None, wildcard: bool = False) -> Job:
         """A launch.Job on the first ``nodes`` nodes (or the nodes ``names``),
-        ``ranks_per_node`` ranks on each. ``wildcard``: its ranks receive from
+        ``ranks_per_node`` ranks on each, or a list: that many on each node in turn
+        (ranks fill the nodes in order). ``wildcard``: its ranks receive from
         MPI_ANY_SOURCE (the cluster may need another transport for that)."""
         if nodes < 1 or nodes > self.size:
             raise ShoalError(f"asked for {nodes} nodes but the cluster has {self.size}; "
                              f"use --nodes within 1..{self.size}")
-        if ranks_per_node < 1:
+        counts = list(ranks_per_node) if isinstance(ranks_per_node, list) else [ranks_per_node] * nodes
+        if len(counts) != nodes:
+            raise ShoalError(f"{len(counts)} rank counts for {nodes} nodes; give one per node")
+        if min(counts) < 1:
             raise ShoalError("ranks per node must be at least 1")
         chosen = self.select(names)[:nodes] if names else self.nodes[:nodes]
-        job = self._job(mpi, chosen, nodes * ranks_per_node, list(argv), dict(rank_env or {}),
-                        ranks_per_node)
+        job = self._job(mpi, chosen, counts, list(argv), dict(rank_env or {}))
         if wildcard:
             job.rank_env.update(self._wildcard_env(mpi))
         return job
@@ -116,8 +119,9 @@ class Cluster:
         """Rank environment a job receiving from any source needs here (none on real hosts)."""
         return {}
 
-    def _job(self, mpi: MPIInstall, chosen: list, ranks: int, argv: list[str], env: dict[str, str],
-             ranks_per_node: int) -> Job:
+    def _job(self, mpi: MPIInstall, chosen: list, counts: list[int], argv: list[str],
+             env: dict[str, str]) -> Job:
+        """The job with ``counts[i]`` ranks on ``chosen[i]``."""
         raise NotImplementedError
 
     def node_names(self, nodes: int) -> list[str]:
@@ -182,8 +186,8 @@ class LocalCluster(Cluster):
     def __init__(self) -> None:
         super().__init__(None)
 
-    def _job(self, mpi, chosen, ranks, argv, env, ranks_per_node) -> Job:
-        return Job(mpi, ranks, argv, env)
+    def _job(self, mpi, chosen, counts, argv, env) -> Job:
+        return Job(mpi, sum(counts), argv, env)
 
     def node_power(self, spec: str) -> list[NodePower]:
         return [NodePower("local", spec, named=False)]
@@ -212,11 +216,11 @@ class EmulatedDevices(Cluster):
             self.emulated.down()
             self._owns = False
 
-    def _job(self, mpi, chosen, ranks, argv, env, ranks_per_node) -> Job:
+    def _job(self, mpi, chosen, counts, argv, env) -> Job:
         transport, extra = transport_env(mpi)
         env.update(transport)
-        hosts = [HostSlots(n.name, ranks_per_node) for n in chosen]
-        return Job(mpi, ranks, argv, env, hosts=hosts, launcher_exec=self.emulated.launcher,
+        hosts = [HostSlots(n.name, c) for n, c in zip(chosen, counts)]
+        return Job(mpi, sum(counts), argv, env, hosts=hosts, launcher_exec=self.emulated.launcher,
                    extra_args=extra, exec_prefix=self.emulated.head_prefix())
 
     def _wildcard_env(self, mpi: MPIInstall) -> dict[str, str]:
@@ -260,9 +264,9 @@ class SshHosts(Cluster):
 
     kind = "ssh"
 
-    def _job(self, mpi, chosen, ranks, argv, env, ranks_per_node) -> Job:
-        hosts = [HostSlots(n.address, ranks_per_node) for n in chosen]
-        return Job(mpi, ranks, argv, env, hosts=hosts, launcher_exec=self._launcher())
+    def _job(self, mpi, chosen, counts, argv, env) -> Job:
+        hosts = [HostSlots(n.address, c) for n, c in zip(chosen, counts)]
+        return Job(mpi, sum(counts), argv, env, hosts=hosts, launcher_exec=self._launcher())
 
     def _launcher(self) -> str | None:
         return remote.ssh_override()

@@ -101,6 +101,17 @@ class Result:
         return rows
 
 
+def run_on_cluster(where: Any, mpi: MPIInstall, name: str, args: list[str],
+                   blocks: list[tuple[str, int]], mode: str | None = "busy",
+                   impl: str = "sdsm") -> Result:
+    """Run one program on a cluster that is up, ``blocks`` ranks on its nodes in turn
+    (``placement.on_nodes``); the result is in device time."""
+    job = where.job(mpi, len(blocks), [], ranks_per_node=[c for _, c in blocks],
+                    names=[n for n, _ in blocks], wildcard=True)   # servers take any source
+    return run(mpi, name, args, job.ranks, mode, impl=impl, job=job, dilation=where.dilation,
+               timeout_s=1800 * where.dilation)
+
+
 def _undilate(report: dict[str, Any], records: list[dict[str, Any]], d: float) -> None:
     """Host times to device times: divide every time of the report and telemetry by d."""
     for r in report["ranks"]:

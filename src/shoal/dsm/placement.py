@@ -107,18 +107,6 @@ def on_nodes(p: Preset | None, ranks: int, nodes: list[str]) -> list[tuple[str, 
     return [(nodes[devices.index(dev)], count) for dev, count in blocks]
 
 
-def cluster_job(where: Any, mpi: Any, blocks: list[tuple[str, int]]) -> Any:
-    """A launch.Job on a cluster that is up, its ranks placed as ``on_nodes`` said."""
-    import dataclasses
-
-    from shoal.mpi.launch import HostSlots
-
-    job = where.job(mpi, len(blocks), [], ranks_per_node=max(c for _, c in blocks),
-                    names=[n for n, _ in blocks], wildcard=True)   # servers take any source
-    return dataclasses.replace(job, ranks=sum(c for _, c in blocks), hosts=[
-        HostSlots(h.host, count) for h, (_, count) in zip(job.hosts, blocks)])
-
-
 def modelled_power(p: Preset, split: list[dict[str, Any]], wall_s: float) -> list[dict[str, Any]]:
     """Per device: mean W and J over wall_s; ``split`` is apps.Result.time_split()."""
     known = profiles.load()

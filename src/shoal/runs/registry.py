@@ -92,13 +92,13 @@ def orphans() -> list[dict]:
     return found
 
 
-def _running_orphans() -> list[tuple[dict, object]]:
-    """(entry, its run) for every orphan whose run is still marked ``running``."""
+def _running_orphans(entries: list[dict]) -> list[tuple[dict, object]]:
+    """(entry, its run) for every orphaned entry whose run is still marked ``running``."""
     from shoal.errors import ShoalError
     from shoal.runs.store import Run
 
     found = []
-    for orphan in orphans():
+    for orphan in entries:
         path = orphan.get("path")
         try:
             if path and Path(path, "manifest.json").is_file():
@@ -112,7 +112,7 @@ def _running_orphans() -> list[tuple[dict, object]]:
 
 def stale() -> list[str]:
     """Runs still marked ``running`` whose process is gone."""
-    return [orphan["path"] for orphan, _ in _running_orphans()]
+    return [orphan["path"] for orphan, _ in _running_orphans(orphans())]
 
 
 def reap() -> list[str]:
@@ -120,8 +120,9 @@ def reap() -> list[str]:
     every orphaned entry; return the runs' paths."""
     from shoal.errors import ShoalError
 
+    entries = orphans()
     marked = []
-    for orphan, run in _running_orphans():
+    for orphan, run in _running_orphans(entries):
         try:
             run.finish("interrupted", reason=(
                 f"its shoal process (pid {orphan.get('pid')}) ended without marking it "
@@ -130,7 +131,7 @@ def reap() -> list[str]:
             marked.append(orphan["path"])
         except (ShoalError, OSError):
             pass
-    for orphan in orphans():
+    for orphan in entries:
         try:
             Path(orphan["entry"]).unlink()
         except OSError:
