@@ -64,8 +64,11 @@ def test_a_full_disk_fails_the_run_in_one_line_and_resume_finishes_it(small_disk
 def test_a_power_meter_that_dies_mid_sweep_is_said_and_its_gaps_flagged(tmp_path):
     meter = Meter(watts=7.5)
     out = tmp_path / "run"
-    process = subprocess.Popen([sys.executable, "-m", "shoal", *BENCH, "--sizes", "1..64K", "--budget",
-                                "0.4", "--power", f"http:{meter.url}#data.power_W", "--out", str(out)],
+    # --ci 0 never converges, so every point lasts its whole 0.3 s budget: the sweep cannot end
+    # before the meter dies after its second point (points that converge take milliseconds).
+    process = subprocess.Popen([sys.executable, "-m", "shoal", *BENCH, "--sizes", "1..64K", "--ci", "0",
+                                "--budget", "0.3", "--power", f"http:{meter.url}#data.power_W",
+                                "--out", str(out)],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 300
