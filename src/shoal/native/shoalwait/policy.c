@@ -17,7 +17,8 @@
  *   auto     backoff whose cap is also tuned per call site after every wait
  *            so the delay noticed after completion stays under target x wait.
  *   event    sleeps of cap_ns, each ended at once by a TCP socket event
- *            (wake.c): no spin, no prediction, no short sleeps, so a waiting
+ *            (wake.c): no spin, no prediction, no short sleeps (but one of at
+ *            most SETTLE_NS after a wake-up that completed nothing), so a waiting
  *            rank costs almost no CPU. An emulated device's CPU quota needs
  *            that: a rank that polls spends the quota and stalls until the
  *            next period. Messages without a socket (shared memory) are
@@ -55,6 +56,11 @@ int64_t sw_now_ns(void)
                                  for the wake-up and the receive themselves */
 #define WAKE_TESTS 15   /* tests after a socket wake-up before the next pause: Open MPI
                            reads its TCP sockets in one opal_progress call of eight */
+#define SETTLE_NS 12000000   /* ... and only if 10 ms passed since it last read them
+                                (its event tick): so after a wake-up whose tests found
+                                nothing, the next sleep lasts at most this, then tests
+                                again. The wake-up consumed the socket's edge: a longer
+                                sleep would not end when the library is ready to read. */
 /* What pause_ns() returns besides a sleep length: */
 #define PAUSE_TEST 0      /* test again at once */
 #define PAUSE_YIELD (-1)  /* sched_yield() */
@@ -408,7 +414,7 @@ static __attribute__((noinline)) int wait_slow(int fn, struct site *site, sw_tes
     struct plan plan;
     plan_start(&plan, site);
     int64_t start = timed ? sw_now_ns() : -1, last_fail = -1, now = start;
-    int done = 0, rc = MPI_SUCCESS, clocked = 0, burst = 0;
+    int done = 0, rc = MPI_SUCCESS, clocked = 0, burst = 0, settle = 0;
     for (;;) {
         if (burst > 0) {
             burst--;   /* woken by a socket: test on at once */
@@ -428,8 +434,12 @@ static __attribute__((noinline)) int wait_slow(int fn, struct site *site, sw_tes
             } else if (d != PAUSE_TEST) {
                 if (d == PAUSE_ZERO)
                     d = 0;
+                int capped = settle && d > SETTLE_NS;
+                if (capped)
+                    d = SETTLE_NS;
                 int woken = sw_sleep(d);
-                burst = woken ? WAKE_TESTS : 0;
+                burst = woken || capped ? WAKE_TESTS : 0;
+                settle = woken;
                 int64_t after = sw_now_ns(), slept = after - now, over = slept - d;
                 over = over > 0 && !woken ? over : 0;
                 call.sleeps++;
