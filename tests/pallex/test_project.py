@@ -48,3 +48,45 @@ def test_network_bytes_cross_the_link():
     slow = project.project(APP, dem, b, d, "baseline", link_bps=40e6)
     fast = project.project(APP, dem, b, d, "baseline")
     assert slow.app_end_s - fast.app_end_s == pytest.approx(0.5)
+
+
+# -- what a cold start reads off the SD card ------------------------------------------
+
+TWO = stagefile.parse({"app": {"name": "q"}, "stages": {"cap": {"command": ["/bin/true"]},
+                                                        "load": {"command": ["/bin/true"]}}})
+
+
+def test_a_cold_start_reads_its_files_at_the_card_rate_after_boot():
+    b, d = boot.load("rpi3"), profiles.load()["rpi3"]
+    assert b.storage_read_Bps == 25e6
+    dem = {"cap": project.StageDemand(1.0, 0.0, 0, {"python3.11 standard library": 5_000_000})}
+    bare = project.project(APP, {"cap": project.StageDemand(1.0, 0.0)}, b, d, "baseline")
+    read = project.project(APP, dem, b, d, "baseline")
+    assert read.storage_B == {"cap": 5_000_000}
+    assert read.app_end_s - bare.app_end_s == pytest.approx(0.2)   # 5 MB at 25 MB/s, the card alone
+
+
+def test_inside_userspace_init_a_stage_gets_half_the_card():
+    b, d = boot.load("rpi3"), profiles.load()["rpi3"]
+    big = {"cap": project.StageDemand(1.0, 0.0, 0, {"lib": 100_000_000})}
+    p = project.project(APP, big, b, d, "pallex")
+    # From 0.75 s to EU's 2.95 s at 12.5 MB/s (27.5 MB), the other 72.5 MB at 25 MB/s.
+    assert p.app_end_s == pytest.approx(0.75 + 2.2 + 72.5 / 25 + 1.0)
+
+
+def test_a_package_is_read_once_per_cycle_by_the_stage_that_starts_first():
+    b, d = boot.load("rpi3"), profiles.load()["rpi3"]
+    dem = {"cap": project.StageDemand(1.0, 0.0, 0, {"site-packages/numpy": 10_000_000, "libc": 2_000_000}),
+           "load": project.StageDemand(0.5, 0.0, 0, {"site-packages/numpy": 12_000_000, "libc": 2_000_000})}
+    p = project.project(TWO, dem, b, d, "baseline")
+    assert p.storage_B == {"cap": 12_000_000, "load": 2_000_000}   # only what load loads beyond cap
+    assert project.storage_bytes(["load", "cap"], dem) == {"load": 14_000_000, "cap": 0}
+
+
+def test_a_profile_without_a_card_rate_reads_nothing():
+    b, d = boot.load("rpi3"), profiles.load()["rpi3"]
+    dem = {"cap": project.StageDemand(1.0, 0.0, 0, {"lib": 100_000_000})}
+    off = project.project(APP, dem, dataclasses.replace(b, storage_read_Bps=0.0), d, "baseline")
+    assert off.storage_B == {"cap": 0}
+    assert off.app_end_s == pytest.approx(project.project(APP, DEMAND | {"cap": project.StageDemand(1.0, 0.0)},
+                                                          b, d, "baseline").app_end_s)

@@ -74,7 +74,7 @@ def run_scenario(scenario: str, boot: BootPhases, device: DeviceProfile, *, roun
                        "problems": "; ".join(problems)}
                 if not problems:
                     dem = project.demands(result)
-                    row["demands"] = {k: [v.work_s, v.cpu_s, v.network_B] for k, v in dem.items()}
+                    row["demands"] = {k: [v.work_s, v.cpu_s, v.network_B, v.loaded] for k, v in dem.items()}
                     fill_projection(row, app, boot, device, host_speed, battery_J, sleep_W, link_bps)
                 else:
                     out.problems.extend(f"{scenario} {mode} round {k}: {p}" for p in problems)

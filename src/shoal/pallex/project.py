@@ -8,7 +8,11 @@ waiting part stays and the CPU part scales by host_speed / device speed
     d(s) = max(0, work - cpu) + cpu x host_speed / speed + network bytes x 8 / link rate
 
 (the stage's network traffic went over loopback here; on the device it
-crosses the device's link: Wi-Fi in seed 004's upload scenarios)
+crosses the device's link: Wi-Fi in seed 004's upload scenarios), plus, where
+the boot profile gives the storage's read rate R, the time to read what the
+stage loads on a cold start (storage.py): each package or file once per
+cycle, by the stage that starts first, at R/2 while the unit configuration's
+own initialisation still reads the card (Pallex, before T_usi) and at R after.
 
 The device's schedule is the earliest-start schedule (schedule.py) with the
 stages' units ready at the boot profile's times (Pallex) or every stage held
@@ -33,7 +37,7 @@ CPU seconds the stages took inside it:
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 from shoal.pallex import schedule
 from shoal.profiles import BootPhases, DeviceProfile
@@ -49,6 +53,8 @@ class StageDemand:
     work_s: float
     cpu_s: float
     network_B: int = 0
+    # What the stage loads from storage on a cold start: package or file -> bytes (storage.py).
+    loaded: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -60,6 +66,7 @@ class Projection:
     post_kernel_s: float  # the part Pallex changes: userspace + application
     energy_J: float
     post_kernel_J: float
+    storage_B: dict  # stage -> bytes read from storage in the cycle
     plan: dict  # stage -> (start, finish) after the kernel phase
 
     def describe(self) -> dict:
@@ -77,7 +84,8 @@ def demands(result: CycleResult) -> dict[str, StageDemand]:
         waited = (rep["t_inputs"] - rep["t_start"]) if rep.get("t_inputs") else 0.0
         work = max(0.0, rep["t_work_done"] - spawn_wall - waited)
         cpu = max(0.0, (rec.cpu_s or 0.0) - rep.get("stand_in_cpu_s", 0.0))
-        out[name] = StageDemand(work, min(cpu, work), int(rep.get("network_bytes", 0)))
+        out[name] = StageDemand(work, min(cpu, work), int(rep.get("network_bytes", 0)),
+                                dict(rep.get("storage_loaded") or {}))
     return out
 
 
@@ -85,6 +93,31 @@ def device_durations(dem: dict[str, StageDemand], speed: float, host_speed: floa
                      link_bps: float | None = None) -> dict[str, float]:
     net = (lambda d: d.network_B * 8.0 / link_bps) if link_bps else (lambda d: 0.0)
     return {s: max(0.0, d.work_s - d.cpu_s) + d.cpu_s * host_speed / speed + net(d) for s, d in dem.items()}
+
+
+def storage_bytes(order: list[str], dem: dict[str, StageDemand]) -> dict[str, int]:
+    """Bytes each stage reads from storage in one cycle, stages taken in ``order`` (of start):
+    a package or file is read once, by the first stage that loads it; a later stage reads
+    only what it loads beyond that (the rest is in the page cache by then)."""
+    charged: dict[str, int] = {}
+    out = {}
+    for name in order:
+        extra = 0
+        for key, size in dem[name].loaded.items():
+            extra += max(0, size - charged.get(key, 0))
+            charged[key] = max(charged.get(key, 0), size)
+        out[name] = extra
+    return out
+
+
+def read_s(nbytes: float, start: float, t_init: float, rate_Bps: float, shared: bool) -> float:
+    """Seconds to read ``nbytes`` from ``start`` on: while the unit configuration's own
+    initialisation still reads the same card (before t_init, Pallex only) the stage gets
+    half its rate. Waiting for a network unit after that (DHCP) reads nothing."""
+    if shared and start < t_init:
+        inside = min(nbytes, (t_init - start) * rate_Bps / 2)
+        return inside / (rate_Bps / 2) + (nbytes - inside) / rate_Bps
+    return nbytes / rate_Bps
 
 
 def userspace_end_s(app: App, boot: BootPhases) -> float:
@@ -102,6 +135,14 @@ def project(app: App, dem: dict[str, StageDemand], boot: BootPhases, device: Dev
         ready = {s: max([boot.systemd_ready_s, *[boot.unit_ready_s(u) for u in app.stages[s].units]])
                  for s in app.stages}
     plan = schedule.earliest(app, ready, durations)
+    reads = {s: 0 for s in app.stages}
+    if boot.storage_read_Bps > 0:  # a cold start reads its interpreter and libraries off the card
+        position = {s: i for i, s in enumerate(app.stages)}
+        reads = storage_bytes(sorted(plan, key=lambda s: (plan[s][0], position[s])), dem)
+        for name, nbytes in reads.items():
+            durations[name] += read_s(nbytes, plan[name][0], boot.config(app.config).duration_s,
+                                      boot.storage_read_Bps, mode != "baseline")
+        plan = schedule.earliest(app, ready, durations)
     c = boot.userspace_cpu_share if mode != "baseline" else 0.0
     if c > 0:  # stages inside userspace initialisation share the CPU with it
         rate = min(1.0, max(device.cores * (1.0 - c), 0.5))
@@ -125,4 +166,4 @@ def project(app: App, dem: dict[str, StageDemand], boot: BootPhases, device: Dev
     return Projection(mode=mode, userspace_end_s=t_u, app_end_s=t_end,
                       duration_s=boot.bootloader_kernel_s + t_end + boot.shutdown_s, post_kernel_s=t_end,
                       energy_J=boot.bootloader_kernel_J + post_J + boot.shutdown_J, post_kernel_J=post_J,
-                      plan={k: [round(v[0], 6), round(v[1], 6)] for k, v in plan.items()})
+                      storage_B=reads, plan={k: [round(v[0], 6), round(v[1], 6)] for k, v in plan.items()})

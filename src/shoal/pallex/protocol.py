@@ -28,6 +28,8 @@ import sys
 import threading
 import time
 
+from shoal.pallex import storage
+
 SD_LISTEN_FDS_START = 3
 _HEADER = struct.Struct(">Q")
 _CONNECT_TRIES_S = 5.0
@@ -173,6 +175,11 @@ class StageIO:
         self.stand_in_cpu_s = 0.0
         # Bytes this stage moved over a network (here: loopback), so a device's link can be charged for them.
         self.network_bytes = 0
+        # What the stand-in hardware loaded from storage, not the stage's own: bytes it added to
+        # packages or files the stage had loaded too, and those only it brought in (left out
+        # whole, with the pages its work touches later).
+        self.stand_in_loaded: dict[str, int] = {}
+        self.stand_in_only: set[str] = set()
         self.t_inputs: float | None = None
 
     def __enter__(self) -> "StageIO":
@@ -247,7 +254,7 @@ class StageIO:
             "stage": self.stage, "ok": ok and not errors, "error": "; ".join(errors) or None,
             "t_start": self.t_start, "t_inputs": self.t_inputs, "t_work_done": t_work, "t_end": time.time(),
             "received": self.received, "stand_in_cpu_s": self.stand_in_cpu_s,
-            "network_bytes": self.network_bytes,
+            "network_bytes": self.network_bytes, "storage_loaded": self._loaded(),
             "sent": {d: {"bytes": s.bytes, "messages": s.messages, "sha256": s.hash.hexdigest(),
                          "t_connect": s.t_connect, "t_read": s.t_done} for d, s in self.senders.items()},
             "result": self.summary,
@@ -264,6 +271,13 @@ class StageIO:
                 print(f"pallex: cannot report to {done}: {exc}", file=sys.stderr)
         if errors:
             raise SystemExit(1)
+
+
+    def _loaded(self) -> dict[str, int]:
+        """What this stage loaded from storage, less what its stand-in hardware did."""
+        own = {k: v - self.stand_in_loaded.get(k, 0) for k, v in storage.loaded().items()
+               if k not in self.stand_in_only}
+        return {k: v for k, v in own.items() if v > 0}
 
 
 def parse_reports(text: str) -> list[dict]:

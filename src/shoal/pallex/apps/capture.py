@@ -13,6 +13,7 @@ import argparse
 import hashlib
 import time
 
+from shoal.pallex import storage
 from shoal.pallex.protocol import StageIO
 
 
@@ -20,14 +21,18 @@ def capture(count: int, period_s: float, seed: int, io: StageIO | None = None):
     """Yield (frame, digit), the n-th no earlier than n x period after the start.
 
     Making the frame (and importing numpy to make it) stands in for the
-    camera and its library: that CPU time is reported as stand-in time, not
-    as the stage's.
+    camera and its library: that CPU time, and what the import loaded, are
+    reported as stand-in, not as the stage's.
     """
     t0 = time.monotonic()
     cpu0 = time.process_time()
+    before = storage.loaded() if io is not None else {}
     from shoal.pallex.apps import image  # numpy: part of the stand-in camera, imported here to count it
     if io is not None:
         io.stand_in_cpu_s += time.process_time() - cpu0
+        grown = {k: v - before.get(k, 0) for k, v in storage.loaded().items() if v > before.get(k, 0)}
+        io.stand_in_only = {k for k in grown if k not in before}
+        io.stand_in_loaded = {k: v for k, v in grown.items() if k in before}
     for n in range(count):
         cpu0 = time.process_time()
         data, digit = image.frame(seed + n)
