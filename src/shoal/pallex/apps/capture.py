@@ -29,10 +29,10 @@ def capture(count: int, period_s: float, seed: int, io: StageIO | None = None):
     before = storage.loaded() if io is not None else {}
     from shoal.pallex.apps import image  # numpy: part of the stand-in camera, imported here to count it
     if io is not None:
-        io.stand_in_cpu_s += time.process_time() - cpu0
         grown = {k: v - before.get(k, 0) for k, v in storage.loaded().items() if v > before.get(k, 0)}
         io.stand_in_only = {k for k in grown if k not in before}
         io.stand_in_loaded = {k: v for k, v in grown.items() if k in before}
+        io.stand_in_cpu_s += time.process_time() - cpu0
     for n in range(count):
         cpu0 = time.process_time()
         data, digit = image.frame(seed + n)
