@@ -1,11 +1,11 @@
 """Faults on purpose, command by command: a full disk under --out, a power meter that dies
 mid-sweep. After each: one clear line, no traceback, every finished row readable, and the
-manifest saying what happened."""
+manifest saying what happened. Both run for every user: the full disk is a tmpfs mounted in
+a user and mount namespace of the test's own."""
 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time
@@ -17,49 +17,50 @@ from tests.power.test_httpmeter import Meter
 BENCH = ["bench", "--tests", "imb.PingPong", "--sizes", "1..4M", "--budget", "0.2"]
 
 
-def _shoal(*args, timeout=600):
-    return subprocess.run([sys.executable, "-m", "shoal", *args], capture_output=True, text=True,
-                          timeout=timeout)
+# In a user and mount namespace of its own (unshare -Urm), any user may mount a small tmpfs;
+# it is seen only inside, so the whole scenario runs there and copies each state out.
+FULL_DISK = """
+set -u
+disk=$1; out=$2; shift 2
+mount -t tmpfs -o size=12k tmpfs "$disk" || exit 90
+"$@" --out "$disk/run" >"$out/stdout1" 2>"$out/stderr1"; echo $? >"$out/rc1"
+cp -r "$disk/run" "$out/first"
+mount -o remount,size=4m "$disk" || exit 91
+"$1" -m shoal bench --resume "$disk/run" >"$out/stdout2" 2>"$out/stderr2"; echo $? >"$out/rc2"
+cp -r "$disk/run" "$out/final"
+"""
 
 
-@pytest.fixture
-def small_disk(tmp_path):
-    """A 12 KiB tmpfs: room for the manifest and a few rows, not for a whole sweep."""
-    if os.geteuid() != 0:
-        # A per-process file size limit would do for other users, but the MPI's ranks inherit
-        # it and their shared-memory files fail first (tried: exit status 25).
-        pytest.skip("mounting a small tmpfs needs root (the code path is the same for every user)")
-    where = tmp_path / "disk"
-    where.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=12k", "tmpfs", str(where)], check=True)
-    yield where
-    subprocess.run(["umount", "-l", str(where)], check=False)
-
-
-def test_a_full_disk_fails_the_run_in_one_line_and_resume_finishes_it(small_disk):
-    out = small_disk / "run"
-    # At most 50 samples a point (about 3 KB of samples.csv): the first point always fits in
+def test_a_full_disk_fails_the_run_in_one_line_and_resume_finishes_it(tmp_path):
+    disk, out = tmp_path / "disk", tmp_path / "out"
+    disk.mkdir()
+    out.mkdir()
+    # At most 50 samples a point (about 2 KB of samples.csv): the first point always fits in
     # 12 KiB beside the manifest, and all 23 never do (a point that does not converge on a
     # loaded host would otherwise fill the disk alone).
-    done = _shoal(*BENCH, "--max-reps", "50", "--out", str(out))
-    assert done.returncode == 2, done.stderr
-    assert "Traceback" not in done.stderr
-    last = done.stderr.strip().splitlines()[-1]
+    scenario = subprocess.run(["unshare", "-Urm", "sh", "-c", FULL_DISK, "full-disk", str(disk), str(out),
+                               sys.executable, "-m", "shoal", *BENCH, "--max-reps", "50"],
+                              capture_output=True, text=True, timeout=900)
+    assert scenario.returncode == 0, scenario.stderr
+    run = disk / "run"   # the path shoal saw inside
+    stderr = (out / "stderr1").read_text()
+    assert (out / "rc1").read_text().strip() == "2", stderr
+    assert "Traceback" not in stderr
+    last = stderr.strip().splitlines()[-1]
     assert last.startswith("shoal: cannot write") and "No space left on device" in last
-    assert f"--resume {out}" in last
-    manifest = json.loads((out / "manifest.json").read_text())
+    assert f"--resume {run}" in last
+    first = out / "first"
+    manifest = json.loads((first / "manifest.json").read_text())
     assert manifest["status"] == "failed" and "No space left" in manifest["reason"]
-    assert not (out / "manifest.json.tmp").exists()
-    kept = pd.read_csv(out / "results.csv")   # no half row: every line parses
+    assert not (first / "manifest.json.tmp").exists()
+    kept = pd.read_csv(first / "results.csv")   # no half row: every line parses
     assert 0 < len(kept) < 23
     # Room again: the resumed run measures only what is missing.
-    subprocess.run(["mount", "-o", "remount,size=4m", str(small_disk)], check=True)
-    again = _shoal("bench", "--resume", str(out))
-    assert again.returncode == 0, again.stderr
-    final = pd.read_csv(out / "results.csv")
+    assert (out / "rc2").read_text().strip() == "0", (out / "stderr2").read_text()
+    final = pd.read_csv(out / "final" / "results.csv")
     assert len(final) == 23 and final["point_id"].is_unique
     assert list(final["time_median_s"][:len(kept)]) == list(kept["time_median_s"])
-    samples = pd.read_csv(out / "samples.csv")
+    samples = pd.read_csv(out / "final" / "samples.csv")
     assert set(samples["point_id"]) == set(final["point_id"])
     assert not samples.duplicated(["point_id", "rep"]).any()
 
