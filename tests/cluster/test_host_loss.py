@@ -20,8 +20,9 @@ from tests.test_run_signals import _wait_rows, _workers_left
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0 or not Path(SSHD).exists(),
-    reason="hosts of their own need root (network namespaces) and sshd "
-           "(Debian: apt-get install openssh-server; setup installs it as root)")
+    reason="hosts of their own need root (network namespaces and a real sshd on each) and sshd "
+           "(Debian: apt-get install openssh-server; setup installs it as root); the check that "
+           "notices a lost host runs the same for every user")
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ import pytest
 
 from shoal.cluster import cpulimit, state
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the host's cgroups and namespaces, where these clusters leave their traces, need root")
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the host's cgroups and namespaces, where these clusters leave their traces, need root; an ordinary user's cluster lives in a user namespace held by its own processes, and its up/status/attach/down are tested in tests/user")
 
 
 def shoal_cgroups() -> set[str]:
