@@ -37,8 +37,12 @@ def _pingpong(mpi, tmp_path, iters: int, wake: str):
 def test_a_socket_event_ends_the_sleep(any_mpi, tmp_path):
     line, records, p2p = _pingpong(any_mpi, tmp_path, 200, "socket")
     assert [r["wake"] for r in records] == ["socket", "socket"]
-    # Nearly every message woke its receiver (the odd one was there before it slept).
-    assert all(r["socket_wakes"] >= 100 for r in records), [r["socket_wakes"] for r in records]
+    # Every sleep was ended by its socket, and the ranks slept often. Not ">= 100 wakes per
+    # rank": on a loaded host one rank often finds its message there before it sleeps (15 of
+    # 203 sleeps, seen with two busy loops beside it), and it then has no sleep to end.
+    slept = [sum(c["sleeps"] for c in r["calls"].values()) for r in records]
+    woke = [r["socket_wakes"] for r in records]
+    assert sum(slept) >= 200 and all(w >= 0.9 * s for w, s in zip(woke, slept)), (woke, slept)
     # Noticed within a small part of the cap, not at its end.
     assert all(row["notice_p50_s"] < CAP_S / 10 for row in p2p), p2p
     assert line["latency_s"] < CAP_S / 10
