@@ -88,3 +88,20 @@ def test_pallex_end_to_end_as_an_ordinary_user(shared_dir, user_python):
     lab = _as_nobody(user_python, tmp_path, "pallex", "lab", "--scenarios", "icu1", "--quick", "--json", "--out", str(tmp_path / "lab"))
     assert lab.returncode == 0, lab.stderr
     assert json.loads(lab.stdout)["summary"][0]["lifetime_gain"] > 0
+
+
+def test_every_shipped_scenario_completes_for_an_ordinary_user(shared_dir, user_python):
+    """As uid 65534, each in a network namespace of its own (port 8080 is its own there); the
+    upload scenarios get the loopback sink shoal starts where nothing listens."""
+    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(shared_dir), "MPLCONFIGDIR": str(shared_dir / "mpl"),
+           "SHOAL_RUNS": str(shared_dir / "runs"), "LANG": "C.UTF-8"}
+    for scenario in ("ic", "ice", "icc", "icu1", "icu2", "icu3"):
+        run = subprocess.run([*NOBODY, "unshare", "-Urn", "sh", "-c", 'ip link set lo up && exec "$@"', "own-net",
+                              user_python, "-m", "shoal", "pallex", "run", scenario, "--time-scale", "0.1",
+                              "--json"], capture_output=True, text=True, env=env, cwd=shared_dir, timeout=300)
+        assert run.returncode == 0, f"{scenario}: {run.stderr}"
+        out = json.loads(run.stdout)
+        assert out["outcome"] == "done" and out["problems"] == [], scenario
+        if scenario.startswith("icu"):
+            assert out["upload_sinks"][0]["uploads"] == int(scenario[3:])
+            assert len(out["done_reports"][0]["result"]["uploads"]) == int(scenario[3:])

@@ -12,6 +12,7 @@ and Improving the Duty-Cycling Performance of Linux-based IoT Devices".
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 from pathlib import Path
@@ -187,7 +188,7 @@ def _power_spec(spec: str, device: str) -> str:
 
 def cmd_run(args) -> int:
     from shoal import hostfacts
-    from shoal.pallex import boot, project, runner, stagefile
+    from shoal.pallex import boot, cloud, project, runner, stagefile
     from shoal.runs.store import Run
 
     app = stagefile.resolve(args.stages)
@@ -205,12 +206,20 @@ def cmd_run(args) -> int:
     record = Run.create("pallex-run", ["shoal", "pallex", "run", args.stages], args.out, app=app.name,
                         stage_file=app.path, profile=profile.describe(), mode=args.mode, time_scale=s,
                         host=hostfacts.collect())
-    try:
-        result = runner.Runner(app, timeline, systemd_ready_s=profile.systemd_ready_s * s, not_before_s=not_before,
-                               mode=args.mode, eager=args.eager, params=_params(args.param)).run()
-    finally:
-        if session is not None:
-            session.stop()
+    params = _params(args.param)
+    with contextlib.ExitStack() as stack:
+        sinks = cloud.sinks_for({**app.params, **params}, stack)
+        for sink in sinks:
+            print(f"nothing listened at {sink.url}: started shoal's loopback upload sink there for this run",
+                  file=sys.stderr)
+        try:
+            result = runner.Runner(app, timeline, systemd_ready_s=profile.systemd_ready_s * s,
+                                   not_before_s=not_before, mode=args.mode, eager=args.eager, params=params).run()
+        finally:
+            if session is not None:
+                session.stop()
+        sinks = [{"url": c.url, "uploads": len(c.received), "bytes": sum(r["bytes"] for r in c.received)}
+                 for c in sinks]
     rows = [{"stage": r.name, "status": r.status, "ready_s": r.ready_s, "trigger_s": r.trigger_s,
              "start_s": r.start_s, "end_s": r.end_s, "cpu_s": r.cpu_s, "exit_code": r.exit_code,
              "reason": r.reason} for r in result.stages.values()]
@@ -226,9 +235,10 @@ def cmd_run(args) -> int:
     for rec in result.stages.values():
         (record.path / f"{rec.name}.log").write_text(rec.log)
     record.finish("complete" if result.outcome == "done" else result.outcome, outcome=result.outcome,
-                  end_s=result.end_s, problems=result.problems, done_reports=result.done_reports, energy=energy)
+                  end_s=result.end_s, problems=result.problems, done_reports=result.done_reports, energy=energy,
+                  upload_sinks=sinks)
     if args.json:
-        print(json.dumps({**result.describe(), "energy": energy, "run": str(record.path)}))
+        print(json.dumps({**result.describe(), "energy": energy, "upload_sinks": sinks, "run": str(record.path)}))
     else:
         table = render.narrow_table(["stage", "status", "ready", "data", "start", "end", "CPU"], left=("stage", "status"),
                                     title=f"{app.name} ({args.mode}) on {profile.device}: {result.outcome} "
@@ -243,6 +253,9 @@ def cmd_run(args) -> int:
         for e in result.edges:
             console.print(f"edge {e['from']} -> {e['to']}: {e['sent_bytes']} B sent, {e['received_bytes']} B "
                           f"received, {'identical' if e['identical'] else 'NOT identical'}", highlight=False)
+        for sink in sinks:
+            console.print(f"loopback upload sink {sink['url']}: {sink['uploads']} upload(s), {sink['bytes']} B",
+                          highlight=False)
         for line in result.problems:
             console.print(f"problem: {line}", highlight=False)
         for e in energy or []:

@@ -175,6 +175,11 @@ class Runner:
                 rec.log = _read_log(os.path.join(work, f"{rec.name}.log"))
                 reports = protocol.parse_reports(rec.log)
                 rec.report = reports[-1] if reports else {}
+                if rec.status == "failed":
+                    said = last_error_line(rec.log, rec.report)
+                    if said:
+                        rec.reason = f"{rec.reason}: {said}"
+                    problems.append(f"stage {rec.name} failed: {rec.reason}")
             while True:  # reports that arrived while the last processes ended
                 more = _read_done(done, block=False)
                 if not more:
@@ -269,8 +274,6 @@ class Runner:
                 rec.status = "not started"
                 rec.reason = rec.reason or ("its units were not ready" if rec.ready_s > end_s else
                                             "its data or needed stages never came")
-            if rec.status == "failed":
-                problems.append(f"stage {rec.name} failed: {rec.reason}")
 
     def _edge_summary(self, records, problems) -> list[dict]:
         out = []
@@ -332,6 +335,18 @@ def _read_done(done: socket.socket, block: bool = True) -> list[dict]:
                 pass
     done.setblocking(True)
     return out
+
+
+def last_error_line(log: str, report: dict | None = None) -> str:
+    """What a failed stage said last: the error of its report (the stage protocol catches it),
+    else its output's last line that is not a report (a traceback's final line is its error)."""
+    said = str((report or {}).get("error") or "")
+    for line in reversed(log.splitlines() if not said else []):
+        if line.strip() and not line.startswith("PALLEX "):
+            said = line.strip()
+            break
+    return said if len(said) <= 300 else said[:297] + "..."
+
 
 
 def _read_log(path: str) -> str:
