@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import socket
+import threading
 import time
 
 import pandas as pd
@@ -30,13 +32,35 @@ def test_lab_quick_shows_pallex_ahead_and_stores_the_run(tmp_path, shoal):
     assert json.loads((out / "manifest.json").read_text())["status"] == "complete"
 
 
+def _hanging_up_server():
+    """A loopback port where something listens but hangs up at once (not HTTP): shoal starts no
+    sink there, and an upload to it fails."""
+    server = socket.create_server(("127.0.0.1", 0))
+
+    def serve():
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            conn.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    return server
+
+
 def test_run_cli_on_a_profile(tmp_path, shoal):
-    proc = shoal("pallex", "run", "icu1", "--profile", "rpi0w", "--time-scale", "0.1", "--power", "none",
-                 "--param", "upload_url=http://127.0.0.1:9/none", "--json", "--out", str(tmp_path / "r"))
-    # No server listens on port 9: the upload fails, the failure is reported, nothing is left behind.
+    with _hanging_up_server() as server:
+        port = server.getsockname()[1]
+        proc = shoal("pallex", "run", "icu1", "--profile", "rpi0w", "--time-scale", "0.1", "--power", "none",
+                     "--param", f"upload_url=http://127.0.0.1:{port}/none", "--json", "--out", str(tmp_path / "r"))
+    # The upload fails, the failure and the stage's own error are reported, nothing is left behind.
     assert proc.returncode == 1
     out = json.loads(proc.stdout)
     assert out["outcome"] == "failed" and out["stages"]["upl"]["status"] == "failed"
+    assert out["upload_sinks"] == []
+    assert out["stages"]["upl"]["reason"].startswith("exit status 1: ")
+    assert out["stages"]["upl"]["reason"] != "exit status 1: "
     assert out["stages"]["upl"]["ready_s"] == pytest.approx(0.86)  # network-online.target at 8.6 s x 0.1
     stages = pd.read_csv(tmp_path / "r" / "stages.csv")
     assert list(stages["stage"]) == ["cap", "upl"]
