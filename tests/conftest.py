@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from shoal.mpi import discover
+from shoal.mpi import build, discover
 
 
 def _find(kind: str):
@@ -29,9 +29,14 @@ def any_mpi(request):
     return _find(request.param)
 
 
+#: Native builds persist across test sessions in the user's own shoal cache. A build's
+#: key holds the MPI's identity and a hash of its sources and flags, and each build
+#: renames a finished file into place, so sessions running at once share it safely.
+NATIVE_CACHE = str(build.cache_root())
+
+
 @pytest.fixture(autouse=True)
 def _isolated_cache(tmp_path_factory, monkeypatch):
-    """Runs go to a temporary directory; native builds share one cache per session."""
-    cache = tmp_path_factory.getbasetemp() / "shoal-cache"
-    monkeypatch.setenv("SHOAL_CACHE", str(cache))
+    """Runs go to a temporary directory; native builds go to the persistent cache."""
+    monkeypatch.setenv("SHOAL_CACHE", NATIVE_CACHE)
     monkeypatch.setenv("SHOAL_RUNS", str(tmp_path_factory.getbasetemp() / "runs"))
