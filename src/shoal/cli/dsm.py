@@ -141,14 +141,14 @@ def _plan(args) -> _RunPlan:
                              f"{' or '.join(fitting) or 'no preset'}")
         placement.check_fits(chosen, ranks)
     plan = _RunPlan(extra, mode, ranks, chosen)
-    if args.emulate or args.cluster:
-        from shoal import cluster as clusters
+    from shoal.execute.where import Where
 
-        plan.where = clusters.open(emulate=args.emulate, link=args.link, inventory=args.cluster,
-                                   dilation=args.dilation)
+    where = Where(mpi=args.mpi, emulate=args.emulate, link=args.link, cluster=args.cluster,
+                  dilation=args.dilation)
+    where.validate()
+    if where.on_cluster:
+        plan.where = where.open()
         plan.blocks = placement.on_nodes(chosen, ranks, [n.name for n in plan.where.nodes])
-    elif args.link or args.dilation:
-        raise ShoalError("--link and --dilation apply to a cluster: add --emulate SPEC")
     return plan
 
 

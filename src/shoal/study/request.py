@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from shoal.errors import ShoalError
+from shoal.execute.where import Where
 
 SUITES = ("mpbench", "imb", "mpbench,imb", "none")
 DEFAULT_SIZES = "8,128,2K,32K,512K"
@@ -55,11 +56,7 @@ class StudyRequest:
     def validate(self) -> None:
         if self.suite not in SUITES:
             raise ShoalError(f"--suite {self.suite}: choose mpbench, imb or mpbench,imb")
-        if self.emulate and self.cluster:
-            raise ShoalError("give either --emulate or --cluster FILE, not both")
-        if self.link and not self.emulate:
-            raise ShoalError("--link sets the link of emulated devices and needs --emulate SPEC; "
-                             "an inventory's links are set in its file")
+        self.where().validate()
         if not (self.emulate or self.cluster):
             raise ShoalError("a study needs devices: --emulate 4xminnowboard or --cluster FILE")
         if self.suite == "none" and not self.workloads:
@@ -84,6 +81,11 @@ class StudyRequest:
         if self.reference != "none" and self.reference != "host" and self.cluster:
             raise ShoalError(f"--reference {self.reference}: an emulated reference needs an emulated "
                              "cluster; with --cluster use --reference host or none")
+
+    def where(self) -> Where:
+        """The devices' side of the study (its reference and power are checked by its plans)."""
+        return Where(mpi=self.mpi, emulate=self.emulate, cluster=self.cluster, link=self.link,
+                     nodes=self.nodes, dilation=self.dilation)
 
     @property
     def workload_list(self) -> list[str]:

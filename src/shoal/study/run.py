@@ -19,7 +19,9 @@ from pathlib import Path
 from shoal import hostfacts
 from shoal import cluster as clusters
 from shoal.bench import runner
-from shoal.bench.runner import BenchRequest, Placement, Plan
+from shoal.bench.runner import BenchRequest, Plan
+from shoal.execute.meter import energy_meter
+from shoal.execute.placement import Placement
 from shoal.bench.sweep import Events, Options
 from shoal.errors import ShoalError
 from shoal.runs.store import Run
@@ -140,13 +142,13 @@ def measure(run: Run, study: StudyPlan, events: Events | None = None,
         described = run.manifest.get("clusters", {})
         described[study.cluster_label] = where.describe()
         run.update_manifest(clusters=described)
-        with runner.energy_meter(first, where, run) as meter, where.slack_monitor() as slack:
+        with energy_meter(first, where, run) as meter, where.slack_monitor() as slack:
             workloads.measure(run, study.work.cluster, where, meter, work_events)
             for p in cluster_plans:
                 runner.measure_in(run, p, where, meter, slack, events)
     if local_plans or study.work.local:
         first = (local_plans or study.work.local)[0].request
-        with clusters.open() as where, runner.energy_meter(first, where, run) as meter:
+        with clusters.open() as where, energy_meter(first, where, run) as meter:
             workloads.measure(run, study.work.local, where, meter, work_events)
             for p in local_plans:
                 runner.measure_in(run, p, where, meter, None, events)

@@ -14,7 +14,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from shoal.bench.runner import Placement
+from shoal.execute.placement import Placement
 from shoal.runs.store import Run
 from shoal.work import runner as work_runner
 

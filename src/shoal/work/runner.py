@@ -3,7 +3,7 @@
 One launch of the workload program per repetition and rank (or node)
 count; the program prints one ``result`` record (JSON) that becomes one
 row of ``results.csv``, with the energy of the run's timed part when power
-is measured. Where ranks run comes from shoal.cluster, as for
+is measured. Where ranks run comes from shoal.execute, as for
 ``shoal bench``; the timing, the build cache and the run store are the
 benchmark suite's.
 """
@@ -16,11 +16,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from shoal import cluster as clusters
 from shoal import hostfacts, proc
-from shoal.bench.runner import (Placement, Where, check_ranks, config_placements, energy_meter,
-                                still_ready, transport_env, wait_mode, wait_setup)
 from shoal.errors import ShoalError
+from shoal.execute.lifecycle import still_ready, transport_env
+from shoal.execute.meter import energy_meter
+from shoal.execute.placement import Placement, check_ranks, config_placements
+from shoal.execute.waiting import wait_mode, wait_setup
+from shoal.execute.where import Where
 from shoal.mpi import build, discover
 from shoal.mpi.launch import Job
 from shoal.cluster import dilation
@@ -82,32 +84,17 @@ class Events:
 def plan(request: WorkRequest, placements: list[Placement] | None = None) -> Plan:
     """Check the request and build the program, before anything is started
     (``placements``: where to run, instead of the request's rank or node counts)."""
-    if request.emulate and request.cluster:
-        raise ShoalError("give either --emulate or --cluster FILE, not both")
     if request.on_cluster and request.ranks != [1]:
         raise ShoalError("--ranks is for this machine; on a cluster use --nodes and --ranks-per-node")
-    if request.nodes and not request.on_cluster:
-        raise ShoalError("--nodes needs a cluster: add --emulate 4xminnowboard or --cluster FILE")
     if request.reps < 1:
         raise ShoalError(f"--reps must be at least 1, got {request.reps}")
-    if request.ranks_per_node < 1:
-        raise ShoalError(f"--ranks-per-node must be at least 1, got {request.ranks_per_node}")
     if not request.ranks or min(request.ranks) < 1:
         raise ShoalError("--ranks must list positive rank counts, e.g. 1..4 or 1,2,4")
     if request.aes not in ("auto", "openssl", "software"):
         raise ShoalError(f"--aes must be auto, openssl or software, not {request.aes!r}")
     if request.timeout_s <= 0:
         raise ShoalError(f"--timeout must be positive, got {request.timeout_s}")
-    if request.dilation is not None and not request.emulate:
-        raise ShoalError("--dilation applies to emulated clusters: add --emulate SPEC")
-    if request.power:
-        from shoal.power import spec
-
-        spec.parse(request.power)
-    if request.wait:
-        from shoal.wait import parse_mode
-
-        parse_mode(request.wait)
+    request.validate()
     placements = placements or config_placements(request, every_count=True)
     mpi = discover.resolve(request.mpi)
     program = build.build("work", mpi)
@@ -129,10 +116,7 @@ def _aes_choice(request: WorkRequest) -> tuple[str, str]:
         return request.aes, "asked for with --aes"
     if not request.on_cluster:
         return "auto", "this machine: OpenSSL's libcrypto if it loads, else software"
-    from shoal.cluster import inventory
-
-    inv = (inventory.from_emulate(request.emulate, request.link) if request.emulate
-           else inventory.load(request.cluster))
+    inv = request.inventory()
     without = sorted({n.profile.name for n in inv.nodes if n.profile.aes_instructions is False})
     if without:
         return "software", f"profile(s) {', '.join(without)} have no AES instructions"
@@ -163,8 +147,7 @@ def execute(run: Run, the_plan: Plan, events: Events | None = None) -> Run:
     """
     events = events or Events()
     request = the_plan.request
-    with clusters.open(emulate=request.emulate, link=request.link, inventory=request.cluster,
-                       dilation=request.dilation) as where:
+    with request.open() as where:
         where.check_ready(the_plan.mpi, str(the_plan.program))
         run.update_manifest(clusters={request.config_label: where.describe()})
         with energy_meter(request, where, run) as meter:

@@ -1,4 +1,4 @@
-"""Energy per benchmark point: one power session per node, summed per configuration.
+"""Energy of any run's jobs: one power session per node, summed per configuration.
 
 Where the power comes from, the cluster says (``Cluster.node_power``):
 
@@ -20,12 +20,16 @@ import contextlib
 import shlex
 import sys
 import threading
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 from shoal import proc
+from shoal.errors import ShoalError
 from shoal.power import COLUMNS, open_session
 from shoal.power.session import Session
 from shoal.runs.store import Run
+
+if TYPE_CHECKING:
+    from shoal.execute.where import Where
 
 DEFAULT_RATE_HZ = 10.0
 # Sessions of what every configuration shares (an emulated cluster's switch) are named so.
@@ -115,6 +119,35 @@ class Meter:
 
 def _is_part(session: Session, key: str) -> bool:
     return any(ch.key == key and ch.part_of for ch in session.channels)
+
+
+def check_power(request: "Where") -> None:
+    """Open the named power sources once (then close them): a missing sensor or a meter
+    that does not answer is refused before the run starts, not found during it."""
+    from shoal.power import spec
+
+    items = spec.parse(request.power)
+    if request.named_emulated:
+        if request.power not in ("auto", "model"):
+            raise ShoalError(f"--power {request.power}: emulated devices have no sensors of their "
+                             "own; use --power model (each device's profile, driven by its CPU use)")
+        return
+    if request.on_cluster:
+        return  # the sources are on the hosts; their samplers report what they find
+    sources, _ = spec.build(items)
+    for source in sources:
+        source.close()
+
+
+@contextlib.contextmanager
+def energy_meter(request: Any, where: Any, run: Run) -> Iterator[Meter | None]:
+    """A power meter for the request's runs (``power``, ``idle_s``), or None when
+    power is not asked for."""
+    if not request.power:
+        yield None
+        return
+    with open_meter(request.power, where, run, idle_s=request.idle_s) as meter:
+        yield meter
 
 
 @contextlib.contextmanager

@@ -1,0 +1,146 @@
+"""Where a request's ranks run: one tagged description and the one check of it.
+
+``Where`` is saved in the manifests of bench and work runs (its fields flat,
+so older runs resume); its ``kind`` is the tag:
+
+- ``local``: this machine, ranks counted with ``--ranks``;
+- ``emulated``: devices emulated here from a shorthand (``--emulate 4xminnowboard``);
+- ``inventory``: the nodes of an inventory file (``--cluster FILE``), emulated
+  here when its mode is "emulated", else real hosts over ssh or Slurm;
+- ``attached``: an emulated cluster already up (``shoal cluster up``).
+
+``validate()`` is the one set of rules for these options, used by bench,
+work, study and dsm before anything is started.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from shoal.errors import ShoalError
+from shoal.inputs import ranklimit
+
+if TYPE_CHECKING:
+    from shoal.cluster.inventory import Inventory
+    from shoal.cluster.session import Cluster
+
+KINDS = ("local", "emulated", "inventory", "attached")
+
+
+@dataclass(kw_only=True)
+class Where:
+    """Where a request's ranks run, with which MPI, and what measures their energy."""
+
+    mpi: str | None = None
+    # An emulated cluster ("4xminnowboard"), an inventory file, an emulated cluster
+    # already up, or none of them (this machine).
+    emulate: str | None = None
+    link: str | None = None
+    cluster: str | None = None
+    attach: str | None = None
+    nodes: str | None = None
+    ranks_per_node: int = 1
+    # Energy: a power source spec (see shoal.power), and seconds of idle baseline before the run.
+    power: str | None = None
+    idle_s: float = 0.0
+    # libshoalwait mode the ranks run under (None: not loaded).
+    wait: str | None = None
+    # Emulated clusters: how many times slower than real time (None: chosen to fit the host).
+    dilation: float | None = None
+    # Ranks per CPU (per device core on a cluster) at most; see shoal.inputs.ranklimit.
+    oversubscribe: float = ranklimit.DEFAULT_OVERSUBSCRIBE
+
+    @property
+    def kind(self) -> str:
+        """The tag: local, emulated, inventory or attached (the first given, as validate() checks)."""
+        if self.emulate:
+            return "emulated"
+        if self.cluster:
+            return "inventory"
+        if self.attach:
+            return "attached"
+        return "local"
+
+    @property
+    def on_cluster(self) -> bool:
+        return self.kind != "local"
+
+    @property
+    def config_label(self) -> str:
+        if self.emulate:
+            return self.emulate
+        if self.cluster:
+            return Path(self.cluster).stem
+        if self.attach:
+            return self.attach
+        return "local"
+
+    def inventory(self) -> "Inventory":
+        """The nodes, read from their description (nothing is started)."""
+        from shoal.cluster import inventory
+
+        if self.kind == "emulated":
+            return inventory.from_emulate(self.emulate, self.link)
+        if self.kind == "inventory":
+            return inventory.load(self.cluster)
+        if self.kind == "attached":
+            from shoal.cluster.session import attach
+
+            return attach(self.attach).inventory
+        raise ShoalError("this machine has no inventory; add --emulate SPEC or --cluster FILE")
+
+    @property
+    def named_emulated(self) -> bool:
+        """Emulated devices by their name alone (--emulate, --attach), no file read."""
+        return self.kind in ("emulated", "attached")
+
+    def emulated_here(self) -> bool:
+        """Whether the devices are emulated on this machine (so dilation applies)."""
+        return self.kind in ("emulated", "attached") or (
+            self.kind == "inventory" and self.inventory().mode == "emulated")
+
+    def validate(self) -> None:
+        """Refuse options that do not fit together, before anything is started."""
+        given = [o for o, v in (("--emulate", self.emulate), ("--cluster FILE", self.cluster),
+                                ("--attach", self.attach)) if v]
+        if len(given) > 1:
+            raise ShoalError(f"give either {' or '.join(given)}, not both" if len(given) == 2
+                             else "give only one of --emulate, --cluster FILE or --attach")
+        if self.link and not self.emulate:
+            raise ShoalError("--link sets the link of emulated devices and needs --emulate SPEC; "
+                             "an inventory's links are set in its file")
+        if self.ranks_per_node < 1:
+            raise ShoalError(f"--ranks-per-node must be at least 1, got {self.ranks_per_node}")
+        if self.nodes and not self.on_cluster:
+            raise ShoalError("--nodes needs a cluster: add --emulate 4xminnowboard or --cluster FILE")
+        self._validate_dilation()
+        if self.power:
+            from shoal.execute import meter
+
+            meter.check_power(self)
+        if self.wait:
+            from shoal.wait import parse_mode
+
+            parse_mode(self.wait)
+
+    def _validate_dilation(self) -> None:
+        """Dilation slows devices emulated here; it is set when they come up."""
+        if self.dilation is None:
+            return
+        if self.kind == "local":
+            raise ShoalError("--dilation applies to emulated clusters: add --emulate SPEC")
+        if self.kind == "attached":
+            raise ShoalError("--dilation is set when the cluster comes up ('shoal cluster up "
+                             "--dilation D'), not when attaching to it")
+        if not self.emulated_here():
+            raise ShoalError(f"--dilation applies to emulated clusters; {self.cluster} reaches "
+                             f"real hosts (mode {self.inventory().mode!r}): drop --dilation")
+
+    def open(self, at_once: list[tuple[str, ...]] | None = None) -> "Cluster":
+        """The cluster these ranks run on (a context manager brings emulated devices up and down)."""
+        from shoal import cluster as clusters
+
+        return clusters.open(emulate=self.emulate, link=self.link, inventory=self.cluster,
+                             attach_to=self.attach, dilation=self.dilation, at_once=at_once)
