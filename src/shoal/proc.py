@@ -26,6 +26,7 @@ import contextlib
 import os
 import signal
 import subprocess
+import re
 import threading
 import time
 from dataclasses import dataclass, field
@@ -54,6 +55,13 @@ PACKAGES = {
     "systemd-run": "systemd", "sysctl": "procps",
 }
 _TAIL_LINES = 20
+#: Lines of stderr kept from the start (``Process.stderr_first_errors``): a job's first
+#: complaint (one process's) comes before every other process's reaction to it.
+_HEAD_LINES = 400
+# What an error line says, in any program's words; warnings do not count.
+_ERROR_WORDS = re.compile(r"\b(error|errors|fatal|abort\w*|unreachable|refused|failed|cannot|"
+                          r"killed|segmentation|timed? ?out|no route|not found)\b", re.I)
+_NOISE = re.compile(r"\[[^\]]*\]|0x[0-9a-f]+|\d+", re.I)
 
 
 class ToolMissing(ShoalError):
@@ -159,6 +167,22 @@ class Result:
     def error_line(self, what: str | None = None) -> str:
         """One line saying which command failed, how, and what it last said."""
         return _error_line(what or os.path.basename(self.argv[0]), self.returncode, self.tail())
+
+
+def first_errors(text_lines: Iterable[str], lines: int = 3) -> list[str]:
+    """The first ``lines`` distinct lines that report an error."""
+    seen, found = set(), []
+    for line in text_lines:
+        if not _ERROR_WORDS.search(line) or re.search(r"\bwarning\b", line, re.I):
+            continue
+        key = _NOISE.sub("", line).strip()
+        if key in seen:
+            continue
+        seen.add(key)
+        found.append(line.strip())
+        if len(found) == lines:
+            break
+    return found
 
 
 def _tail_text(text: Any, lines: int) -> str:
@@ -287,6 +311,7 @@ class Process:
     also: Also | None = None
     _seen: set[int] = field(default_factory=set)
     _tail: collections.deque = field(default_factory=lambda: collections.deque(maxlen=_TAIL_LINES))
+    _head: list = field(default_factory=list)
     _pumps: list[threading.Thread] = field(default_factory=list)
     # Popen's pid and streams, for callers that talk to the command.
     pid: int = field(init=False)
@@ -328,6 +353,15 @@ class Process:
     def error_line(self, what: str | None = None) -> str:
         return _error_line(what or os.path.basename(self.argv[0]), self.returncode,
                            self.stderr_tail())
+
+    def stderr_first_errors(self, lines: int = 3) -> str:
+        """The first distinct error lines of stderr (``stderr=TAIL``), joined with ' | '.
+
+        Distinct once stamps, host names and numbers in brackets are left out: a hundred
+        processes reporting the same failure are one line."""
+        for pump in self._pumps:
+            pump.join(timeout=0.5)
+        return " | ".join(first_errors(self._head, lines))
 
     def send_signal(self, signum: int) -> None:
         """Send a signal to every process of the command (e.g. forward SIGINT)."""
@@ -416,6 +450,8 @@ class Process:
                         line = line.decode(errors="replace")
                     if line.strip():
                         self._tail.append(line.strip())
+                        if len(self._head) < _HEAD_LINES:
+                            self._head.append(line.strip())
 
         thread = threading.Thread(target=pump, name="shoal-stderr-tail", daemon=True)
         thread.start()

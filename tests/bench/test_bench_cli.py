@@ -115,6 +115,20 @@ def test_point_that_exceeds_its_timeout_is_recorded_and_sweep_goes_on(tmp_path):
     assert json.loads((out / "manifest.json").read_text())["status"] == "complete-with-failures"
 
 
+def test_crashed_point_keeps_the_first_error_of_a_rank_not_only_the_launchers_last(tmp_path):
+    # Every rank fails in MPI_Init (no such transport): the failure began in a rank, whose
+    # error stack comes first; the launcher's last lines follow.
+    out = tmp_path / "run"
+    proc = shoal("bench", "--mpi", "mpich", "--tests", "imb.Bcast", "--sizes", "64", "--ranks", "2",
+                 "--out", str(out), env={"UCX_TLS": "no-such-transport"})
+    assert proc.returncode == 1
+    detail = pd.read_csv(out / "failures.csv")["detail"][0]
+    first, last = detail.split("; last: ")
+    assert first.startswith("first: ") and "MPI_Init" in first and "No such device" in first
+    assert first.count("Fatal error in internal_Init") == 1  # two ranks said it: kept once
+    assert last
+
+
 @pytest.mark.parametrize("args, expected", [
     (["--tests", "pingpang"], "unknown test 'pingpang'"),
     (["--tests", "allreduce"], "ambiguous"),

@@ -47,6 +47,14 @@ def test_up_down_hostnames_and_nothing_in_root_namespace():
         # Names resolve to the emulated addresses inside a device.
         hosts = emu.run_on("rpi0w1", ["getent", "hosts", "minnowboard2"], check=True).stdout
         assert hosts.split()[0] == record["nodes"]["minnowboard2"]["address"]
+        # Every peer (the head too) is resolved for good in each device's neighbour table:
+        # the kernel's one ARP cache for all namespaces overflowed at 32 devices otherwise.
+        neigh = emu.run_on("rpi0w1", ["ip", "neigh", "show", "dev", "eth0"], check=True).stdout
+        macs = {line.split()[0]: line.split()[2] for line in neigh.splitlines() if "PERMANENT" in line}
+        assert set(macs) == {record["head"]["address"], record["nodes"]["minnowboard1"]["address"],
+                             record["nodes"]["minnowboard2"]["address"]}
+        own = emu.run_on("minnowboard2", ["ip", "-o", "link", "show", "eth0"], check=True).stdout
+        assert f"link/ether {macs[record['nodes']['minnowboard2']['address']]} " in own
         # Shaped links at the configured rates: the forwarder's TAP ports, or tc on the veths.
         if record["emulation"]["link_emulator"] == "forwarder":
             details = emu.run_on("rpi0w1", ["ip", "-d", "link", "show", "eth0"],

@@ -178,7 +178,8 @@ class Sweep:
         threading.Thread(target=_pump, args=(process.stdout, lines.put), daemon=True).start()
         finished = 0
         timeout_s = self.options.timeout_s * config.dilation  # dilated: D times longer
-        deadline = time.monotonic() + STARTUP_GRACE_S + timeout_s
+        # Starting MPI runs on the devices' CPUs too: dilated like the points.
+        deadline = time.monotonic() + STARTUP_GRACE_S * config.dilation + timeout_s
         if finished < len(todo):
             self.events.point_started(config, todo[0])
         try:
@@ -191,8 +192,7 @@ class Sweep:
                 if line is None:  # stdout closed: the job ended
                     code = process.wait()
                     if code != 0 and finished < len(todo):
-                        detail = process.stderr_tail() or f"exit status {code}"
-                        return finished, ("crashed", detail)
+                        return finished, ("crashed", _crash_detail(process, code))
                     return finished, None
                 record = _parse(line)
                 if record is None:
@@ -271,6 +271,17 @@ class Sweep:
             "test": point.test, "size_B": point.size_B, "reason": reason, "detail": detail,
         }], columns=records.FAILURE_COLUMNS)
         self.events.point_failed(config, point, f"{reason}: {detail}")
+
+
+def _crash_detail(process: proc.Process, code: int) -> str:
+    """What a crashed job said: the first error lines of any of its processes (the launcher's
+    or a rank's, where the failure began), then the launcher's last lines."""
+    first, last = process.stderr_first_errors(), process.stderr_tail()
+    if first and last and last.endswith(first.rsplit(" | ", 1)[-1]) and first in last:
+        return last
+    parts = [f"first: {first}"] if first else []
+    parts += [f"last: {last}"] if last else []
+    return "; ".join(parts) or f"exit status {code}"
 
 
 def _pump(stream, put: Callable[[Any], None]) -> None:

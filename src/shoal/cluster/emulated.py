@@ -39,6 +39,30 @@ def _address(index: int) -> str:
     return str(SUBNET.network_address + 256 * (index // 250) + index % 250 + 1)
 
 
+def _mac(index: int) -> str:
+    # Locally administered, fixed per index: every namespace knows every peer's address.
+    return f"02:77:00:00:{index >> 8 & 0xff:02x}:{index & 0xff:02x}"
+
+
+# NUD_PERMANENT (linux/neighbour.h).
+_NUD_PERMANENT = 0x80
+
+
+def _static_neighbours(ipr, eth: int, own: int, count: int) -> None:
+    """Every other member's address resolved for good, in this namespace's neighbour table.
+
+    The kernel's ARP cache is one table for all network namespaces, limited by the host's
+    net.ipv4.neigh.default.gc_thresh3 (1024 here): 32 devices whose ranks all connect to each
+    other (UCX's address exchange) need 32 x 33 entries and overflowed it ("neighbor table
+    overflow", then EHOSTUNREACH in MPI_Init). Permanent entries are not counted against
+    that limit, and no ARP broadcast crosses the emulated links.
+    """
+    for peer in range(count):
+        if peer != own:
+            ipr.neigh("replace", dst=_address(peer), lladdr=_mac(peer), ifindex=eth,
+                      state=_NUD_PERMANENT)
+
+
 def _check_privileges() -> None:
     if os.geteuid() != 0:
         raise ShoalError("emulated clusters need root or a user namespace of their own; "
@@ -175,7 +199,8 @@ class EmulatedCluster:
             self._start_forwarder(record, jobs, links)
         else:
             self._veth_switch(jobs)
-        for i, (name, _) in enumerate(jobs[1:]):
+        members = [name for name, _ in jobs[1:]]
+        for i, name in enumerate(members):
             path = str(state.NETNS_DIR / self.netns(name))
             with sysns.in_netns(path):
                 _disable_ipv6()
@@ -183,8 +208,10 @@ class EmulatedCluster:
             with ipr:
                 ipr.link("set", index=ipr.link_lookup(ifname="lo")[0], state="up")
                 eth = ipr.link_lookup(ifname="eth0")[0]
+                ipr.link("set", index=eth, address=_mac(i))
                 ipr.addr("add", index=eth, address=_address(i), prefixlen=SUBNET.prefixlen)
                 ipr.link("set", index=eth, state="up")
+                _static_neighbours(ipr, eth, i, len(members))
 
         if emulator == "forwarder":
             self._compensate_host_latency(record, links, layout)
