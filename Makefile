@@ -1,8 +1,10 @@
 # The two commands a user needs are `make study` and `make test`; both set up first.
+# `make test-fast` is the developer's check before a commit: the tests that launch no MPI
+# ranks, build no namespaces and need no root (markers: tests/conftest.py).
 VENV := .venv
 STAMP := $(VENV)/.shoal-setup
 
-.PHONY: setup study test clean
+.PHONY: setup study test test-fast clean
 
 setup: $(STAMP)
 
@@ -14,6 +16,9 @@ study: setup
 
 test: setup
 	$(VENV)/bin/python -m pytest
+
+test-fast: setup
+	$(VENV)/bin/python -m pytest -q -m "not mpi and not netns and not root"
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info

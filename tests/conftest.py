@@ -1,6 +1,16 @@
-"""Shared fixtures: the MPIs every integration test runs under."""
+"""Shared fixtures: the MPIs every integration test runs under, and what each test needs.
+
+A test that launches MPI ranks is marked ``mpi``, one that builds network namespaces
+``netns``, one that runs only as root ``root`` (registered in pyproject.toml). Marks
+come from the test's fixtures and from ``NEEDS`` below, by file or by test; `make
+test-fast` runs what has none of them. Every session checks the marks it can see:
+an unmarked test that launches ranks or brings emulated devices up in this process
+fails and says where to mark it.
+"""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 
@@ -40,3 +50,82 @@ def _isolated_cache(tmp_path_factory, monkeypatch):
     """Runs go to a temporary directory; native builds go to the persistent cache."""
     monkeypatch.setenv("SHOAL_CACHE", NATIVE_CACHE)
     monkeypatch.setenv("SHOAL_RUNS", str(tmp_path_factory.getbasetemp() / "runs"))
+
+
+TESTS = Path(__file__).resolve().parent
+# Fixtures that give a test an MPI to launch.
+MPI_FIXTURES = {"mpich", "openmpi", "any_mpi", "work_programs"}
+# By file (relative to tests/) or by test (file::name, the parameters left out).
+NEEDS: dict[str, tuple[str, ...]] = {
+    "native/": ("mpi",),
+    "wait/": ("mpi",),
+    "user/": ("mpi", "netns"),
+    "bench/test_bench_cli.py": ("mpi",),
+    "bench/test_bench_cluster.py": ("mpi", "netns"),
+    "cluster/test_concurrent.py": ("mpi", "netns"),
+    "cluster/test_dilation.py": ("mpi", "netns"),
+    "cluster/test_emulated.py": ("mpi", "netns"),
+    "cluster/test_host_loss.py": ("mpi", "netns"),
+    "cluster/test_kill_points.py": ("mpi", "netns"),
+    "cluster/test_linkemu.py": ("mpi", "netns"),
+    "cluster/test_userns.py": ("mpi", "netns"),
+    "cluster/test_inventory.py::test_cli_bad_inventory_is_one_line": ("netns",),
+    "dsm/test_apps.py": ("mpi",),
+    "dsm/test_cli.py": ("mpi",),
+    "dsm/test_library.py": ("mpi",),
+    "dsm/test_cluster_runs.py": ("mpi", "netns"),
+    "study/test_study.py": ("mpi", "netns"),
+    "work/test_work_cli.py": ("mpi",),
+    "power/test_httpmeter.py::test_a_named_meter_that_does_not_answer_is_refused_before_the_run": ("mpi",),
+    "power/test_httpmeter.py::test_a_meter_that_fails_mid_sweep_is_a_warning_and_in_the_manifest": ("mpi",),
+    "pallex/test_unprivileged.py": ("netns",),
+    "pallex/test_upload_sink.py": ("netns",),
+    "test_faults.py": ("mpi", "netns"),
+    "test_job_stop.py": ("mpi", "netns"),
+    "test_mpi_kinds.py::test_a_new_mpi_is_one_module": ("mpi",),
+    "test_run_signals.py": ("mpi",),
+    "test_user_tests_as_uid_65534.py": ("mpi", "netns"),
+}
+
+
+def _needs(item: pytest.Item) -> set[str]:
+    path = Path(str(item.fspath)).resolve().relative_to(TESTS).as_posix()
+    name = item.name.split("[")[0]
+    found = {"mpi"} if MPI_FIXTURES & set(item.fixturenames) else set()
+    # A test skipped unless root says so in its reason.
+    if any("root" in str(m.kwargs.get("reason", "")) for m in item.iter_markers("skipif")):
+        found.add("root")
+    for key in (path, f"{path}::{name}"):
+        found.update(NEEDS.get(key, ()))
+    for prefix, marks in NEEDS.items():
+        if prefix.endswith("/") and path.startswith(prefix):
+            found.update(marks)
+    return found
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        for mark in sorted(_needs(item)):
+            item.add_marker(mark)
+
+
+def _unmarked(what: str, mark: str, item: pytest.Item):
+    def refuse(*args, **kwargs):
+        pytest.fail(f"{item.nodeid} {what} but is not marked {mark!r}: add it to NEEDS in "
+                    "tests/conftest.py", pytrace=False)
+    return refuse
+
+
+@pytest.fixture(autouse=True)
+def _marks_hold(request, monkeypatch):
+    """An unmarked test may not launch ranks or bring emulated devices up (in this process)."""
+    marks = {m.name for m in request.node.iter_markers()}
+    if "mpi" not in marks:
+        from shoal.mpi import launch
+
+        monkeypatch.setattr(launch.Job, "command", _unmarked("launches MPI ranks", "mpi", request.node))
+    if "netns" not in marks:
+        from shoal.cluster import emulated
+
+        monkeypatch.setattr(emulated.EmulatedCluster, "up",
+                            _unmarked("brings emulated devices up", "netns", request.node))
