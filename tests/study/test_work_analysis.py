@@ -9,8 +9,9 @@ import pandas as pd
 import pytest
 
 from shoal.study import analysis, work_analysis
+from shoal.study.workloads import CONVERGED, MORE, OUT_OF_REPS, OUT_OF_TIME, Precision
 
-DEVICE = {"name": "board", "idle_W": 2.5, "busy_W": 5.0}  # k = 0.5
+DEVICE = {"name": "board", "idle_W": 2.5, "busy_W": 5.0, "cores": 2}  # k = 0.5
 LABEL = "6xboard"
 
 
@@ -32,6 +33,7 @@ def _rows(f: float, switch_W: float, serial_share: float | None = None, nodes=ra
             rows.append({"config": LABEL, "nodes": n, "ranks": 2 * n, "workload": workload, "size": "X",
                          "unit": "pixel", "rep": rep, "time_s": t, "serial_s": share * t, "comm_s": 0.0,
                          "work": 1e6, "energy_J": energy, "energy_net_J": energy - idle * t,
+                         "idle_power_W": idle, "dilation": 1.0,
                          "power_mean_W": energy / t, "shared_power_W": switch_W, "check": "off",
                          "point_id": f"{LABEL}/{n}/{2 * n}/{workload}/X/{rep}", "data_B": data_B or ""})
     return pd.DataFrame(rows)
@@ -45,11 +47,18 @@ def test_n_star_is_recovered_with_its_range_and_switch_sensitivity():
     assert out["fit"]["f"] == pytest.approx(f, abs=0.005)
     assert out["fit"]["r2_perf"] > 0.99 and out["fit"]["describes"]
     assert out["n_star"] == pytest.approx(expected, rel=0.05)
-    lo, hi = out["n_star_range"]
+    lo, hi = out["n_star_range_se"]
     assert lo <= out["n_star"] <= hi
+    # The bootstrap interval (f refitted to resampled repetitions) holds the fitted n*.
+    boot = out["conditions"]["sleeping"]["n_star"]
+    assert boot["resamples"] == 400 and boot["lo"] <= out["n_star"] <= boot["hi"]
+    assert boot["hi"] < 2 * expected
     # Measured and predicted best agree (E(n) is least at n = 4 for these inputs).
-    assert out["n_best_measured"] == 4 and out["optimum"]["n_best_efficiency"] == 4
-    assert "best perf/W at n = 4" in out["verdict"]
+    assert out["n_best_measured"] == 4
+    assert "best measured perf/W at n = 4" in out["verdict"]
+    # Spinning, a waiting device draws busy watts (k = 1): n* = sqrt(c f / (1 - f)), smaller.
+    spin = out["conditions"]["spinning"]["n_star"]
+    assert spin["value"] == pytest.approx(math.sqrt(c * f / (1 - f)), rel=0.05)
     # n* grows as the square root of the switch's watts, and is 1 without a switch.
     by_watts = {s["switch_W"]: s["n_star"] for s in out["n_star_by_switch_W"]}
     assert by_watts[0.0] == 1.0
@@ -60,7 +69,7 @@ def test_n_star_is_recovered_with_its_range_and_switch_sensitivity():
 def test_without_shared_power_the_answer_is_one_device_and_why():
     out = work_analysis.analyse_one(_rows(0.95, 0.0), LABEL, "reference", DEVICE)
     assert out["c"] == 0 and out["n_star"] == 1.0
-    assert out["n_best_measured"] == 1 and out["optimum"]["n_best_efficiency"] == 1
+    assert out["n_best_measured"] == 1
     assert "best perf/W at n = 1" in out["verdict"] and "no power is shared" in out["verdict"]
 
 
@@ -85,8 +94,64 @@ def test_a_combined_optimum_uses_only_workloads_the_model_describes():
         "profiles": {"board": DEVICE}, "nodes": [{"profile": "board"}] * 6}}}
     section = work_analysis.analyse(frame, manifest, LABEL, "reference")
     assert [w["workload"] for w in section["workloads"]] == ["raytrace", "msa", "is"]
-    assert set(section["overall"]["members"]) == {"raytrace X", "msa X"}
-    assert section["overall"]["status"] == "ok"
+    mix = section["combined"]["sleeping"]
+    assert set(mix.weights) == {"raytrace X", "msa X"} and mix.weights["msa X"] == pytest.approx(0.5)
+    assert mix.left_out["is X"].startswith("does not scale")
+    # n*_mix lies between the members' own n* (3.90 for f = 0.95, 2.68 for f = 0.9).
+    assert 2.68 < mix.n_star.value < 3.90 and mix.n_star.lo <= mix.n_star.value <= mix.n_star.hi
+    head = section["headline"]["sleeping"]
+    assert head.size == 3 and not head.at_least and head.size == mix.best_measured
+    assert head.text.startswith("sleeping (libshoalwait): best perf/W at 3 device(s) of 1..6 measured")
+    # Every row behind the headline is a row of the table.
+    assert head.rows and set(head.rows) <= set(frame["point_id"])
+
+
+def test_weights_pull_the_combined_answer_toward_the_heavier_workload():
+    frame = pd.concat([_rows(0.95, 2.0), _rows(0.9, 2.0, workload="msa")])
+    manifest = {"reference": "none", "clusters": {LABEL: {
+        "profiles": {"board": DEVICE}, "nodes": [{"profile": "board"}] * 6}}}
+    even = work_analysis.analyse(frame, manifest, LABEL, "reference")["combined"]["sleeping"]
+    msa = work_analysis.analyse(frame, manifest, LABEL, "reference",
+                                {"raytrace": 0.1, "msa": 0.9})["combined"]["sleeping"]
+    assert msa.n_star.value < even.n_star.value
+    only = work_analysis.analyse(frame, manifest, LABEL, "reference",
+                                 {"raytrace": 0.0, "msa": 1.0})["combined"]["sleeping"]
+    assert only.left_out == {"raytrace X": "weight 0 in --mix"}
+    assert only.n_star.value == pytest.approx(math.sqrt(0.4 * 0.9 / (0.5 * 0.1)), rel=0.05)
+
+
+def test_an_optimum_beyond_the_measured_sizes_is_reported_as_at_least_n():
+    # f = 0.99 with a 4 W switch: n* = sqrt(0.8 * 0.99 / (0.5 * 0.01)) = 12.6 on 1..4 measured.
+    frame = _rows(0.99, 4.0, nodes=range(1, 5))
+    manifest = {"reference": "none", "clusters": {"4xboard": {
+        "profiles": {"board": DEVICE}, "nodes": [{"profile": "board"}] * 4}}}
+    frame["config"] = "4xboard"
+    head = work_analysis.analyse(frame, manifest, "4xboard", "reference")["headline"]["sleeping"]
+    assert head.at_least and head.size == 4 and head.largest_measured == 4
+    assert head.text.startswith("sleeping (libshoalwait): ≥ 4 devices: perf/W still rising at N = 4 (measured")
+    assert "model suggests ~12" in head.text and head.rising_by > 0
+    assert "recommended" not in head.text
+
+
+def test_spinning_charges_every_core_that_holds_a_rank_at_busy_watts():
+    out = work_analysis.analyse_one(_rows(0.9, 2.0), LABEL, "reference", DEVICE)
+    for p in out["cluster"]:
+        # Two ranks on each two-core device: busy watts on every device, plus the switch.
+        assert p["power_spin_W"] == pytest.approx(p["nodes"] * 5.0 + 2.0)
+        assert p["energy_spin_J"] == pytest.approx(p["power_spin_W"] * p["time_median_s"])
+        assert p["energy_saved"] == pytest.approx(1 - p["energy_J"] / p["energy_spin_J"])
+    # With one device nothing waits; with six, five wait through the serial part.
+    assert out["cluster"][0]["energy_saved"] == pytest.approx(0.0, abs=1e-9)
+    assert out["cluster"][-1]["energy_saved"] > 0.1
+
+
+def test_a_point_repeats_until_its_median_is_known_or_its_budget_is_spent():
+    precision = Precision(ci=0.03, min_reps=6, max_reps=12, budget_s=30.0)
+    assert precision.state([1.0] * 5, 5.0) == MORE           # five cannot bound the median at 95 %
+    assert precision.state([1.0, 1.01] * 3, 6.0) == CONVERGED
+    assert precision.state([1.0, 1.3] * 3, 6.0) == MORE      # +-15 %: repeat
+    assert precision.state([1.0, 1.3] * 6, 12.0) == OUT_OF_REPS
+    assert precision.state([10.0, 13.0] * 3, 69.0) == OUT_OF_TIME
 
 
 def test_offload_uses_what_a_stream_workload_measured():

@@ -103,10 +103,35 @@ def test_emulated_device_cpu_is_limited_to_its_profile_where_a_cgroup_allows(tmp
 def test_study_runs_without_root(tmp_path):
     out = tmp_path / "study"
     proc = _shoal(tmp_path, "study", "--emulate", "2xminnowboard", "--nodes", "1..2", "--sizes", "8",
-                  "--time-budget", "20", "--out", str(out))
+                  "--time-budget", "20", "--work-reps", "3", "--out", str(out))
     assert proc.returncode == 0, proc.stderr
     assert (out / "report" / "report.html").is_file()
     assert "emulated clusters need root" not in proc.stderr
+
+
+def test_an_interrupted_study_resumes_without_root_and_keeps_what_it_measured(tmp_path):
+    out = tmp_path / "study"
+    args = ["--emulate", "2xminnowboard", "--nodes", "1..2", "--suite", "none", "--workloads", "ep",
+            "--work-size", "ep=M18", "--work-reps", "3"]
+    proc = _shoal(tmp_path, "study", *args, "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    # Interrupted after its first round: the later repetitions are missing, the run says so.
+    work = pd.read_csv(out / "work.csv")
+    assert len(work) == 3 * 3   # (2 node counts + the reference) x 3 repetitions
+    kept = work[work["rep"] == 0]
+    kept.to_csv(out / "work.csv", index=False)
+    manifest = json.loads((out / "manifest.json").read_text())
+    (out / "manifest.json").write_text(json.dumps({**manifest, "status": "interrupted"}))
+    # The saved request is what --resume follows: it emulates, so it enters a user namespace.
+    proc = _shoal(tmp_path, "study", "--resume", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert "need root" not in proc.stderr
+    again = pd.read_csv(out / "work.csv")
+    assert len(again) == 3 * 3 and sorted(again["rep"]) == sorted(work["rep"])
+    # The first round's rows are kept as they were, not measured again.
+    pd.testing.assert_frame_equal(again[again["rep"] == 0].reset_index(drop=True), kept.reset_index(drop=True))
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["status"] == "complete" and manifest["resumed"] == 1
 
 
 def test_cluster_up_is_seen_by_status_used_by_attach_and_removed_by_down(tmp_path):

@@ -6,9 +6,11 @@ import argparse
 import sys
 
 from shoal.inputs import options as typed
+from shoal.inputs.grammar import Bounds
 from shoal.mpi import kinds
 from shoal.errors import ShoalError
-from shoal.study.request import DEFAULT_WORKLOADS, WORK_REPS, StudyRequest
+from shoal.study import request as defaults
+from shoal.study.request import StudyRequest, parse_mix
 
 ORDER = 5
 
@@ -22,33 +24,47 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "and write one report. With no arguments: 4 emulated MinnowBoard MAX against an "
                     "emulated NUC, as in the thesis.")
     p.add_argument("--emulate", type=typed.text, default=None, metavar="SPEC",
-                   help="emulated devices (default 4xminnowboard)")
+                   help=f"emulated devices (default {defaults.DEFAULT_EMULATE})")
     p.add_argument("--cluster", type=typed.text, default=None, metavar="FILE", help="inventory of real devices instead")
     p.add_argument("--link", type=typed.text, default=None, help="link of emulated devices (default: the profile's)")
     p.add_argument("--reference", type=typed.text, default=None,
-                   help="traditional system: a device profile to emulate (default nuc), host, or none")
+                   help=f"traditional system: a device profile to emulate (default {defaults.DEFAULT_REFERENCE}; "
+                        "host with --cluster), host, or none")
     p.add_argument("--dilation", type=typed.typed(_dilation, name="dilation"), default=None,
                    metavar="D",
                    help="run the emulated devices (reference included) D times slower than real "
                         "time; default: the smallest whole D at which they fit this host")
     p.add_argument("--nodes", default=None, type=typed.COUNTS_TEXT, help="node counts (default 1..N)")
     p.add_argument("--workloads", type=typed.text, default=None, metavar="NAMES",
-                   help=f"workloads timed at every node count (default {DEFAULT_WORKLOADS}; "
+                   help=f"workloads timed at every node count (default {defaults.DEFAULT_WORKLOADS}; "
                         "'none' for the benchmarks alone); see shoal work --list")
     p.add_argument("--work-size", action="append", default=[], type=typed.text, metavar="NAME=SIZES",
                    help="a workload's size, or several separated by commas to see the optimum move "
                         "with the problem (e.g. msa=S40-L150,S80-L150); repeatable")
     p.add_argument("--work-reps", type=typed.whole(1, 1000), default=None, metavar="N",
-                   help=f"repetitions of each workload at each node count (default {WORK_REPS})")
-    p.add_argument("--suite", type=typed.text, default="mpbench",
-                   help="benchmarks measured after the workloads: mpbench (default), imb, "
-                        "mpbench,imb or none")
+                   help="most repetitions of a workload at one node count (default "
+                        f"{defaults.WORK_REPS}); it repeats until its median time is known to --ci")
+    p.add_argument("--ci", type=typed.number(Bounds(0, 1, lo_open=True, hi_open=True)), default=None,
+                   metavar="FRACTION",
+                   help="stop repeating a workload point once the 95%% CI of its median time is within "
+                        f"this fraction of the median (default {defaults.CI:g}); flagged when its "
+                        "repetitions or time run out first")
+    p.add_argument("--mix", type=typed.typed(parse_mix, name="mix"), default=None, metavar="NAME=W,...",
+                   help="weights of the workloads in the combined answer (default: equal), "
+                        "e.g. raytrace=2,msa=1")
+    p.add_argument("--suite", type=typed.text, default=None,
+                   help=f"benchmarks measured after the workloads: {defaults.DEFAULT_SUITE} (default), "
+                        "imb, mpbench,imb or none")
     p.add_argument("--sizes", default=None, type=typed.SIZES, help="message sizes (default 8,128,2K,32K,512K)")
-    p.add_argument("--quick", action="store_true", help="three sizes and a 90 s budget")
+    p.add_argument("--quick", action="store_true", default=None,
+                   help=f"three sizes and a {defaults.QUICK_TIME_BUDGET_S:g} s budget")
     p.add_argument("--time-budget", type=typed.SECONDS_NUMBER, default=None, metavar="SECONDS",
-                   help="measuring time to aim for (default 150, quick 90); sets each point's budget")
+                   help=f"measuring time of the benchmarks (default {defaults.TIME_BUDGET_S:g}, quick "
+                        f"{defaults.QUICK_TIME_BUDGET_S:g}; {defaults.BENCH_BUDGET_WITH_WORK_S:g} "
+                        "after workloads); sets each point's budget")
     p.add_argument("--mpi", type=typed.text, default=None, help=kinds.choices_help())
-    p.add_argument("--power", default="auto", type=typed.POWER_SPEC, help="power source on real hosts and 'host' (default auto)")
+    p.add_argument("--power", default=None, type=typed.POWER_SPEC,
+                   help=f"power source on real hosts and 'host' (default {defaults.DEFAULT_POWER})")
     p.add_argument("--data-rate", default=None, type=typed.RATE, metavar="BYTES_PER_S",
                    help="data stream produced at the devices, for the offload decision (e.g. 1M)")
     p.add_argument("--uplink", type=typed.text, default=None, help="uplink to the datacenter: docsis2, ethernet, wifi, lte")
@@ -62,8 +78,16 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _emulates(args: argparse.Namespace) -> bool:
     from shoal.cluster import userns
 
-    emulate = args.emulate or (None if args.cluster or args.resume else "4xminnowboard")
-    return userns.builds_emulation(emulate, args.cluster, args.resume)
+    if args.resume and not (args.emulate or args.cluster):
+        # A resumed study emulates what its saved request emulated.
+        from shoal.study import run as study_run
+
+        saved = study_run.saved_request(args.resume)
+        if saved is None:
+            return False  # the command itself says what is wrong with the directory
+        return userns.builds_emulation(saved.emulate, saved.cluster)
+    request = _request(args)
+    return userns.builds_emulation(request.emulate, request.cluster)
 
 
 def _precheck(args: argparse.Namespace) -> None:
@@ -82,26 +106,12 @@ def _request(args: argparse.Namespace) -> StudyRequest:
         offload["uplink"] = args.uplink
     if args.parallel_fraction is not None:
         offload["parallel_fraction"] = args.parallel_fraction
-    cluster = args.cluster
-    return StudyRequest(
-        emulate=args.emulate or (None if cluster else "4xminnowboard"),
-        cluster=cluster,
-        link=args.link,
-        reference=args.reference or ("host" if cluster else "nuc"),
-        nodes=args.nodes,
-        suite=args.suite,
-        sizes=args.sizes,
-        quick=args.quick,
-        time_budget_s=args.time_budget or (90.0 if args.quick else 150.0),
-        mpi=args.mpi,
-        power=args.power,
-        offload=offload,
-        dilation=args.dilation,
-        workloads="" if args.workloads == "none" else (args.workloads or DEFAULT_WORKLOADS),
-        work_sizes=_work_sizes(args.work_size),
-        work_reps=args.work_reps or WORK_REPS,
-        explicit_budget=args.time_budget is not None,
-    )
+    return StudyRequest.create(
+        emulate=args.emulate, cluster=args.cluster, link=args.link, reference=args.reference,
+        nodes=args.nodes, suite=args.suite, sizes=args.sizes, quick=args.quick,
+        time_budget_s=args.time_budget, mpi=args.mpi, power=args.power, offload=offload,
+        dilation=args.dilation, workloads=args.workloads, work_sizes=_work_sizes(args.work_size),
+        work_reps=args.work_reps, ci=args.ci, mix=args.mix)
 
 
 def _work_sizes(items: list[str]) -> dict[str, str]:
@@ -124,7 +134,7 @@ def run(args: argparse.Namespace) -> int:
         run_dir, study = study_run.resume(args.resume)
     else:
         run_dir, study = study_run.start(_request(args), ["shoal", *sys.argv[1:]], args.out)
-    print(f"shoal study: {study.total_points} points -> {run_dir.path}", file=sys.stderr)
+    print(f"shoal study: at most {study.total_points} points -> {run_dir.path}", file=sys.stderr)
     done = sum(len(run_dir.rows(t)) for t in ("results", "skipped", "work"))
     progress = Progress(study.total_points, done, quiet=False)
     with progress as events:

@@ -46,6 +46,11 @@ def _optimum_text(opt: dict[str, Any] | None) -> str:
         return f"no limit in range: {opt['reason']}{measured}"
     if opt["status"] != "ok":
         return f"cannot tell: {opt['reason']}{measured}"
+    largest = opt.get("n_max_measured")
+    if opt.get("extrapolated") and largest:
+        # Only what was measured is a recommendation; the model's figure stays a suggestion.
+        return (f"≥ {largest}: the model's perf/W is still within {opt['tolerance']:.0%} of its best "
+                f"beyond the measured node counts; model suggests ~{opt['n_recommended']}{measured}")
     text = f"recommended {opt['n_recommended']} node(s)"
     if opt.get("n_recommended_range"):
         lo, hi = opt["n_recommended_range"]
@@ -56,18 +61,40 @@ def _optimum_text(opt: dict[str, Any] | None) -> str:
     return text + measured
 
 
-def _verdict_html(name: str, f: dict[str, Any]) -> str:
+CHOICE = {"local": "process the data locally on the devices",
+          "offload": "ship the data to the datacenter",
+          "neither": "neither option keeps up with the data stream"}
+
+
+def headline_lines(f: dict[str, Any]) -> list[str]:
+    """The first lines of a study's answer (plain text): sizes that were measured."""
+    heads = f.get("headline") or {}
+    if heads:
+        lines = [f"Best cluster size, {h['text'] if isinstance(h, dict) else h.text}"
+                 for h in (heads.get(c) for c in ("sleeping", "spinning")) if h is not None]
+    else:
+        lines = [f"Best cluster size from the benchmarks: {_optimum_text(f['overall_optimum'])}"]
     verdict = f["offload"]["verdict"]
+    lines.append(f"Offload decision at {f['offload']['nodes_used']} device(s) "
+                 f"({f['offload']['nodes_from']}): {CHOICE[verdict['choice']]} — {verdict['reason']}")
+    return lines
+
+
+def _precision_text(f: dict[str, Any]) -> str:
+    p = f.get("precision")
+    if not p or not p.get("points"):
+        return ""
+    return (f"{p['converged']} of {p['points']} workload points reached ±{p['ci_target']:.0%} "
+            f"(95 % CI of the median time); ")
+
+
+def _verdict_html(name: str, f: dict[str, Any]) -> str:
     modelled = "<span class='modelled'>power</span>" if f["modelled_power"] else "power measured"
-    overall = _optimum_text(f.get("workloads_overall") or f["overall_optimum"])
-    choice = {"local": "process the data locally on the devices",
-              "offload": "ship the data to the datacenter",
-              "neither": "neither option keeps up with the data stream"}[verdict["choice"]]
-    return (f"<div class='verdict'><b>{html.escape(name)}</b>: optimal cluster size — "
-            f"{html.escape(overall)}.<br>Offload decision at {f['offload']['nodes_used']} device(s) "
-            f"({html.escape(f['offload']['nodes_from'])}): <b>{choice}</b> — "
-            f"{html.escape(verdict['reason'])}<br><small>{f['measured_points']} measured points, "
-            f"{f['unconverged_points']} did not reach their CI target; {modelled}.</small></div>")
+    lines = "<br>".join(html.escape(line) for line in headline_lines(f))
+    return (f"<div class='verdict'><b>{html.escape(name)}</b>:<br>{lines}<br><small>"
+            f"{html.escape(_precision_text(f))}{f['measured_points']} measured points, "
+            f"{f['unconverged_points']} benchmark points did not reach their CI target; {modelled}."
+            "</small></div>")
 
 
 def _points_table(t: dict[str, Any]) -> str:
@@ -84,11 +111,20 @@ def _points_table(t: dict[str, Any]) -> str:
                      "power": render.watts(p["power_W"]) if math.isfinite(p["power_W"]) else "-",
                      "perf/W": _fmt_ppw(p["perf_per_W"], unit),
                      "vs reference": "-" if not math.isfinite(vs) else f"{vs:.2f}x",
+                     "perf/W spinning": _fmt_ppw(p.get("perf_per_W_spin", math.nan), unit),
+                     "vs reference spinning": _ratio(p.get("perf_per_W_spin"), (ref or {}).get("perf_per_W_spin")),
                      "results row": p["point_id"]})
         flags.append(p.get("power_kind") != "measured")
     return table_html(rows, ["nodes", "ranks", "performance", "converged", "power", "perf/W",
-                             "vs reference", "results row"], modelled={"power", "perf/W", "vs reference"},
+                             "vs reference", "perf/W spinning", "vs reference spinning", "results row"],
+                      modelled={"power", "perf/W", "vs reference", "perf/W spinning", "vs reference spinning"},
                       modelled_rows=flags)
+
+
+def _ratio(a: float | None, b: float | None) -> str:
+    if a is None or b is None or not math.isfinite(a) or not math.isfinite(b) or b <= 0:
+        return "-"
+    return f"{a / b:.2f}x"
 
 
 def _fit_rows(f: dict[str, Any]) -> list[dict[str, Any]]:
@@ -195,9 +231,15 @@ def build(runs: list[Run]) -> tuple[str, str, dict[str, Any]]:
     for n in names:
         rows = [{"configuration": p["config"], "nodes": p["nodes"], "mean power": render.watts(p["power_mean_W"]),
                  "min": render.watts(p["power_min_W"]), "max": render.watts(p["power_max_W"]),
+                 "spinning": render.watts(p["power_spin_W"]) if p.get("power_spin_W") else "-",
                  "kind": p["power_kind"], "points": p["points"]} for p in findings[n]["power"]]
-        power.tables.append(table_html(rows, ["configuration", "nodes", "mean power", "min", "max", "kind",
-                                              "points"], modelled={"mean power", "min", "max"},
+        power.paragraphs.append(
+            "Mean power as measured or modelled (waiting ranks asleep under libshoalwait), and "
+            "<i>spinning</i>: every core holding a rank at busy watts for the whole point, as under "
+            "the MPI libraries' default busy polling, the condition of the thesis's Tables 5.6/5.7.")
+        power.tables.append(table_html(rows, ["configuration", "nodes", "mean power", "min", "max", "spinning",
+                                              "kind", "points"],
+                                       modelled={"mean power", "min", "max", "spinning"},
                                        modelled_rows=[p["power_kind"] != "measured"
                                                       for p in findings[n]["power"]]))
     sections.append(power)
@@ -257,10 +299,9 @@ def _markdown(findings: dict[str, dict[str, Any]]) -> str:
     for name, f in findings.items():
         verdict = f["offload"]["verdict"]
         lines += [f"## {name} ({f['cluster_label']}, reference: {f['reference']})", "",
-                  f"- Optimal cluster size: {_optimum_text(f.get('workloads_overall') or f['overall_optimum'])}",
-                  f"- Offload decision at {f['offload']['nodes_used']} device(s): **{verdict['choice']}** — "
-                  f"{verdict['reason']}",
-                  f"- {f['measured_points']} measured points ({f['unconverged_points']} not converged); "
+                  *(f"- {line}" for line in headline_lines(f)),
+                  f"- {_precision_text(f)}{f['measured_points']} measured points "
+                  f"({f['unconverged_points']} benchmark points not converged); "
                   f"power {'modelled from device profiles' if f['modelled_power'] else 'measured'}", "",
                   *study_workloads.markdown(f)]
         if f["tests"]:

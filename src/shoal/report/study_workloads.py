@@ -23,13 +23,57 @@ from shoal.report.study_figures import REFERENCE_STYLE  # noqa: E402
 
 EXPLAIN = (
     "Each workload runs the same problem at every node count, ranks per device = its cores, "
-    "waiting ranks under libshoalwait so that waiting shows as idle power. Perf/W is work per joule "
-    "over the timed core phase; gross counts the devices in use and, once, the switch their links "
-    "go through; net counts only the watts above idle. Amdahl's f is fitted to the speed-up; "
-    "Woo-Lee's perf/W with the switch as shared power c (in units of one device's busy watts) has "
-    "its best size at n* = sqrt(c f / (k (1 - f))), k = idle/busy watts of a device. The range of n* "
-    "is one standard error of f either way; the sensitivity column gives n* with no switch, half, "
-    "the profile's and twice its watts.")
+    "repeated in rounds over the node counts and the reference until the 95 % CI of each point's "
+    "median time is within the study's target. Perf/W is work per joule over the timed core phase; "
+    "gross counts the devices in use and, once, the switch their links go through; net counts only "
+    "the watts above idle. Energy is given under two waiting conditions: <i>sleeping</i>, waiting "
+    "ranks asleep under libshoalwait (the power follows the CPU time the work used), and "
+    "<i>spinning</i>, every core that holds a rank at busy watts for the whole run, as under the MPI "
+    "libraries' default busy polling (the thesis's condition). Amdahl's f is fitted to the speed-up; "
+    "Woo-Lee's perf/W with the switch as shared power c (in units of one device's busy watts) has its "
+    "best size at n* = sqrt(c f / (k (1 - f))), k = idle/busy watts of a device when sleeping and 1 "
+    "when spinning. The n* interval is the 2.5-97.5 % range of n* over 400 bootstrap resamples of the "
+    "repetitions, f refitted to each; f ± one standard error is its cross-check. The sensitivity "
+    "column gives n* with no switch, half, the profile's and twice its watts.")
+
+
+def _interval_text(i: Any) -> str:
+    d = i if isinstance(i, dict) else i.to_dict()
+    if d.get("lo") is None:
+        return "-"
+    value = "unbounded" if d.get("value") is None else f"{d['value']:.2f}"
+    hi = "∞" if d.get("hi") is None else f"{d['hi']:.2f}"
+    return f"{value} ({d['lo']:.2f}..{hi})"
+
+
+def condition_rows(workloads: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per workload: measured best and n* when sleeping and when spinning, and the energy saved."""
+    rows = []
+    for w in workloads:
+        cond = w.get("conditions") or {}
+        if not cond:
+            continue
+        sleep, spin = cond.get("sleeping", {}), cond.get("spinning", {})
+        saved = [f"n={p['nodes']}: {p['energy_saved']:.0%}" for p in w["cluster"] if p.get("energy_saved") is not None]
+        rows.append({"workload": f"{w['workload']} {w['size']}",
+                     "best measured, sleeping": str(sleep.get("best_measured") or "-"),
+                     "n* sleeping (95 %)": _interval_text(sleep["n_star"]) if sleep else "-",
+                     "best measured, spinning": str(spin.get("best_measured") or "-"),
+                     "n* spinning (95 %)": _interval_text(spin["n_star"]) if spin else "-",
+                     "energy saved by sleeping": ", ".join(saved) or "-"})
+    return rows
+
+
+def _combined_text(c: Any) -> str:
+    d = c if isinstance(c, dict) else c.to_dict()
+    weights = ", ".join(f"{name} {w:.2f}" for name, w in d["weights"].items())
+    text = (f"{d['condition']}: mix of {weights}; measured best at n = {d['best_measured']}; model "
+            f"n*_mix = {_interval_text(d['n_star'])}.")
+    if d["left_out"]:
+        text += " Left out: " + "; ".join(f"{k} ({v})" for k, v in d["left_out"].items()) + "."
+    text += (" Where they disagree: " + "; ".join(d["disagree"]) + "." if d["disagree"]
+             else " The members agree with the mix.")
+    return text
 
 
 def _num(x: float | None, fmt: str = ".2f") -> str:
@@ -50,6 +94,7 @@ def _sensitivity(w: dict[str, Any]) -> str:
 
 
 def summary_rows(workloads: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per workload: speed-up, f two ways, n* (sleeping) and the verdict."""
     rows = []
     for w in workloads:
         top = w["cluster"][-1] if w.get("cluster") else {}
@@ -61,7 +106,9 @@ def summary_rows(workloads: list[dict[str, Any]]) -> list[dict[str, Any]]:
                         and fit.get("f_stderr") is not None else "-"),
             "f (serial)": _num(w.get("f_serial"), ".3f"),
             "R² perf": _num(fit.get("r2_perf"), ".3f"),
-            "n*": _n_star_text(w),
+            "n*": _interval_text(w["conditions"]["sleeping"]["n_star"]) if "sleeping" in w.get("conditions", {})
+            else "-",
+            "n* (f ± SE)": _n_star_text(w),
             "best measured": str(w.get("n_best_measured") or "-"),
             "n* by switch W": _sensitivity(w),
             "verdict": w.get("verdict", w.get("status", "")),
@@ -78,13 +125,25 @@ def section(findings: dict[str, dict[str, Any]]) -> Section | None:
     for name, f in findings.items():
         if not f.get("workloads"):
             continue
-        overall = f.get("workloads_overall")
-        if overall:
-            out.paragraphs.append(f"<b>{html.escape(name)}</b>, over the workloads the model describes: "
-                                  f"{html.escape(overall['reason'])}.")
+        for c in (f.get("combined") or {}).values():
+            out.paragraphs.append(f"<b>{html.escape(name)}</b>, over the workloads whose fits hold: "
+                                  f"{html.escape(_combined_text(c))}")
         out.tables.append(f"<h3>{html.escape(name)}</h3>" + table_html(
             summary_rows(f["workloads"]), ["workload", "speed-up", "f (fit)", "f (serial)", "R² perf", "n*",
-                                           "best measured", "n* by switch W", "verdict"]))
+                                           "n* (f ± SE)", "best measured", "n* by switch W", "verdict"]))
+        out.tables.append(table_html(condition_rows(f["workloads"]), [
+            "workload", "best measured, sleeping", "n* sleeping (95 %)", "best measured, spinning",
+            "n* spinning (95 %)", "energy saved by sleeping"]))
+        missed = (f.get("precision") or {}).get("not_converged") or []
+        if missed:
+            out.paragraphs.append(
+                f"{len(missed)} workload point(s) did not reach the CI target (their repetitions or time "
+                "ran out first); their medians are shown, with the CI they reached:")
+            out.tables.append(table_html([{"workload": m["workload"], "configuration": m["config"],
+                                           "nodes": m["nodes"], "repetitions": m["reps"],
+                                           "CI reached": render.percent(m["ci_rel"]) if m["ci_rel"] else "-",
+                                           "why": m["why"]} for m in missed],
+                                         ["workload", "configuration", "nodes", "repetitions", "CI reached", "why"]))
         for w in f["workloads"]:
             if w.get("cluster"):
                 fig = figure(w)
@@ -99,16 +158,21 @@ def _points_table(w: dict[str, Any]) -> str:
     unit = w["unit"]
     entries = list(w["cluster"]) + ([dict(w["reference"], nodes="reference")] if w.get("reference") else [])
     rows = [{"nodes": p["nodes"], "ranks": p["ranks"], "time": render.seconds(p["time_median_s"]),
+             "reps": p["reps"], "CI": render.percent(p["ci_rel"]) if p.get("ci_rel") is not None else "-",
              "spread": render.percent(p["time_spread"]) if p["time_spread"] is not None else "-",
              "speed-up": _num(p.get("speedup")), "serial": render.percent(p["serial_share"]),
              "comm": render.percent(p["comm_share"]),
              "power": render.watts(p["power_W"]) if p["power_W"] else "-",
              "switch": render.watts(p["shared_power_W"]) if p["shared_power_W"] else "-",
              f"{unit}/J": _num(p["perf_per_W"], ".4g"), f"{unit}/J net": _num(p["perf_per_W_net"], ".4g"),
-             "check": p["checks"]} for p in entries]
-    return table_html(rows, ["nodes", "ranks", "time", "spread", "speed-up", "serial", "comm", "power",
-                             "switch", f"{unit}/J", f"{unit}/J net", "check"],
-                      modelled={"power", "switch", f"{unit}/J", f"{unit}/J net"})
+             "power spinning": render.watts(p["power_spin_W"]) if p.get("power_spin_W") else "-",
+             f"{unit}/J spinning": _num(p.get("perf_per_W_spin"), ".4g"),
+             "check": p["checks"], "rows": " ".join(p["point_ids"])} for p in entries]
+    return table_html(rows, ["nodes", "ranks", "time", "reps", "CI", "spread", "speed-up", "serial", "comm",
+                             "power", "switch", f"{unit}/J", f"{unit}/J net", "power spinning",
+                             f"{unit}/J spinning", "check", "rows"],
+                      modelled={"power", "switch", f"{unit}/J", f"{unit}/J net", "power spinning",
+                                f"{unit}/J spinning"})
 
 
 def figure(w: dict[str, Any]) -> plt.Figure:
@@ -134,9 +198,17 @@ def figure(w: dict[str, Any]) -> plt.Figure:
     right.plot(n, ppw / ppw[0], "o", label="measured, gross")
     if np.isfinite(net).any() and np.isfinite(net[0]):
         right.plot(n, net / net[0], "s", mfc="none", label="measured, net of idle")
+    spin = np.array([p.get("perf_per_W_spin") or np.nan for p in points])
+    if np.isfinite(spin).any() and np.isfinite(spin[0]):
+        right.plot(n, spin / ppw[0], "^", label="measured, spinning")
     if fit is not None and fit.has_efficiency:
         curve = fit.predict(grid).perf_per_watt
-        right.plot(grid, curve / curve[0], "-", label=f"Woo-Lee, k = {w['k']:.2f}, c = {w['c']:.2f}")
+        right.plot(grid, curve / curve[0], "-", label=f"Woo-Lee sleeping, k = {w['k']:.2f}, c = {w['c']:.2f}")
+        from shoal.model import woo_lee_perf_per_watt
+
+        spun = woo_lee_perf_per_watt(grid, fit.f, 1.0, w["c"])
+        if np.isfinite(spin[0]):
+            right.plot(grid, spun * spin[0] / ppw[0], "--", label="Woo-Lee spinning, k = 1")
     if w.get("n_star") and w["n_star"] <= grid.max():
         right.axvline(w["n_star"], linestyle=":", color="C3", label=f"n* = {w['n_star']:.2f}")
     ref = w.get("reference")
@@ -154,8 +226,16 @@ def figure(w: dict[str, Any]) -> plt.Figure:
 def markdown(f: dict[str, Any]) -> list[str]:
     if not f.get("workloads"):
         return []
-    lines = ["| workload | speed-up | f (fit) | n* | best measured | verdict |", "|---|---|---|---|---|---|"]
+    lines = ["| workload | speed-up | f (fit) | n* sleeping | best measured | verdict |", "|---|---|---|---|---|---|"]
     for row in summary_rows(f["workloads"]):
         lines.append(f"| {row['workload']} | {row['speed-up']} | {row['f (fit)']} | {row['n*']} | "
                      f"{row['best measured']} | {row['verdict']} |")
+    lines += ["", "| workload | best sleeping | n* sleeping | best spinning | n* spinning | energy saved |",
+              "|---|---|---|---|---|---|"]
+    for row in condition_rows(f["workloads"]):
+        lines.append(f"| {row['workload']} | {row['best measured, sleeping']} | {row['n* sleeping (95 %)']} | "
+                     f"{row['best measured, spinning']} | {row['n* spinning (95 %)']} | "
+                     f"{row['energy saved by sleeping']} |")
+    for c in (f.get("combined") or {}).values():
+        lines += ["", f"- {_combined_text(c)}"]
     return lines + [""]

@@ -19,6 +19,9 @@ from shoal import model
 from shoal.errors import ShoalError
 from shoal.runs.store import Run
 from shoal.study import work_analysis
+from shoal.study import workloads as study_workloads
+from shoal.study.reference import Reference
+from shoal.study.request import StudyRequest
 from shoal.study.run import REFERENCE
 
 # A fit must explain at least this share of the variance of each curve it
@@ -40,7 +43,7 @@ def _representative_size(frame: pd.DataFrame, metric: str) -> int | None:
     return max(common) if metric == "bandwidth" else min(common)
 
 
-def _point(row: pd.Series, metric: str) -> dict[str, Any]:
+def _point(row: pd.Series, metric: str, spin_W: Any = None) -> dict[str, Any]:
     perf = float(row[PERF_COLUMN[metric]])
     power = float(row["power_mean_W"]) if pd.notna(row.get("power_mean_W")) else math.nan
     bytes_per_op = float(row["bytes_per_op_B"]) if metric == "bandwidth" else 1.0
@@ -54,7 +57,19 @@ def _point(row: pd.Series, metric: str) -> dict[str, Any]:
         "power_kind": row.get("power_kind") if pd.notna(row.get("power_kind")) else None,
         "energy_partial": str(row.get("energy_partial")).lower() == "true",
         "perf_per_W": perf / power if power and power > 0 else math.nan,
+        **_spinning(row, perf, spin_W),
     }
+
+
+def _spinning(row: pd.Series, perf: float, spin_W: Any) -> dict[str, Any]:
+    """The point's power and perf/W had its ranks spun while waiting (shoal.model.waiting)."""
+    if spin_W is None:
+        return {}
+    idle = pd.to_numeric(row.get("idle_power_W"), errors="coerce")
+    if pd.isna(idle):
+        return {}
+    watts = spin_W(int(row["nodes"]), int(row["ranks"])) + float(idle)
+    return {"power_spin_W": watts, "perf_per_W_spin": perf / watts}
 
 
 def _idle_fraction(manifest: dict[str, Any]) -> float | None:
@@ -63,7 +78,8 @@ def _idle_fraction(manifest: dict[str, Any]) -> float | None:
     return float(p["idle_W"]) / float(p["busy_W"]) if p else None
 
 
-def analyse_test(frame: pd.DataFrame, test: str, cluster_label: str, k: float | None) -> dict[str, Any]:
+def analyse_test(frame: pd.DataFrame, test: str, cluster_label: str, k: float | None,
+                 spin: tuple[Any, Any] = (None, None)) -> dict[str, Any]:
     rows = frame[frame["test"] == test]
     metric = rows["metric"].iloc[0]
     size = _representative_size(rows, metric)
@@ -72,8 +88,8 @@ def analyse_test(frame: pd.DataFrame, test: str, cluster_label: str, k: float | 
         out["status"] = "no size measured in every configuration"
         return out
     at = rows[rows["size_B"] == size]
-    cluster = [_point(r, metric) for _, r in at[at["config"] == cluster_label].sort_values("nodes").iterrows()]
-    reference = [_point(r, metric) for _, r in at[at["config"] == REFERENCE].iterrows()]
+    cluster = [_point(r, metric, spin[0]) for _, r in at[at["config"] == cluster_label].sort_values("nodes").iterrows()]
+    reference = [_point(r, metric, spin[1]) for _, r in at[at["config"] == REFERENCE].iterrows()]
     out["cluster"] = cluster
     out["reference"] = reference[0] if reference else None
     nodes = [p["nodes"] for p in cluster]
@@ -99,6 +115,10 @@ def analyse_test(frame: pd.DataFrame, test: str, cluster_label: str, k: float | 
         ref = out["reference"]["perf_per_W"]
         out["beats_reference_at"] = [p["nodes"] for p in cluster if p["perf_per_W"] > ref]
         out["ppw_vs_reference"] = {str(p["nodes"]): p["perf_per_W"] / ref for p in cluster}
+    if out["reference"] and out["reference"].get("perf_per_W_spin"):
+        ref = out["reference"]["perf_per_W_spin"]
+        out["ppw_vs_reference_spin"] = {str(p["nodes"]): p.get("perf_per_W_spin", math.nan) / ref
+                                        for p in cluster}
     return out
 
 
@@ -108,8 +128,10 @@ def _fit_dict(fit: model.ScalingFit) -> dict[str, Any]:
             "rmse_rel": fit.rmse_rel}
 
 
-def power_by_nodes(frame: pd.DataFrame, cluster_label: str) -> list[dict[str, Any]]:
-    """Average power of each configuration over all its points (thesis Fig. 5.32)."""
+def power_by_nodes(frame: pd.DataFrame, cluster_label: str, spin: tuple[Any, Any] = (None, None)
+                   ) -> list[dict[str, Any]]:
+    """Average power of each configuration over all its points (thesis Fig. 5.32), as
+    measured or modelled (ranks asleep while waiting) and with its ranks spinning."""
     out = []
     if "power_mean_W" not in frame or frame["power_mean_W"].isna().all():
         return out
@@ -122,8 +144,19 @@ def power_by_nodes(frame: pd.DataFrame, cluster_label: str) -> list[dict[str, An
                     "power_min_W": float(powered["power_mean_W"].min()),
                     "power_max_W": float(powered["power_mean_W"].max()),
                     "power_kind": kinds[0] if len(kinds) == 1 else "mixed",
-                    "points": int(len(powered)), "is_reference": config == REFERENCE})
+                    "points": int(len(powered)), "is_reference": config == REFERENCE,
+                    "power_spin_W": _spin_mean(powered, spin[1] if config == REFERENCE else spin[0])})
     return sorted(out, key=lambda r: (r["is_reference"], r["nodes"]))
+
+
+def _spin_mean(rows: pd.DataFrame, spin_W: Any) -> float | None:
+    if spin_W is None:
+        return None
+    if "idle_power_W" not in rows:
+        return None
+    idle = pd.to_numeric(rows["idle_power_W"], errors="coerce")
+    watts = np.array([spin_W(int(n), int(r)) for n, r in zip(rows["nodes"], rows["ranks"])]) + idle.to_numpy()
+    return float(np.nanmean(watts)) if np.isfinite(watts).any() else None
 
 
 def offload_scenario(manifest: dict[str, Any], nodes: int, overrides: dict[str, Any],
@@ -136,7 +169,7 @@ def offload_scenario(manifest: dict[str, Any], nodes: int, overrides: dict[str, 
     profiles: dict[str, dict] = {}
     for described in manifest.get("clusters", {}).values():
         profiles.update(described.get("profiles", {}))
-    reference = manifest.get("reference")
+    reference = Reference.parse(manifest.get("reference")).profile
     cluster_profiles = [p for name, p in profiles.items() if name != reference]
     if cluster_profiles:
         p = cluster_profiles[0]
@@ -193,8 +226,13 @@ def _measured(scenario: model.OffloadScenario, stream: dict[str, Any]) -> model.
     return dataclasses.replace(scenario, sources=sources, **changes)
 
 
+def _request(manifest: dict[str, Any]) -> StudyRequest | None:
+    saved = manifest.get("study")
+    return StudyRequest.from_manifest(saved) if isinstance(saved, dict) else None
+
+
 def analyse(run: Run) -> dict[str, Any]:
-    """The findings of one study run (JSON-ready except the private ``_fit`` objects)."""
+    """The findings of one study run (JSON-ready through ``public``)."""
     manifest = run.manifest
     frame = run.read("results")
     work_frame = run.read("work")
@@ -202,15 +240,23 @@ def analyse(run: Run) -> dict[str, Any]:
         raise ShoalError(f"{run.path} has no measured points yet; run or resume the study first")
     label = manifest.get("cluster_label") or (frame if not frame.empty else work_frame)["config"].iloc[0]
     k = _idle_fraction(manifest)
-    tests = ([analyse_test(frame, t, label, k) for t in sorted(frame["test"].unique())]
+    spin = (work_analysis.spinning_watts(work_analysis.device_profile(manifest)),
+            work_analysis.spinning_watts(work_analysis.reference_profile(manifest)))
+    tests = ([analyse_test(frame, t, label, k, spin) for t in sorted(frame["test"].unique())]
              if not frame.empty else [])
     fits = {t["test"]: t["_fit"] for t in tests if "_fit" in t}
     overall = model.overall_optimum(fits).to_dict() if fits else _no_overall(tests)
-    work = work_analysis.analyse(work_frame, manifest, label, REFERENCE)
+    request = _request(manifest)
+    work = work_analysis.analyse(work_frame, manifest, label, REFERENCE,
+                                 request.weights if request else None,
+                                 study_workloads.Precision.of(request) if request else None)
     measured_nodes = sorted((frame if not frame.empty else work_frame).query("config == @label")["nodes"].unique())
-    answer = work["overall"] if work["overall"] else overall
-    recommended = answer["n_recommended"] if answer["status"] == "ok" else None
-    n_offload = int(recommended or (max(measured_nodes) if measured_nodes else 1))
+    head = work["headline"].get(work_analysis.SLEEPING)
+    if head is not None and head.size is not None:
+        n_offload, nodes_from = head.size, "the measured best size of the workloads"
+    else:
+        n_offload = int(max(measured_nodes) if measured_nodes else 1)
+        nodes_from = "largest measured node count"
     overrides = manifest.get("study", {}).get("offload", {})
     scenario = offload_scenario(manifest, n_offload, overrides, measured_stream(work))
     verdict = model.decide(scenario)
@@ -219,15 +265,16 @@ def analyse(run: Run) -> dict[str, Any]:
     return {
         "run": str(run.path),
         "cluster_label": label,
-        "reference": manifest.get("reference"),
+        "reference": str(Reference.parse(manifest.get("reference"))),
         "idle_fraction_k": k,
+        "headline": work["headline"],
+        "combined": work["combined"],
+        "precision": work["precision"],
         "workloads": work["workloads"],
-        "workloads_overall": work["overall"],
         "tests": tests,
-        "power": power_by_nodes(frame, label) if not frame.empty else [],
+        "power": power_by_nodes(frame, label, spin) if not frame.empty else [],
         "overall_optimum": overall,
-        "offload": {"nodes_used": n_offload,
-                    "nodes_from": "recommended optimum" if recommended else "largest measured node count",
+        "offload": {"nodes_used": n_offload, "nodes_from": nodes_from,
                     "verdict": verdict.to_dict(),
                     "map": model.decision_map(scenario, rates, nodes_grid)},
         "measured_points": int(len(frame) + len(work_frame)),
@@ -276,8 +323,9 @@ def _no_overall(tests: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def public(findings: dict[str, Any]) -> dict[str, Any]:
-    """Findings without private objects, for JSON."""
-    return {**findings, "tests": [{k: v for k, v in t.items() if not k.startswith("_")}
-                                  for t in findings["tests"]],
-            "workloads": [{k: v for k, v in w.items() if not k.startswith("_")}
-                          for w in findings.get("workloads", [])]}
+    """Findings as JSON: typed objects as dicts, no private objects."""
+    work = work_analysis.public({"workloads": findings.get("workloads", []),
+                                 "combined": findings.get("combined", {}),
+                                 "headline": findings.get("headline", {})})
+    return {**findings, **work,
+            "tests": [{k: v for k, v in t.items() if not k.startswith("_")} for t in findings["tests"]]}

@@ -1,18 +1,31 @@
 """What a study measures, with defaults that answer the thesis's question on
-an emulated cluster of MinnowBoard-class devices against a NUC-class PC."""
+an emulated cluster of MinnowBoard-class devices against a NUC-class PC.
+
+``StudyRequest`` is the one home of the study's defaults: the command line
+passes only what the user gave (``StudyRequest.create``), and a resumed
+study reads its request back from the manifest (``from_manifest``).
+"""
 
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
 from shoal.errors import ShoalError
 from shoal.execute.where import Where
+from shoal.study.reference import Reference
 
 SUITES = ("mpbench", "imb", "mpbench,imb", "none")
 DEFAULT_SIZES = "8,128,2K,32K,512K"
 QUICK_SIZES = "8,2K,128K"
+DEFAULT_EMULATE = "4xminnowboard"
+DEFAULT_REFERENCE = "nuc"  # beside an emulated cluster; real clusters default to "host"
+DEFAULT_SUITE = "mpbench"
+DEFAULT_POWER = "auto"
+TIME_BUDGET_S = 150.0
+QUICK_TIME_BUDGET_S = 90.0
 # Workloads of the default study and their sizes (shoal.work): chosen so that one
 # emulated MinnowBoard takes about a second on each, with f inside 0.85-0.97.
 DEFAULT_WORKLOADS = "raytrace,msa,videostream,ep"
@@ -20,38 +33,66 @@ DEFAULT_WORK_SIZES = {"raytrace": "512", "msa": "S80-L150", "videostream": "640x
                       "edge": "8@1024x816", "is": "S"}
 # With workloads, the benchmarks are the secondary part: three sizes, this many seconds.
 BENCH_BUDGET_WITH_WORK_S = 30.0
-WORK_REPS = 3
+# A workload point repeats until the 95 % CI of its median time is within CI of the
+# median, or it has WORK_REPS repetitions or WORK_POINT_BUDGET_S seconds of runs.
+# Six repetitions are the fewest whose order statistics bound the median at 95 %.
+CI = 0.03
+WORK_MIN_REPS = 6
+WORK_REPS = 12
+WORK_POINT_BUDGET_S = 30.0
 
 
 @dataclass
 class StudyRequest:
     """Everything that defines a study (saved in the manifest for --resume)."""
 
-    emulate: str | None = "4xminnowboard"
+    emulate: str | None = DEFAULT_EMULATE
     cluster: str | None = None  # inventory file of real (or emulated) devices instead
     link: str | None = None
-    # The "traditional system": a device profile emulated beside the cluster
-    # ("nuc"), this machine with its own power readings ("host"), or "none".
-    reference: str = "nuc"
+    # The "traditional system" the cluster is compared with (shoal.study.reference).
+    reference: Reference = field(default_factory=lambda: Reference.parse(DEFAULT_REFERENCE))
     nodes: str | None = None
-    suite: str = "mpbench"
+    suite: str = DEFAULT_SUITE
     sizes: str | None = None
     quick: bool = False
-    time_budget_s: float = 150.0  # for the measurements; the per-point budget follows from it
+    time_budget_s: float = TIME_BUDGET_S  # for the benchmarks; the per-point budget follows from it
     mpi: str | None = None
-    power: str = "auto"  # for real hosts and "host"; emulated devices always use their models
+    power: str = DEFAULT_POWER  # for real hosts and "host"; emulated devices always use their models
     offload: dict[str, Any] = field(default_factory=dict)  # overrides of the offload scenario
     # Time dilation of the emulated cluster and reference (one D for both; None: chosen to fit).
     dilation: float | None = None
     # Workloads timed at every node count (shoal.work; "" for none), their sizes
-    # (name -> one size or several separated by commas) and repetitions per count.
+    # (name -> one size or several separated by commas).
     workloads: str = DEFAULT_WORKLOADS
     work_sizes: dict[str, str] = field(default_factory=dict)
+    # Precision of a workload point: the 95 % CI of its median time within ``ci`` of the
+    # median, at most ``work_reps`` repetitions and ``work_point_budget_s`` seconds of runs.
+    ci: float = CI
     work_reps: int = WORK_REPS
+    work_point_budget_s: float = WORK_POINT_BUDGET_S
+    # Weights of the workloads in the combined answer (name -> weight; empty: equal).
+    mix: dict[str, float] = field(default_factory=dict)
     # libshoalwait mode of the workloads' ranks, so waiting shows as idle power
     # (None: event on emulated devices whose CPU quota polling would use up, else backoff).
     work_wait: str | None = None
     explicit_budget: bool = False  # --time-budget given: the benchmarks take all of it
+
+    @classmethod
+    def create(cls, **given: Any) -> "StudyRequest":
+        """A request from the options a user gave (None: not given); the defaults that
+        depend on other options are decided here and nowhere else."""
+        given = {k: v for k, v in given.items() if v is not None}
+        cluster = given.get("cluster")
+        if "emulate" not in given and cluster:
+            given["emulate"] = None
+        given["reference"] = Reference.parse(given.get("reference")
+                                             or ("host" if cluster else DEFAULT_REFERENCE))
+        given["explicit_budget"] = "time_budget_s" in given
+        if "time_budget_s" not in given:
+            given["time_budget_s"] = QUICK_TIME_BUDGET_S if given.get("quick") else TIME_BUDGET_S
+        if given.get("workloads") == "none":
+            given["workloads"] = ""
+        return cls(**given)
 
     def validate(self) -> None:
         if self.suite not in SUITES:
@@ -64,10 +105,14 @@ class StudyRequest:
                              "keep the default workloads or choose a --suite")
         if self.work_reps < 1:
             raise ShoalError(f"--work-reps must be at least 1, got {self.work_reps}")
+        if not (0 < self.ci < 1) or not math.isfinite(self.ci):
+            raise ShoalError(f"--ci {self.ci:g}: give the CI target as a fraction between 0 and 1, "
+                             "e.g. 0.03 for 3 %")
         unknown = sorted(set(self.work_sizes) - set(self.workload_list))
         if unknown:
             raise ShoalError(f"--work-size names {', '.join(unknown)}, which --workloads does not run "
                              f"({self.workloads or 'none'}); add it to --workloads or drop its --work-size")
+        self._check_mix()
         if self.time_budget_s <= 0:
             raise ShoalError(f"--time-budget must be positive, got {self.time_budget_s}")
         uplink = self.offload.get("uplink")
@@ -78,7 +123,7 @@ class StudyRequest:
                 raise ShoalError(f"--uplink {uplink}: use one of {', '.join(UPLINKS)}")
         if self.offload.get("rate_Bps", 0) < 0:
             raise ShoalError("--data-rate must not be negative")
-        if self.reference != "none" and self.reference != "host" and self.cluster:
+        if self.reference.emulated and self.cluster:
             raise ShoalError(f"--reference {self.reference}: an emulated reference needs an emulated "
                              "cluster; with --cluster use --reference host or none")
 
@@ -87,14 +132,40 @@ class StudyRequest:
         return Where(mpi=self.mpi, emulate=self.emulate, cluster=self.cluster, link=self.link,
                      nodes=self.nodes, dilation=self.dilation)
 
+    def _check_mix(self) -> None:
+        if not self.mix:
+            return
+        unknown = sorted(set(self.mix) - set(self.workload_list))
+        if unknown:
+            raise ShoalError(f"--mix names {', '.join(unknown)}, which --workloads does not run "
+                             f"({self.workloads or 'none'}); use names from --workloads")
+        bad = [f"{k}={v:g}" for k, v in self.mix.items() if not math.isfinite(v) or v < 0]
+        if bad:
+            raise ShoalError(f"--mix {', '.join(bad)}: a weight must be a finite number >= 0")
+        if not any(v > 0 for v in self.mix.values()):
+            raise ShoalError("--mix: every weight is 0; give at least one workload a positive weight")
+
     @property
     def workload_list(self) -> list[str]:
         return [w.strip() for w in self.workloads.split(",") if w.strip()]
+
+    @property
+    def weights(self) -> dict[str, float]:
+        """Each workload's weight in the combined answer, summing to 1 (--mix, else equal);
+        a workload --mix leaves out weighs 0."""
+        names = self.workload_list
+        raw = {n: (self.mix.get(n, 0.0) if self.mix else 1.0) for n in names}
+        total = sum(raw.values()) or 1.0
+        return {n: w / total for n, w in raw.items()}
 
     def work_size_list(self, workload: str) -> list[str]:
         """The sizes a workload runs at: --work-size, else the study's default, else its own."""
         text = self.work_sizes.get(workload) or DEFAULT_WORK_SIZES.get(workload) or "default"
         return [t.strip() for t in text.split(",") if t.strip()]
+
+    @property
+    def work_min_reps(self) -> int:
+        return min(WORK_MIN_REPS, self.work_reps)
 
     @property
     def size_list(self) -> str:
@@ -108,8 +179,28 @@ class StudyRequest:
         return self.time_budget_s
 
     def to_manifest(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        return {**dataclasses.asdict(self), "reference": str(self.reference)}
 
     @classmethod
     def from_manifest(cls, data: dict[str, Any]) -> "StudyRequest":
-        return cls(**data)
+        known = {f.name for f in dataclasses.fields(cls)}
+        values = {k: v for k, v in data.items() if k in known}
+        values["reference"] = Reference.parse(data.get("reference"))
+        return cls(**values)
+
+
+def parse_mix(text: str) -> dict[str, float]:
+    """``--mix raytrace=2,msa=1``: workload name -> weight (checked against the workloads later)."""
+    from shoal.inputs import grammar
+
+    out: dict[str, float] = {}
+    for item in text.split(","):
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip() or not value.strip():
+            raise ShoalError(f"--mix {text!r}: give NAME=WEIGHT,... (e.g. raytrace=2,msa=1)")
+        try:
+            weight = grammar.number(value.strip())
+        except grammar.GrammarError as exc:
+            raise ShoalError(f"--mix {name.strip()}={value.strip()}: {exc}") from None
+        out[name.strip().lower()] = weight
+    return out

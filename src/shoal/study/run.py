@@ -13,6 +13,7 @@ Configurations (the ``config`` column of the results):
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -51,15 +52,15 @@ class StudyPlan:
 def _emulate_spec(request: StudyRequest) -> str | None:
     if not request.emulate:
         return None
-    if request.reference in ("host", "none"):
+    if not request.reference.emulated:
         return request.emulate
     from shoal import profiles
 
     known = profiles.load()
-    if request.reference not in known:
+    if request.reference.profile not in known:
         raise ShoalError(f"--reference {request.reference}: no such device profile "
                          f"(known: {', '.join(sorted(known))}, or host, or none)")
-    return f"{request.emulate}+1x{request.reference}"
+    return f"{request.emulate}+1x{request.reference.profile}"
 
 
 def plan(request: StudyRequest) -> StudyPlan:
@@ -69,7 +70,7 @@ def plan(request: StudyRequest) -> StudyPlan:
     spec = _emulate_spec(request)
     devices = (inventory.from_emulate(spec, request.link).nodes if spec
                else inventory.load(request.cluster).nodes)
-    emulated_reference = bool(spec) and request.reference not in ("host", "none")
+    emulated_reference = bool(spec) and request.reference.emulated
     cluster_nodes = devices[:-1] if emulated_reference else devices
     names = [n.name for n in cluster_nodes]
     label = request.emulate or Path(request.cluster).stem
@@ -86,7 +87,7 @@ def plan(request: StudyRequest) -> StudyPlan:
                             emulate=spec, cluster=request.cluster, link=request.link,
                             power="model" if spec else request.power, dilation=request.dilation)
         plans.append(runner.plan(base, placements))
-        if request.reference == "host":
+        if request.reference.local:
             local = BenchRequest(tests=request.suite, sizes=request.size_list, mpi=request.mpi,
                                  power=request.power)
             plans.append(runner.plan(local, [Placement(REFERENCE, 1, 2, with_shared=False)]))
@@ -110,11 +111,22 @@ def start(request: StudyRequest, command: list[str], out: Path | None) -> tuple[
     mpi = (study.plans or study.work.cluster)[0].mpi
     options = study.plans[0].request.options.describe() if study.plans else None
     run = Run.create("study", command, out, study=request.to_manifest(),
-                     cluster_label=study.cluster_label, reference=request.reference,
+                     cluster_label=study.cluster_label, reference=str(request.reference),
                      options=options, mpi=mpi.describe(), host=hostfacts.collect(),
                      workloads=[{"name": p.workload.name, "size": p.size, "unit": p.workload.unit,
                                  "aes": p.aes, "aes_why": p.aes_why} for p in study.work.cluster])
     return run, study
+
+
+def saved_request(path: Path) -> StudyRequest | None:
+    """The request a study run directory was made with (None when it holds no study)."""
+    try:
+        manifest = json.loads((Path(path) / "manifest.json").read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(manifest, dict) or manifest.get("kind") != "study" or not manifest.get("study"):
+        return None
+    return StudyRequest.from_manifest(manifest["study"])
 
 
 def resume(path: Path) -> tuple[Run, StudyPlan]:
@@ -134,6 +146,7 @@ def measure(run: Run, study: StudyPlan, events: Events | None = None,
     this machine for ``--reference host``)."""
     request = study.request
     work_events = work_events or workloads.work_runner.Events()
+    precision = workloads.Precision.of(request)
     cluster_plans = [p for p in study.plans if p.request.on_cluster]
     local_plans = [p for p in study.plans if not p.request.on_cluster]
     first = (cluster_plans or study.work.cluster)[0].request
@@ -143,13 +156,13 @@ def measure(run: Run, study: StudyPlan, events: Events | None = None,
         described[study.cluster_label] = where.describe()
         run.update_manifest(clusters=described)
         with energy_meter(first, where, run) as meter, where.slack_monitor() as slack:
-            workloads.measure(run, study.work.cluster, where, meter, work_events)
+            workloads.measure(run, study.work.cluster, where, meter, work_events, precision)
             for p in cluster_plans:
                 runner.measure_in(run, p, where, meter, slack, events)
     if local_plans or study.work.local:
         first = (local_plans or study.work.local)[0].request
         with clusters.open() as where, energy_meter(first, where, run) as meter:
-            workloads.measure(run, study.work.local, where, meter, work_events)
+            workloads.measure(run, study.work.local, where, meter, work_events, precision)
             for p in local_plans:
                 runner.measure_in(run, p, where, meter, None, events)
     failures = len(run.rows("failures")) + len(run.rows(workloads.TABLES.failures))

@@ -1,12 +1,17 @@
-"""From a study's workload runs to its answer: speed-up and perf/W per node
-count, Amdahl and Woo-Lee with the shared power of the switch, the best
-cluster size n* with its uncertainty and its sensitivity to the switch's
-watts, and a cross-check of the fitted f against the measured serial part.
+"""The study's answer from its workloads: per workload the numbers per node count,
+Amdahl's f, n* with a bootstrap interval, under two waiting conditions; then one
+answer over the workloads whose fits hold, and the headline that says it.
 
 Units: perf is the workload's work per second (pixels/s, alignments/s, ...);
 perf/W is work per joule over the timed core phase. "Gross" counts every
 watt of the devices in use and of the switch their links go through; "net"
 counts only the watts above their idle draw (the energy the work itself adds).
+
+Two waiting conditions (shoal.model.waiting): ``sleeping``, the energy the
+run's power source gave (on emulated devices modelled from the CPU time the
+ranks used, waiting ranks asleep under libshoalwait), and ``spinning``, every
+core that holds a rank drawing busy watts for the whole run, as under the MPI
+libraries' default busy polling (seed 000's condition).
 """
 
 from __future__ import annotations
@@ -19,7 +24,10 @@ import numpy as np
 import pandas as pd
 
 from shoal import model
-from shoal.model.optimum import UNBOUNDED
+from shoal.model import mix, resample, waiting
+from shoal.study import workloads as study_workloads
+from shoal.study.findings import Combined, Headline
+from shoal.study.reference import Reference
 
 # Below this speed-up at the largest node count a workload is reported as not scaling.
 NOT_SCALING_SPEEDUP = 1.5
@@ -31,23 +39,32 @@ MIN_R2 = 0.9  # below it the model does not describe the workload well enough to
 N_STAR_LIMIT = 4
 # Switch watts tried for the sensitivity of n*: these multiples of the profile's figure.
 SWITCH_FACTORS = (0.0, 0.5, 1.0, 2.0)
+SLEEPING, SPINNING = waiting.SLEEPING, waiting.SPINNING
 
 
-def _per_nodes(rows: pd.DataFrame) -> list[dict[str, Any]]:
+def _per_nodes(rows: pd.DataFrame, spin_W: Any = None,
+               precision: study_workloads.Precision | None = None) -> list[dict[str, Any]]:
+    """The numbers of each node count (median over its repetitions). ``spin_W(nodes, ranks)``:
+    the devices' power with every rank spinning, for the spinning condition."""
     out = []
     for nodes, group in rows.groupby("nodes"):
         times = group["time_s"].astype(float)
         median = float(times.median())
-        energy = group["energy_J"].astype(float) if "energy_J" in group else pd.Series(dtype=float)
-        net = group["energy_net_J"].astype(float) if "energy_net_J" in group else pd.Series(dtype=float)
-        work = float(group["work"].astype(float).median())
-        power = group["power_mean_W"].astype(float) if "power_mean_W" in group else pd.Series(dtype=float)
-        shared = group["shared_power_W"].astype(float) if "shared_power_W" in group else pd.Series(dtype=float)
+        work_each = group["work"].astype(float)
+        work = float(work_each.median())
+        energy = _column(group, "energy_J")
+        net = _column(group, "energy_net_J")
+        power = _column(group, "power_mean_W")
+        shared = _column(group, "shared_power_W")
         serial = (group["serial_s"].astype(float) / times).median()
+        ranks = int(group["ranks"].iloc[0])
+        host_s = float((times * pd.to_numeric(group.get("dilation", 1.0), errors="coerce").fillna(1.0)).sum())
         point = {
-            "nodes": int(nodes), "ranks": int(group["ranks"].iloc[0]), "reps": int(len(group)),
+            "nodes": int(nodes), "ranks": ranks, "reps": int(len(group)),
             "time_median_s": median,
             "time_spread": float((times.max() - times.min()) / median) if median > 0 else None,
+            "ci_rel": _finite_or_none(study_workloads.ci_rel(times.tolist())),
+            "precision": precision.state(times.tolist(), host_s) if precision else None,
             "perf": work / median if median > 0 else None,
             "serial_share": float(serial),
             "comm_share": float((group["comm_s"].astype(float) / times).median()),
@@ -59,8 +76,20 @@ def _per_nodes(rows: pd.DataFrame) -> list[dict[str, Any]]:
         e, en = point["energy_J"], point["energy_net_J"]
         point["perf_per_W"] = work / e if e else None  # work per joule = (work/s)/W
         point["perf_per_W_net"] = work / en if en else None
+        point["energy_per_unit_J"] = _median(energy / work_each) if e else None
+        idle_W = _median(_column(group, "idle_power_W"))
+        if spin_W is not None and idle_W is not None:
+            watts = spin_W(int(nodes), ranks) + idle_W
+            point["power_spin_W"] = watts
+            point["energy_spin_J"] = watts * median
+            point["perf_per_W_spin"] = work / (watts * median) if median > 0 else None
+            point["energy_per_unit_spin_J"] = _median(watts * times / work_each)
         out.append(point)
     return out
+
+
+def _column(group: pd.DataFrame, name: str) -> pd.Series:
+    return pd.to_numeric(group[name], errors="coerce") if name in group else pd.Series(dtype=float)
 
 
 def _median(series: pd.Series) -> float | None:
@@ -68,30 +97,61 @@ def _median(series: pd.Series) -> float | None:
     return float(statistics.median(values)) if values else None
 
 
+def _finite_or_none(x: float) -> float | None:
+    return float(x) if math.isfinite(x) else None
+
+
+def _profiles(manifest: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
+    """The nodes (cluster first, an emulated reference last) and profiles of the study's cluster."""
+    for described in manifest.get("clusters", {}).values():
+        return described.get("nodes", []), described.get("profiles", {})
+    return [], {}
+
+
 def device_profile(manifest: dict[str, Any]) -> dict[str, Any] | None:
     """The cluster devices' profile (idle and busy watts) from the run's manifest: an
     emulated reference is the last node of the cluster it was emulated in."""
-    reference = manifest.get("reference")
-    for described in manifest.get("clusters", {}).values():
-        profiles = described.get("profiles", {})
-        names = [n["profile"] for n in described.get("nodes", [])]
-        for name in names[:-1] if reference not in (None, "host", "none") else names:
-            p = profiles.get(name)
-            if p and p.get("busy_W"):
-                return p
+    nodes, profiles = _profiles(manifest)
+    names = [n["profile"] for n in nodes]
+    if Reference.parse(manifest.get("reference")).emulated:
+        names = names[:-1]
+    for name in names:
+        p = profiles.get(name)
+        if p and p.get("busy_W"):
+            return p
     return None
 
 
+def reference_profile(manifest: dict[str, Any]) -> dict[str, Any] | None:
+    """The emulated reference's profile (None for this machine or no reference)."""
+    reference = Reference.parse(manifest.get("reference"))
+    if not reference.emulated:
+        return None
+    return _profiles(manifest)[1].get(reference.profile)
+
+
+def spinning_watts(profile: dict[str, Any] | None):
+    """``(nodes, ranks) -> W`` that many devices of the profile draw above their idle power
+    with every rank spinning; a row's idle power (devices and switch) comes on top."""
+    if not profile or not profile.get("busy_W"):
+        return None
+    idle, busy, cores = float(profile["idle_W"]), float(profile["busy_W"]), int(profile.get("cores") or 1)
+    return lambda nodes, ranks: nodes * (waiting.spinning_power_W(idle, busy, cores, math.ceil(ranks / nodes))
+                                         - idle)
+
+
 def analyse_one(rows: pd.DataFrame, label: str, reference_label: str,
-                device: dict[str, Any] | None) -> dict[str, Any]:
-    """One workload at one size: the numbers per node count, the fit, n* and its checks."""
+                device: dict[str, Any] | None, reference: dict[str, Any] | None = None,
+                precision: study_workloads.Precision | None = None) -> dict[str, Any]:
+    """One workload at one size: the numbers per node count, the fit, n* and its checks,
+    under both waiting conditions."""
     workload, size = rows["workload"].iloc[0], rows["size"].iloc[0]
     cluster_rows = rows[rows["config"] == label]
     out: dict[str, Any] = {"workload": workload, "size": size, "unit": rows["unit"].iloc[0]}
-    points = _per_nodes(cluster_rows)
-    reference = _per_nodes(rows[rows["config"] == reference_label])
+    points = _per_nodes(cluster_rows, spinning_watts(device), precision)
+    ref_points = _per_nodes(rows[rows["config"] == reference_label], spinning_watts(reference), precision)
     out["cluster"] = points
-    out["reference"] = reference[0] if reference else None
+    out["reference"] = ref_points[0] if ref_points else None
     data = pd.to_numeric(rows["data_B"], errors="coerce").dropna() if "data_B" in rows else pd.Series()
     out["data_B_per_run"] = float(data.median()) if len(data) else None
     if not points:
@@ -100,6 +160,8 @@ def analyse_one(rows: pd.DataFrame, label: str, reference_label: str,
     base = points[0]
     for p in points:
         p["speedup"] = base["time_median_s"] / p["time_median_s"] if p["time_median_s"] > 0 else None
+        if p.get("energy_spin_J") and p.get("energy_J"):
+            p["energy_saved"] = 1.0 - p["energy_J"] / p["energy_spin_J"]
     k = float(device["idle_W"]) / float(device["busy_W"]) if device else None
     busy = float(device["busy_W"]) if device else None
     shared_W = statistics.median([p["shared_power_W"] for p in points if p["shared_power_W"] is not None]
@@ -111,39 +173,63 @@ def analyse_one(rows: pd.DataFrame, label: str, reference_label: str,
     per_rep = cluster_rows.astype({"time_s": float, "work": float})
     nodes = per_rep["nodes"].astype(int).to_numpy()
     perf = (per_rep["work"] / per_rep["time_s"]).to_numpy()
-    energy = per_rep["energy_J"].astype(float).to_numpy() if "energy_J" in per_rep else None
-    ppw = per_rep["work"].to_numpy() / energy if energy is not None and np.isfinite(energy).any() else None
-    fit = model.fit_scaling(nodes, perf, ppw, idle_fraction=k, shared_power_fraction=c)
+    # f from the speed-up alone: a property of the program, the same under both conditions.
+    fit = model.fit_scaling(nodes, perf, idle_fraction=k, shared_power_fraction=c)
     out["fit"] = {"status": fit.status, "reason": fit.reason, "f": fit.params.get("f"),
-                  "f_stderr": fit.stderr.get("f"), "r2_perf": fit.r2_perf, "r2_ppw": fit.r2_ppw,
+                  "f_stderr": fit.stderr.get("f"), "r2_perf": fit.r2_perf,
                   "n_points": fit.n_points, "describes": bool(fit.ok and (fit.r2_perf or 0) >= MIN_R2)}
-    optimum = model.optimal_nodes(fit)
-    out["optimum"] = optimum.to_dict()
-    measured = [p for p in points if p["perf_per_W"]]
-    out["n_best_measured"] = max(measured, key=lambda p: p["perf_per_W"])["nodes"] if measured else None
-    out["n_best_measured_net"] = (max(measured, key=lambda p: p["perf_per_W_net"] or 0)["nodes"]
-                                  if measured and any(p["perf_per_W_net"] for p in measured) else None)
     largest = points[-1]
     out["scaling"] = ("not_scaling" if (largest["speedup"] or 0) < NOT_SCALING_SPEEDUP and largest["nodes"] > 1
                       else "scaling")
     out["f_serial"] = 1.0 - base["serial_share"]
-    out.update(_n_star(fit, k, c, shared_W, busy, N_STAR_LIMIT * largest["nodes"]))
+    f_boot = resample.f_samples(nodes, perf) if fit.ok else []
+    out["_f_boot"] = f_boot
+    out["conditions"] = {cond: _condition(points, fit, f_boot, kk, c)
+                         for cond, kk in ((SLEEPING, k), (SPINNING, waiting.spinning_idle_fraction()))
+                         if kk is not None}
+    limit = N_STAR_LIMIT * largest["nodes"]
+    out.update(_n_star(fit, k, c, shared_W, busy, limit))
+    out["n_best_measured"] = out["conditions"].get(SLEEPING, {}).get("best_measured")
+    out["n_best_measured_net"] = _best(points, "perf_per_W_net")
     out["cross_check"] = _cross_check(out, fit)
-    out["verdict"] = _verdict(out, fit, optimum)
+    out["verdict"] = _verdict(out, fit, limit)
     if out["reference"] and out["reference"]["perf_per_W"]:
         ref = out["reference"]["perf_per_W"]
         out["ppw_vs_reference"] = {str(p["nodes"]): (p["perf_per_W"] or 0) / ref for p in points}
+    if out["reference"] and out["reference"].get("perf_per_W_spin"):
+        ref = out["reference"]["perf_per_W_spin"]
+        out["ppw_vs_reference_spin"] = {str(p["nodes"]): (p.get("perf_per_W_spin") or 0) / ref for p in points}
     if fit.ok:
         out["_fit"] = fit
     return out
 
 
+def _best(points: list[dict[str, Any]], key: str) -> int | None:
+    measured = [p for p in points if p.get(key)]
+    return max(measured, key=lambda p: p[key])["nodes"] if measured else None
+
+
+def _condition(points: list[dict[str, Any]], fit: model.ScalingFit, f_boot: list, k: float,
+               c: float) -> dict[str, Any]:
+    """One waiting condition: measured perf/W per node count, its best, and n* with its interval."""
+    key = "perf_per_W" if k != waiting.spinning_idle_fraction() else "perf_per_W_spin"
+    energy_key = "energy_per_unit_J" if key == "perf_per_W" else "energy_per_unit_spin_J"
+    base = points[0].get(energy_key)
+    star = (resample.n_star_interval(fit.params["f"], f_boot, k, c) if fit.ok
+            else resample.Interval(None, None, None, 0, 0))
+    return {"k": k, "perf_per_W": {str(p["nodes"]): p.get(key) for p in points},
+            "relative_energy": {str(p["nodes"]): (p[energy_key] / base if base and p.get(energy_key) else None)
+                                for p in points},
+            "best_measured": _best(points, key), "n_star": star.to_dict(), "_n_star": star}
+
+
 def _n_star(fit: model.ScalingFit, k: float | None, c: float, shared_W: float,
             busy: float | None, limit: float) -> dict[str, Any]:
-    """n* = sqrt(c f / (k (1 - f))) with a one-standard-error range in f, and its
-    sensitivity to the switch's watts; beyond ``limit`` devices it is unbounded (None)."""
+    """n* = sqrt(c f / (k (1 - f))) with a one-standard-error range in f (the cross-check of
+    the bootstrap interval), and its sensitivity to the switch's watts; beyond ``limit``
+    devices it is unbounded (None)."""
     if not fit.ok or k is None:
-        return {"n_star": None, "n_star_range": None, "n_star_by_switch_W": []}
+        return {"n_star": None, "n_star_range_se": None, "n_star_by_switch_W": []}
     f, se = fit.params["f"], fit.stderr.get("f") or 0.0
     star = model.best_nodes_closed_form(f, k, c)
     lo = model.best_nodes_closed_form(max(0.0, f - se), k, c)
@@ -154,7 +240,7 @@ def _n_star(fit: model.ScalingFit, k: float | None, c: float, shared_W: float,
         cc = watts / busy if busy else 0.0
         sensitivity.append({"switch_W": watts,
                             "n_star": _finite(model.best_nodes_closed_form(f, k, cc), limit)})
-    return {"n_star": _finite(star, limit), "n_star_range": [_finite(lo, limit), _finite(hi, limit)],
+    return {"n_star": _finite(star, limit), "n_star_range_se": [_finite(lo, limit), _finite(hi, limit)],
             "n_star_by_switch_W": sensitivity}
 
 
@@ -173,7 +259,7 @@ def _cross_check(out: dict[str, Any], fit: model.ScalingFit) -> str:
     return f"the fitted f = {f:.3f} agrees with the measured serial part (1 - serial share = {f_serial:.3f})"
 
 
-def _verdict(out: dict[str, Any], fit: model.ScalingFit, optimum: model.Optimum) -> str:
+def _verdict(out: dict[str, Any], fit: model.ScalingFit, limit: float) -> str:
     if out["scaling"] == "not_scaling":
         top = out["cluster"][-1]
         return (f"does not scale: {top['speedup']:.2f}x on {top['nodes']} devices; "
@@ -184,29 +270,153 @@ def _verdict(out: dict[str, Any], fit: model.ScalingFit, optimum: model.Optimum)
         return ("best perf/W at n = 1: no power is shared by the devices (no switch or gateway in "
                 "their links' profiles), and with only per-device power Woo-Lee perf/W falls with "
                 "every device added")
-    if optimum.status == UNBOUNDED:
-        return (f"more devices keep paying off: perf/W still within {optimum.tolerance:.0%} of its best "
-                f"at n = {optimum.n_max} (f = {fit.params['f']:.3f})")
+    measured = out["n_best_measured"]
+    largest = out["cluster"][-1]["nodes"]
     star = out["n_star"]
-    return (f"best perf/W at n = {optimum.n_best_efficiency} (n* = {star:.2f}); measured best at "
-            f"n = {out['n_best_measured']}")
+    model_text = (f"model n* = {star:.2f}" if star is not None
+                  else f"model n* beyond {limit:g} (f = {fit.params['f']:.3f})")
+    if measured == largest and largest > 1:
+        return f"perf/W still rising at n = {largest} (measured); {model_text}"
+    return f"best measured perf/W at n = {measured}; {model_text}"
 
 
-def analyse(frame: pd.DataFrame, manifest: dict[str, Any], label: str,
-            reference_label: str) -> dict[str, Any]:
-    """Every workload (and size) of a study, and one n* over those the model describes."""
+def _combined(results: list[dict[str, Any]], weights: dict[str, float], condition: str) -> Combined | None:
+    """The mix of the workloads whose fits hold, under one condition (None: no member)."""
+    members, left_out = {}, {}
+    for r in results:
+        name = f"{r['workload']} {r['size']}"
+        w = weights.get(r["workload"], 0.0)
+        if "_fit" not in r or not r["fit"]["describes"]:
+            left_out[name] = (r.get("verdict") or r.get("status") or "no fit") if "_fit" not in r else \
+                f"the model explains too little of its speed-up (R² = {r['fit']['r2_perf']:.2f} < {MIN_R2})"
+        elif r["scaling"] != "scaling":
+            left_out[name] = r["verdict"]
+        elif condition not in r["conditions"]:
+            left_out[name] = "no device profile to model its power"
+        elif w <= 0:
+            left_out[name] = "weight 0 in --mix"
+        else:
+            members[name] = (w, r)
+    if not members:
+        return None
+    total = sum(w for w, _ in members.values())
+    weights_used = {name: w / total for name, (w, _) in members.items()}
+
+    def member(name: str, f: float) -> mix.Member:
+        r = members[name][1]
+        return mix.Member(name, weights_used[name], f, r["conditions"][condition]["k"], r["c"])
+
+    value = mix.mix_best([member(n, r["_fit"].params["f"]) for n, (_, r) in members.items()])
+    boot = []
+    draws = min(len(r["_f_boot"]) for _, r in members.values())
+    for b in range(draws):
+        fs = {n: r["_f_boot"][b] for n, (_, r) in members.items()}
+        boot.append(None if None in fs.values() else mix.mix_best([member(n, f) for n, f in fs.items()]))
+    star = resample.interval(value if math.isfinite(value) else None, boot)
+    if not math.isfinite(value):
+        star = resample.Interval(None, star.lo, star.hi, star.resamples, star.failed)
+    relative = {name: {int(n): e for n, e in r["conditions"][condition]["relative_energy"].items()
+                       if e is not None} for name, (_, r) in members.items()}
+    measured = mix.measured_mix(relative, weights_used)
+    best = mix.best_measured(measured)
+    disagree = []
+    for name, (_, r) in members.items():
+        own = r["conditions"][condition]["_n_star"]
+        if star.value is not None and own.lo is not None and not own.contains(star.value):
+            hi = "∞" if own.hi is None else f"{own.hi:.1f}"
+            disagree.append(f"{name}: its n* interval {own.lo:.1f}..{hi} excludes the mix's {star.value:.1f}")
+        own_best = r["conditions"][condition]["best_measured"]
+        if best is not None and own_best is not None and abs(own_best - best) > 1:
+            disagree.append(f"{name}: measured best at n = {own_best}, the mix's at n = {best}")
+    rows = [pid for _, r in members.values() for p in r["cluster"] for pid in p["point_ids"]]
+    return Combined(condition, weights_used, left_out, measured, best, star, disagree, rows)
+
+
+def headline(combined: Combined, results: list[dict[str, Any]]) -> Headline:
+    """The first line: the measured best size of the mix, or "≥ N" when its perf/W still
+    rises at the largest measured N; the model's n* beside it, never in its place."""
+    energy = combined.measured_energy
+    largest = max(energy) if energy else 0
+    best = combined.best_measured
+    gain = energy[1] / energy[best] if best is not None and 1 in energy and energy[best] else None
+    star = combined.n_star
+    model_text = ("the model sets no bound" if star.value is None
+                  else f"model suggests ~{star.value:.1f}" + (
+                      f" ({star.lo:.1f}..{'∞' if star.hi is None else format(star.hi, '.1f')})"
+                      if star.lo is not None else ""))
+    cond = "sleeping (libshoalwait)" if combined.condition == SLEEPING else "spinning (MPI default)"
+    rows_at = {n: [pid for r in results if f"{r['workload']} {r['size']}" in combined.weights
+                   for p in r.get("cluster", []) if p["nodes"] == n for pid in p["point_ids"]]
+               for n in energy}
+    if best is None:
+        return Headline(combined.condition, None, False, largest, None, None, star,
+                        f"{cond}: cannot tell, no node count measured for every workload of the mix")
+    at_least = best == largest and largest > 1
+    rising = energy[largest - 1] / energy[largest] - 1.0 if at_least and (largest - 1) in energy else None
+    if at_least:
+        text = (f"{cond}: ≥ {largest} devices: perf/W still rising at N = {largest} (measured, "
+                f"{rising:+.1%} over N = {largest - 1}); {model_text}")
+    else:
+        text = (f"{cond}: best perf/W at {best} device(s) of 1..{largest} measured "
+                f"({gain:.2f}x one device's); {model_text}")
+    rows = sorted(set(rows_at.get(best, []) + rows_at.get(1, [])
+                      + (rows_at.get(largest - 1, []) if at_least else [])))
+    return Headline(combined.condition, best, at_least, largest, gain, rising, star, text, rows)
+
+
+def precision_summary(results: list[dict[str, Any]], precision: study_workloads.Precision | None) -> dict[str, Any]:
+    """How many workload points reached the CI target, and which did not and why."""
+    points = [(r, p, cfg) for r in results for cfg, ps in (("cluster", r.get("cluster") or []),
+                                                          ("reference", [r["reference"]] if r.get("reference") else []))
+              for p in ps]
+    missed = [{"workload": f"{r['workload']} {r['size']}", "config": cfg, "nodes": p["nodes"], "reps": p["reps"],
+               "ci_rel": p["ci_rel"], "why": p["precision"]}
+              for r, p, cfg in points if p.get("precision") != study_workloads.CONVERGED]
+    return {"ci_target": precision.ci if precision else None, "points": len(points),
+            "converged": len(points) - len(missed), "not_converged": missed}
+
+
+def analyse(frame: pd.DataFrame, manifest: dict[str, Any], label: str, reference_label: str,
+            weights: dict[str, float] | None = None,
+            precision: study_workloads.Precision | None = None) -> dict[str, Any]:
+    """Every workload (and size), one answer per waiting condition over those whose fits
+    hold (weighted by ``weights``, default equal), and the headline."""
     if frame.empty:
-        return {"workloads": [], "overall": None}
+        return {"workloads": [], "combined": {}, "headline": {}, "precision": None}
     device = device_profile(manifest)
-    results = [analyse_one(rows, label, reference_label, device)
+    reference = reference_profile(manifest)
+    results = [analyse_one(rows, label, reference_label, device, reference, precision)
                for _, rows in frame.groupby(["workload", "size"], sort=False)]
-    fits = {f"{r['workload']} {r['size']}": r["_fit"] for r in results
-            if "_fit" in r and r["scaling"] == "scaling" and r["fit"]["describes"]}
-    overall = model.overall_optimum(fits).to_dict() if fits else None
-    return {"workloads": results, "overall": overall}
+    names = list(dict.fromkeys(r["workload"] for r in results))
+    weights = weights or {n: 1.0 / len(names) for n in names}
+    combined = {cond: c for cond in (SLEEPING, SPINNING)
+                if (c := _combined(results, weights, cond)) is not None}
+    heads = {cond: headline(c, results) for cond, c in combined.items()}
+    if not combined:
+        heads[SLEEPING] = _no_headline(results)
+    return {"workloads": results, "combined": combined, "headline": heads,
+            "precision": precision_summary(results, precision)}
+
+
+def _no_headline(results: list[dict[str, Any]]) -> Headline:
+    """No workload's fit holds: say so, with each one's reason and measured best."""
+    largest = max((p["nodes"] for r in results for p in r.get("cluster", [])), default=0)
+    why = "; ".join(f"{r['workload']} {r['size']}: {r.get('verdict') or r.get('status')}"
+                    + (f" (measured best n = {r['n_best_measured']})" if r.get("n_best_measured") else "")
+                    for r in results)
+    return Headline(SLEEPING, None, False, largest, None, None, resample.Interval(None, None, None, 0, 0),
+                    f"cannot tell from the workloads, none of whose fits holds: {why}")
 
 
 def public(section: dict[str, Any]) -> dict[str, Any]:
-    """The section without private objects, for JSON."""
-    return {**section, "workloads": [{k: v for k, v in w.items() if not k.startswith("_")}
-                                     for w in section["workloads"]]}
+    """The section as JSON: typed objects as dicts, without private objects."""
+    def clean(w: dict[str, Any]) -> dict[str, Any]:
+        out = {k: v for k, v in w.items() if not k.startswith("_")}
+        if "conditions" in out:
+            out["conditions"] = {c: {k: v for k, v in d.items() if not k.startswith("_")}
+                                 for c, d in out["conditions"].items()}
+        return out
+
+    return {**section, "workloads": [clean(w) for w in section["workloads"]],
+            "combined": {c: v.to_dict() for c, v in section.get("combined", {}).items()},
+            "headline": {c: v.to_dict() for c, v in section.get("headline", {}).items()}}

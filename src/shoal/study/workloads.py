@@ -2,9 +2,14 @@
 and on the reference, with the same program and size, ranks per device = its cores.
 
 Rows go to the study run's ``work`` table (``work_failures`` for runs that
-failed), in the columns of ``shoal work`` (shoal.work.records). Repetitions
-are interleaved over the configurations, so a slow spell of a shared host
-spreads over the node counts instead of bending one of them.
+failed), in the columns of ``shoal work`` (shoal.work.records).
+
+Repetitions run in rounds over the configurations (1, 2, 3, 4, reference, 1,
+2, ...), so a slow spell of a shared host touches every configuration alike
+instead of bending one of them. A point (a workload at one configuration)
+leaves the rounds once the 95 % CI of its median time is within the study's
+``ci`` of the median, or its repetitions or seconds are spent (``Precision``);
+the analysis flags the points that stopped for the second reason.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from shoal.execute.placement import Placement
+from shoal.bench import stats
 from shoal.runs.store import Run
 from shoal.work import runner as work_runner
 
@@ -51,7 +57,7 @@ def plan(request: Any, spec: str | None, devices: list, cluster_counts: list[int
                                             (reference_node.name,), with_shared=False))
             the_plan = work_runner.plan(base, placements=placements)
             cluster_plans.append(the_plan)
-            if request.reference == "host":
+            if request.reference.local:
                 local = dataclasses.replace(base, emulate=None, cluster=None, link=None,
                                             power=request.power, dilation=None)
                 ranks = max(1, len(os.sched_getaffinity(0)))
@@ -60,17 +66,74 @@ def plan(request: Any, spec: str | None, devices: list, cluster_counts: list[int
     return WorkPlans(cluster_plans, local_plans)
 
 
+CONVERGED = "converged"
+OUT_OF_REPS = "repetitions spent"
+OUT_OF_TIME = "time budget spent"
+MORE = "more"
+
+
+@dataclass(frozen=True)
+class Precision:
+    """When a workload point has been repeated enough."""
+
+    ci: float
+    min_reps: int
+    max_reps: int
+    budget_s: float  # seconds of this host's time the point's runs may take
+
+    @classmethod
+    def of(cls, request: Any) -> "Precision":
+        return cls(request.ci, request.work_min_reps, request.work_reps, request.work_point_budget_s)
+
+    def state(self, times_s: list[float], host_s: float) -> str:
+        """CONVERGED, OUT_OF_REPS, OUT_OF_TIME, or MORE (repeat it again)."""
+        if len(times_s) >= self.min_reps and ci_rel(times_s) <= self.ci:
+            return CONVERGED
+        if len(times_s) >= self.max_reps:
+            return OUT_OF_REPS
+        if host_s >= self.budget_s and len(times_s) >= min(self.min_reps, 2):
+            return OUT_OF_TIME
+        return MORE
+
+
+def ci_rel(times_s: list[float]) -> float:
+    """Half the 95 % CI of the median over the median (inf below six repetitions),
+    by the rule `shoal bench` stops on (shoal.bench.stats)."""
+    return stats.summarize(times_s).ci_halfwidth_rel if times_s else float("inf")
+
+
 def measure(run: Run, plans: list[work_runner.Plan], where: Any, meter: Any,
-            events: work_runner.Events) -> None:
-    """Run every plan at every placement, repetitions interleaved; one launch per placement
-    and repetition runs every workload not yet done there (finished runs are kept: resume)."""
-    done = {r["point_id"] for r in run.rows(TABLES.results)}
-    reps = max((p.request.reps for p in plans), default=0)
+            events: work_runner.Events, precision: Precision) -> None:
+    """Rounds over the placements until every point is precise enough or spent; one launch
+    per placement and round runs every workload still repeating there (finished runs are
+    kept: a resumed study continues from them)."""
+    rows = run.rows(TABLES.results)
+    done = {r["point_id"] for r in rows}
+    times: dict[tuple, list[float]] = {}
+    host_s: dict[tuple, float] = {}
+
+    def key(placement: Placement, p: work_runner.Plan) -> tuple:
+        return (placement.label, placement.nodes, placement.ranks, p.workload.name, p.size)
+
+    def add(row: dict[str, Any]) -> None:
+        k = (row["config"], int(row["nodes"]), int(row["ranks"]), row["workload"], row["size"])
+        times.setdefault(k, []).append(float(row["time_s"]))
+        host_s[k] = host_s.get(k, 0.0) + float(row["time_s"]) * float(row.get("dilation") or 1)
+
+    for row in rows:
+        add(row)
+    for failed in run.rows(TABLES.failures):
+        done.add(failed["point_id"])   # a failed repetition is not tried again, the next one is
     placements = list(dict.fromkeys(pl for p in plans for pl in p.placements))
-    for rep in range(reps):
+    for rep in range(precision.max_reps):
         for placement in placements:
-            todo = [p for p in plans if placement in p.placements and rep < p.request.reps
+            todo = [p for p in plans if placement in p.placements
+                    and precision.state(times.get(key(placement, p), []),
+                                        host_s.get(key(placement, p), 0.0)) == MORE
                     and work_runner.records.point_id(placement.label, placement.nodes, placement.ranks,
                                                      p.workload.name, p.size, rep) not in done]
             if todo:
-                work_runner.measure_batch(run, todo, placement, rep, where, meter, events, TABLES)
+                for row in work_runner.measure_batch(run, todo, placement, rep, where, meter, events,
+                                                     TABLES):
+                    if row is not None:
+                        add(row)
