@@ -1,4 +1,6 @@
-/* NPB EP: Gaussian pairs by the Marsaglia polar method from NPB's generator.
+/* NPB EP: Gaussian pairs by the Marsaglia polar method from NPB's generator,
+ * drawn in NPB's double-precision arithmetic (npb_random.h), which is most of
+ * EP's cost: so Mop/s compares with NPB's.
  *
  * 2^M candidate pairs in batches of 2^16; batches split block-wise over
  * ranks (the first mod(NN,P) ranks take one more, as NPB's ep.f); three
@@ -16,7 +18,7 @@
 #define MK 16
 #define NK (1L << MK)
 #define NQ 10
-#define EP_SEED 271828183ULL
+#define EP_SEED 271828183.0
 
 typedef struct { char cls; int m; double sx, sy; } ep_class;
 /* NPB 3.4 EP/ep.f verification values. */
@@ -62,11 +64,11 @@ typedef struct { double sx, sy, q[NQ]; } ep_sums;
 /* Batches [k0, k1) of the 2^(m-16), accumulated into s. */
 static void ep_batches(long k0, long k1, double *x, ep_sums *s)
 {
-    const uint64_t an = npb_pow(NPB_A, 2 * NK);
+    const double an = npb_pow(NPB_A, 2 * NK);
     for (long kk = k0; kk < k1; kk++) {
-        uint64_t seed = npb_mul(EP_SEED, npb_pow(an, (uint64_t)kk));
-        for (long i = 0; i < 2 * NK; i++)
-            x[i] = npb_next(&seed, NPB_A);
+        /* This batch's first seed: S * an^kk, as NPB finds it. */
+        double seed = npb_mulmod(npb_split(npb_pow(an, (uint64_t)kk)), EP_SEED);
+        npb_fill(2 * NK, &seed, NPB_A, x);
         for (long i = 0; i < NK; i++) {
             double x1 = 2.0 * x[2 * i] - 1.0;
             double x2 = 2.0 * x[2 * i + 1] - 1.0;
@@ -74,7 +76,10 @@ static void ep_batches(long k0, long k1, double *x, ep_sums *s)
             if (t1 <= 1.0) {
                 double t2 = sqrt(-2.0 * log(t1) / t1);
                 double t3 = x1 * t2, t4 = x2 * t2;
-                int l = (int)fmax(fabs(t3), fabs(t4));
+                /* max(|X|, |Y|) by a comparison, as NPB writes it: fmax() compiles
+                 * branch-free and makes EP about 15 % faster than NPB's own. */
+                double a3 = fabs(t3), a4 = fabs(t4);
+                int l = (int)(a3 > a4 ? a3 : a4);
                 s->q[l] += 1.0;
                 s->sx += t3;
                 s->sy += t4;

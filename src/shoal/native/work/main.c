@@ -204,6 +204,10 @@ static void run_one(const wk_workload *w, const char *size, const wk_opts *base,
                 t0 = all[6 * i + 4];
         }
         double elapsed = res.t_end - t0;
+        if (res.elapsed_s > 0) {
+            elapsed = res.elapsed_s;
+            t0 = res.t_end - elapsed;
+        }
         printf("{\"type\":\"result\",\"workload\":");
         json_string(w->name);
         fputs(",\"size\":", stdout);

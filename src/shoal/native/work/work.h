@@ -25,6 +25,10 @@ typedef struct {
     double compute_s, comm_s, serial_s;
     /* Rank 0: end of the timed part (shoal clock), set by wk_timed_end(). */
     double t_end;
+    /* Rank 0: the timed part's length when the workload measures it the way its
+     * reference does (NPB IS: the longest rank's own clock); 0: from the start
+     * barrier to t_end. */
+    double elapsed_s;
     /* Rank 0: units of work done (pixels, alignments, frames, images, ops, keys). */
     double work;
     /* Rank 0: "pass", "fail" or "off", and why it failed. */
