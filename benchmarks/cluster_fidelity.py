@@ -21,7 +21,7 @@ from pathlib import Path
 
 from entry import run_main
 
-from shoal.cluster import fidelity
+from shoal.bench import fidelity
 
 
 def main() -> int:

@@ -6,9 +6,10 @@ import ast
 import re
 from pathlib import Path
 
+import shoal
 from shoal import profiles
 
-SRC = Path(profiles.__file__).resolve().parent
+SRC = Path(shoal.__file__).resolve().parent
 
 
 def _python_files() -> list[Path]:
@@ -55,7 +56,7 @@ def test_the_grep_would_find_a_copied_watt_figure(tmp_path):
 def test_one_device_profile_class():
     """Devices' power (idle/busy watts) is held by one class, shoal.profiles.DeviceProfile,
     the switches devices share included (role "switch"). (The file's schema in
-    shoal.inputs.files declares the same fields; it holds no device.)"""
+    shoal.profiles.tables declares the same fields; it holds no device.)"""
     holders = []
     for path in _python_files():
         for node in ast.walk(ast.parse(path.read_text())):
@@ -65,7 +66,7 @@ def test_one_device_profile_class():
                           if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name)}
                 if fields & {"idle_W", "busy_W"}:
                     holders.append(f"{path.relative_to(SRC)}:{node.name}")
-    assert holders == ["profiles.py:DeviceProfile"]
+    assert holders == ["profiles/__init__.py:DeviceProfile"]
 
 
 def test_busy_watts_are_the_mean_of_the_max_rows():

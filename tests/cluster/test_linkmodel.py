@@ -115,7 +115,7 @@ def test_a_link_naming_an_unknown_switch_says_so():
 
 
 def test_fidelity_sets_each_result_against_the_link_model():
-    from shoal.cluster import fidelity
+    from shoal.bench import fidelity
 
     path = fidelity.model_path("nuc", "ethernet-100m")
     rows = fidelity.rows_of([

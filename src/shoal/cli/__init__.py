@@ -126,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
         if not getattr(args, "func", None):
             parser.print_help()
             return 0
-        from shoal.inputs import environment
+        from shoal.cli import _environment as environment
 
         environment.check()
         _into_user_namespace(args, argv)

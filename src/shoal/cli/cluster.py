@@ -227,7 +227,7 @@ def _matrix(args) -> int:
 
 def _fidelity(args) -> int:
     from shoal import render
-    from shoal.cluster import fidelity
+    from shoal.bench import fidelity
 
     request = fidelity.FidelityRequest(link=args.link, device=args.device, mpi=args.mpi,
                                        sizes=args.sizes, dilations=args.dilation,

@@ -534,7 +534,7 @@ def _inventory_from_record(record: dict) -> Inventory:
 
     described = record["inventory"]
     data = {"cluster": {"mode": "emulated"},
-            "nodes": [{k: v for k, v in n.items() if k in ("name", "address", "slots", "profile", "power", "link")}
+            "nodes": [{k: v for k, v in n.items() if k in ("name", "address", "slots", "profile", "link")}
                       for n in described["nodes"]],
             "profiles": {k: _profile_table(v) for k, v in described.get("profiles", {}).items()},
             "links": {k: {kk: vv for kk, vv in v.items() if kk not in ("name", "sources")} for k, v in described.get("links", {}).items()}}
@@ -546,9 +546,9 @@ def _inventory_from_record(record: dict) -> Inventory:
 def _profile_table(described: dict) -> dict:
     """A profile's description back as a [profiles.NAME] table: only the fields such a table has
     (a description also carries its name, sources, role and boot phases)."""
-    from shoal.inputs import files
+    from shoal.profiles import tables
 
-    fields = set(files.ProfileTable.model_fields) - {"pstates"}
+    fields = set(tables.ProfileTable.model_fields) - {"pstates"}
     table = {k: v for k, v in described.items() if k in fields and v is not None}
     if described.get("pstates"):
         table["pstates"] = described["pstates"]

@@ -11,7 +11,6 @@ An inventory is a TOML file (documented with examples in docs/cluster.md)::
     address = "192.168.1.11"     # what ssh reaches (defaults to name)
     slots = 2
     profile = "minnowboard"
-    power = "model"              # power source for this node
 
 The same inventory drives emulation (``mode = "emulated"``), where each node
 becomes a network namespace shaped like its profile and link. The shorthand
@@ -42,11 +41,10 @@ class Node:
     link: _profiles.LinkType
     slots: int
     address: str
-    power: str = "model"
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, "address": self.address, "slots": self.slots,
-                "profile": self.profile.name, "link": self.link.name, "power": self.power}
+                "profile": self.profile.name, "link": self.link.name}
 
 
 @dataclass
@@ -94,9 +92,10 @@ def load(path: str | Path) -> Inventory:
 
 def parse(data: dict, where: str = "inventory", text: str = "") -> Inventory:
     """Validate an inventory already parsed from TOML (``text`` locates errors)."""
-    from shoal.inputs import files, schema
+    from shoal.cluster.inventory_file import InventoryFile
+    from shoal.inputs import schema
 
-    declared = schema.validate(files.InventoryFile, data, where, text)
+    declared = schema.validate(InventoryFile, data, where, text)
     known_profiles, known_links = _profiles.load_all(
         {"profiles": declared.profiles, "links": declared.links, "switches": declared.switches}, where, text)
     default_link = declared.cluster.link
@@ -119,7 +118,7 @@ def parse(data: dict, where: str = "inventory", text: str = "") -> Inventory:
             raise schema.locate(where, text, ("nodes", i, "link"), f"unknown link type {link_name!r} "
                                 f"(known: {', '.join(sorted(known_links))})")
         nodes.append(Node(raw.name, profile, known_links[link_name], raw.slots or profile.cores,
-                          raw.address or raw.name, raw.power))
+                          raw.address or raw.name))
     return Inventory(nodes, declared.cluster.mode, where, declared.cluster.host_speed, known_profiles,
                      dict(declared.switches))
 

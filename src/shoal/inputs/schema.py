@@ -1,23 +1,26 @@
 """Validate a file's parsed data against a declared schema; one-line errors with file, line, field.
 
-Each kind of file shoal reads (inventories, profiles, and any later workload
-or stage file) declares its fields once as a pydantic model in
-``shoal.inputs.files``; ``validate`` checks a parsed TOML document against
-it and turns the first problem into a ``ShoalError`` such as::
+Each kind of file shoal reads declares its fields once, as a ``Table``
+beside the code that owns them (inventories in ``shoal.cluster.inventory_file``,
+profiles, links and switches in ``shoal.profiles.tables``, stage files in
+``shoal.pallex.stagefile``); ``validate`` checks a parsed TOML document
+against one and turns the first problem into a ``ShoalError`` such as::
 
     inv.toml:14: nodes[1].slots: must be a whole number at least 1, got 0
 
-pydantic is imported here only, and this module only by commands that read
-files, so ``shoal --help`` never pays for it.
+pydantic is imported here and by those tables only, and they only by
+commands that read files, so ``shoal --help`` never pays for it.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Annotated, Any, ClassVar, TypeVar
 
-from shoal.cluster.tomlpos import line_of
+from pydantic import BaseModel, ConfigDict, Field
+
 from shoal.errors import ShoalError
+from shoal.inputs.tomlpos import line_of
 
 try:
     import tomllib
@@ -25,6 +28,18 @@ except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
 
 T = TypeVar("T")
+
+
+class Table(BaseModel):
+    """A TOML table: types as written (no "3" for 3), finite numbers, no unknown keys."""
+
+    model_config = ConfigDict(strict=True, extra="forbid", allow_inf_nan=False, frozen=True)
+    required_hint: ClassVar[str] = ""
+
+
+Positive = Annotated[float, Field(gt=0)]
+NonNegative = Annotated[float, Field(ge=0)]
+Text = Annotated[str, Field(min_length=1)]
 
 _KINDS = {"float_type": "a number", "int_type": "a whole number", "string_type": "text",
           "bool_type": "true or false", "dict_type": "a table", "model_type": "a table",

@@ -28,11 +28,17 @@ need without one is met when that stage exits.
 from __future__ import annotations
 
 import re
+import shlex
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Annotated, Literal, Union
+
+from pydantic import AfterValidator, Field
 
 from shoal.errors import ShoalError
+from shoal.inputs.grammar import MAX_SECONDS
+from shoal.inputs.schema import Table, Text
 
 ACTIONS = ("none", "poweroff", "poweroff-force", "poweroff-immediate", "halt", "halt-force",
            "halt-immediate", "reboot", "reboot-force", "reboot-immediate", "exit")
@@ -40,6 +46,66 @@ UNIT_SUFFIXES = (".service", ".target", ".socket", ".mount", ".device", ".path",
 SOCKET_DIR = "/run/pallex"
 RESERVED = ("done", "deadline")
 UNIX_PATH_MAX = 107  # sun_path holds 108 bytes with the terminating NUL (unix(7))
+
+
+# -- The file's fields, declared once (checked by shoal.inputs.schema) ------------------
+_STAGE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
+
+
+def _stage_name(value: str) -> str:
+    if not _STAGE_NAME.match(value):
+        raise ValueError(f"{value!r}: use only letters, digits, '_', '.' and '-' in names")
+    return value
+
+
+def _unit(value: str) -> str:
+    if not value.endswith(UNIT_SUFFIXES) or "/" in value:
+        raise ValueError(f"{value!r} is not a unit name (use one ending in {', '.join(UNIT_SUFFIXES)})")
+    return value
+
+
+def _argv(value: Union[str, list[str]]) -> tuple[str, ...]:
+    argv = shlex.split(value) if isinstance(value, str) else value
+    if not argv:
+        raise ValueError('is empty; give the program and its arguments, e.g. ["/path/to/program"]')
+    return tuple(argv)
+
+
+Unit = Annotated[str, AfterValidator(_unit)]
+
+
+class AppTable(Table):
+    required_hint = 'the [app] table needs a name, e.g. [app] name = "icc"'
+    name: Annotated[str, AfterValidator(_stage_name)]
+    description: str = ""
+    deadline_s: Annotated[float, Field(gt=0, le=MAX_SECONDS)] = 120.0
+    config: Text = "EU"
+    on_success: Literal[ACTIONS] = "poweroff-force"  # type: ignore[valid-type]
+    on_failure: Literal[ACTIONS] = "poweroff-force"  # type: ignore[valid-type]
+
+
+class StageTable(Table):
+    required_hint = 'every stage needs a command, e.g. command = ["/path/to/program"]'
+    command: Annotated[Union[str, list[Text]], AfterValidator(_argv)]
+    needs: list[Text] = []
+    requires_units: list[Unit] = []
+    wants_units: list[Unit] = []
+    description: str = ""
+
+
+class EdgeTable(Table):
+    required_hint = "every [[edges]] table needs from, to and bytes"
+    src: Text = Field(alias="from")
+    dst: Text = Field(alias="to")
+    bytes: Annotated[int, Field(ge=0)] = 0
+
+
+class StageFile(Table):
+    required_hint = 'a stage file needs an [app] table and at least one [stages.NAME]'
+    app: AppTable
+    stages: Annotated[dict[Annotated[str, AfterValidator(_stage_name)], StageTable], Field(min_length=1)]
+    edges: list[EdgeTable] = []
+    params: dict[str, Union[str, int, float]] = {}
 
 
 class StageFileError(ShoalError):
@@ -137,11 +203,11 @@ def load(path: str | Path) -> App:
 
 
 def parse(data: dict, where: str = "stage file", text: str = "") -> App:
-    """Check a parsed stage file (fields: shoal.inputs.files.StageFile) and build the App."""
-    from shoal.inputs import files, schema
+    """Check a parsed stage file (fields: StageFile above) and build the App."""
+    from shoal.inputs import schema
 
     try:
-        declared = schema.validate(files.StageFile, data, where, text)
+        declared = schema.validate(StageFile, data, where, text)
     except ShoalError as exc:
         raise StageFileError(str(exc)) from None
 

@@ -18,7 +18,7 @@ from typing import Any
 from shoal import environment
 from shoal.errors import ShoalError
 
-BUILTIN = Path(__file__).resolve().parent / "data" / "profiles.toml"
+BUILTIN = Path(__file__).resolve().parent.parent / "data" / "profiles.toml"
 
 
 @dataclass(frozen=True)
@@ -200,9 +200,10 @@ class DeviceProfile:
 
 def profile_from_table(name: str, table: dict, where: str, text: str = "") -> DeviceProfile:
     """Build a profile from a TOML table; ``where`` (and ``text``) locate errors."""
-    from shoal.inputs import files, schema
+    from shoal.inputs import schema
+    from shoal.profiles import tables
 
-    checked = schema.validate(files.ProfileTable, table, where, text, at=("profiles", name))
+    checked = schema.validate(tables.ProfileTable, table, where, text, at=("profiles", name))
     values = checked.model_dump(exclude=set(checked.model_extra or {}))
     values["pstates"] = tuple(values["pstates"])
     if values.get("per_test") is not None:
@@ -212,18 +213,20 @@ def profile_from_table(name: str, table: dict, where: str, text: str = "") -> De
 
 def switch_from_table(name: str, table: dict, where: str, text: str = "") -> DeviceProfile:
     """A ``[switches.NAME]`` table as a profile of role "switch" (no cores, no link of its own)."""
-    from shoal.inputs import files, schema
+    from shoal.inputs import schema
+    from shoal.profiles import tables
 
-    checked = schema.validate(files.SwitchTable, table, where, text, at=("switches", name))
+    checked = schema.validate(tables.SwitchTable, table, where, text, at=("switches", name))
     return DeviceProfile(name, cores=0, speed=0.0, idle_W=checked.idle_W, busy_W=checked.busy_W,
                          link="", description=checked.description, role="switch",
                          sources=checked.sources)
 
 
 def link_from_table(name: str, table: dict, where: str, text: str = "") -> LinkType:
-    from shoal.inputs import files, schema
+    from shoal.inputs import schema
+    from shoal.profiles import tables
 
-    checked = schema.validate(files.LinkTable, table, where, text, at=("links", name))
+    checked = schema.validate(tables.LinkTable, table, where, text, at=("links", name))
     return LinkType(name, **checked.values(), sources=checked.sources)
 
 

@@ -1,0 +1,115 @@
+"""The fields of ``[profiles.NAME]``, ``[links.NAME]`` and ``[switches.NAME]`` tables, declared
+once beside the profiles they become (checked by ``shoal.inputs.schema``).
+
+Read from shoal/data/profiles.toml, users' profile files and inventories. Every number is
+finite and within its range; unknown fields are refused, so a typo is never silently ignored.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, ClassVar, Optional
+
+from pydantic import ConfigDict, Field, model_validator
+
+from shoal.inputs.grammar import MAX_SLOTS
+from shoal.inputs.schema import NonNegative, Positive, Table, Text
+
+
+class PerTestTable(Table):
+    """``[profiles.NAME.per_test]``: watts measured under each benchmark (test = W), with its source."""
+
+    average_W: dict[str, NonNegative] = {}
+    max_W: dict[str, NonNegative] = {}
+    min_W: dict[str, NonNegative] = {}
+    source: str = ""
+
+
+class ProfileTable(Table):
+    """One ``[profiles.NAME]`` table; ``FIELD_source`` keys say where a number came from."""
+
+    model_config = ConfigDict(extra="allow")
+    required_hint: ClassVar[str] = "every profile needs cores, speed, idle_W and busy_W"
+    cores: Annotated[int, Field(ge=1, le=MAX_SLOTS)]
+    speed: Positive
+    idle_W: NonNegative
+    busy_W: NonNegative
+    link: Text = "gigabit"
+    description: str = ""
+    clock_Hz: Optional[Positive] = None
+    max_W: Optional[NonNegative] = None
+    pstates: list[tuple[Positive, NonNegative]] = []
+    # Whether the CPU has AES instructions (None: not known); the edge workload
+    # runs software AES on devices without them.
+    aes_instructions: Optional[bool] = None
+    per_test: Optional[PerTestTable] = None
+
+    @model_validator(mode="after")
+    def _sources_and_watts(self) -> "ProfileTable":
+        for key, value in (self.model_extra or {}).items():
+            if not key.endswith("_source"):
+                raise ValueError(f"unknown field {key!r} (known: "
+                                 f"{', '.join(sorted(type(self).model_fields))}, FIELD_source)")
+            if not isinstance(value, str):
+                raise ValueError(f"{key} must be text naming where the number came from")
+        if self.busy_W < self.idle_W:
+            raise ValueError(f"needs idle_W <= busy_W, got {self.idle_W:g} and {self.busy_W:g}")
+        return self
+
+    @property
+    def sources(self) -> dict[str, str]:
+        return {k.removesuffix("_source"): v for k, v in (self.model_extra or {}).items()}
+
+
+class LinkTable(Table):
+    """One ``[links.NAME]`` table; each number may name its source (``rate_source``, ...)."""
+
+    required_hint: ClassVar[str] = "every link needs rate_bps (bits per second)"
+    rate_bps: Positive
+    latency_s: NonNegative = 0.0
+    jitter_s: NonNegative = 0.0
+    loss: Annotated[float, Field(ge=0, lt=1)] = 0.0
+    source: str = ""
+    switch: str = ""
+    rate_source: str = ""
+    latency_source: str = ""
+    jitter_source: str = ""
+    loss_source: str = ""
+    switch_source: str = ""
+
+    @model_validator(mode="after")
+    def _jitter(self) -> "LinkTable":
+        if self.jitter_s > self.latency_s:
+            raise ValueError(f"needs jitter_s <= latency_s (a message cannot arrive before it is "
+                             f"sent), got {self.jitter_s:g} and {self.latency_s:g}")
+        return self
+
+    @property
+    def sources(self) -> dict[str, str]:
+        return {k.removesuffix("_source"): getattr(self, k) for k in type(self).model_fields
+                if k.endswith("_source") and getattr(self, k)}
+
+    def values(self) -> dict[str, Any]:
+        """The link's own fields, without the sources."""
+        return {k: getattr(self, k) for k in type(self).model_fields if not k.endswith("_source")}
+
+
+class SwitchTable(Table):
+    """One ``[switches.NAME]`` table: what a star of devices shares (counted once)."""
+
+    required_hint: ClassVar[str] = "every switch needs idle_W and busy_W (watts)"
+    idle_W: NonNegative
+    busy_W: NonNegative
+    description: str = ""
+    idle_source: str = ""
+    busy_source: str = ""
+
+    @model_validator(mode="after")
+    def _watts(self) -> "SwitchTable":
+        if self.busy_W < self.idle_W:
+            raise ValueError(f"needs idle_W <= busy_W, got {self.idle_W:g} and {self.busy_W:g}")
+        return self
+
+    @property
+    def sources(self) -> dict[str, str]:
+        return {k.removesuffix("_source"): getattr(self, k) for k in ("idle_source", "busy_source")
+                if getattr(self, k)}
