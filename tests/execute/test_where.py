@@ -59,9 +59,9 @@ def test_dilation_follows_one_rule_whatever_the_request(make, inventory):
 
 
 def test_a_study_checks_its_devices_by_the_same_rule(inventory):
-    StudyRequest(emulate=None, cluster=inventory("emulated"), reference="host", dilation=2.0).validate()
+    StudyRequest.create(cluster=inventory("emulated"), dilation=2.0).validate()
     with pytest.raises(ShoalError, match="mode 'ssh'"):
-        StudyRequest(emulate=None, cluster=inventory("ssh"), reference="host", dilation=2.0).validate()
+        StudyRequest.create(cluster=inventory("ssh"), dilation=2.0).validate()
 
 
 @pytest.mark.parametrize("where, says", [
