@@ -187,3 +187,67 @@ def test_the_switch_is_counted_once_in_a_configurations_power(tmp_path):
     described = next(iter(manifest["clusters"].values()))
     assert [s["name"] for s in described["switches"]] == ["fast-ethernet-8"]
     assert described["emulation"]["dilation"] == 1.0
+
+
+def test_a_shared_medium_serialises_every_devices_upstream_and_grants_idle_ones(tmp_path):
+    """Two devices stream to each other on one shared 8 Mbit/s plant: both streams take turns on
+    the one upstream channel (with a port each they would overlap), and a datagram from an
+    idle device waits 1-2 MAP intervals for its grant before its line time."""
+    rate, latency, interval = 8e6, 8e-3, 2e-3
+    table = {"rate_bps": rate, "latency_s": latency, "shared": True, "grant_interval_s": interval}
+    c = _cluster(2, table, tmp_path)
+    count, size = 200, 1000
+    with c:
+        record = state.read(c.emulated.id)
+        paths = [str(state.NETNS_DIR / c.emulated.netns(n)) for n in ("minnowboard1", "minnowboard2")]
+        addresses = [record["nodes"][n]["address"] for n in ("minnowboard1", "minnowboard2")]
+        socks = []
+        for path, address in zip(paths, addresses):
+            with sysns.in_netns(path):
+                s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 22)
+            s.bind((address, 9000))
+            socks.append(s)
+        # Isolated datagrams first (each device idle when it sends), then both streams at once.
+        for _ in range(10):
+            socks[0].sendto(b"p" * 64, (addresses[1], 9000))
+            time.sleep(3 * latency)
+        start = threading.Barrier(2)
+
+        def stream(i: int) -> None:
+            start.wait()
+            for _ in range(count):
+                socks[i].sendto(b"x" * size, (addresses[1 - i], 9000))
+
+        threads = [threading.Thread(target=stream, args=(i,)) for i in (0, 1)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        time.sleep(2 * count * 8 * (size + 100) / rate + 0.5)
+        counters = linkemu.stats(record["forwarder"], c.emulated.directory / "forwarder.json")
+        for s in socks:
+            s.close()
+    ports = counters["ports"]
+    assert ports[1]["up"]["channel"] == ports[2]["up"]["channel"] == 1
+    assert ports[1]["down"]["channel"] == ports[2]["down"]["channel"] == 2
+    assert ports[1]["up"]["grant_ns"] == round(interval * 1e9) and ports[1]["down"]["grant_ns"] == 0
+    assert counters["channels"][0]["wire_bytes"] == ports[1]["up"]["wire_bytes"] + ports[2]["up"]["wire_bytes"]
+    frames = list(csv.DictReader(open(tmp_path / "frames.csv")))
+    wire = lambda f: max(int(f["len"]) - 10, 60) + 24  # noqa: E731 - virtio header off, padded
+    # An idle device's datagram: fixed delay (the latency less the mean grant wait), then a
+    # grant 1-2 intervals after it arrived, then its line time up and down.
+    fixed_ns = (latency - 1.5 * interval) * 1e9
+    pings = [f for f in frames if (f["in_port"], f["out_port"]) == ("1", "2")
+             and int(f["len"]) == 10 + 14 + 20 + 8 + 64]
+    assert len(pings) == 10
+    for f in pings:
+        took = int(f["scheduled_ns"]) - int(f["arrived_ns"]) - fixed_ns - 2 * 8e9 * wire(f) / rate
+        assert interval * 1e9 - 1e3 <= took <= 2 * interval * 1e9 + 1e3, took
+    # Both streams: their frames reach the far end one line time apart at least, as one channel
+    # carries them all (a port each would deliver the two streams side by side).
+    streamed = sorted((int(f["scheduled_ns"]), wire(f)) for f in frames
+                      if int(f["len"]) == 10 + 14 + 20 + 8 + size and f["out_port"] in ("1", "2"))
+    assert len(streamed) > 1.9 * count and {f["in_port"] for f in frames if int(f["len"]) > 1000} == {"1", "2"}
+    for (t0, _), (t1, w1) in zip(streamed, streamed[1:]):
+        assert t1 - t0 >= 8e9 * w1 / rate - 1e3

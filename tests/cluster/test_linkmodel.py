@@ -145,3 +145,41 @@ def test_a_rendezvous_mpi_pays_one_round_trip_above_its_eager_limit(monkeypatch)
     assert mpich.impl.rendezvous_above_B(mpich) is None
     monkeypatch.setenv("OMPI_MCA_btl_tcp_eager_limit", "8192")
     assert ompi.impl.rendezvous_above_B(ompi) == 8192 - open_mpi.OB1_HEADER_B
+
+
+def test_a_shared_medium_serialises_a_broadcasts_transfers_and_a_port_each_does_not():
+    from dataclasses import replace
+
+    from shoal import profiles
+
+    plant = profiles.load_links()["docsis-27m"]
+    assert plant.shared and plant.grant_wait_s == 1.5 * plant.grant_interval_s
+    ports = replace(plant, shared=False, grant_interval_s=0.0)
+    # Two ranks: one transfer, nothing to share (the grant wait is inside the latency).
+    assert linkmodel.bench_bcast_s(plant, 2, 4096) == pytest.approx(
+        linkmodel.bench_bcast_s(ports, 2, 4096), rel=0.05)
+    # 32 ranks, 64 KiB: 31 transfers one after another on the one upstream channel, against
+    # five rounds of transfers side by side.
+    wire_s = 8 * linkmodel.wire_bytes(65536) / plant.rate_bps
+    shared, alone = linkmodel.bench_bcast_s(plant, 32, 65536), linkmodel.bench_bcast_s(ports, 32, 65536)
+    assert shared >= 31 * wire_s
+    assert 5 * wire_s <= alone < 6 * wire_s + 6 * ports.latency_s
+    # The seed's shape: 128 boxes, 256 KiB: about 10 s on the plant.
+    assert 9 < linkmodel.bench_bcast_s(plant, 128, 262144, reps=3) < 12
+
+
+def test_the_medium_grants_an_idle_device_and_lets_a_busy_one_go_on():
+    from shoal.profiles import LinkType
+
+    link = LinkType("plant", rate_bps=8e6, latency_s=0.01, shared=True, grant_interval_s=0.002)
+    medium = linkmodel.Medium(link, 3)
+    wire_s = 8 * linkmodel.wire_bytes(1000) / link.rate_bps
+    edge_s = wire_s  # one frame
+    first = medium.send(0, 0.0, 1000)
+    assert first == pytest.approx(0.003 + wire_s + (0.01 - 0.003) + edge_s)
+    # Device 0 still has its queue: the next goes right behind it; device 1 waits its
+    # grant and then for the channel.
+    second = medium.send(0, 0.0, 1000)
+    assert second == pytest.approx(first + wire_s)
+    third = medium.send(1, 0.0, 1000)
+    assert third == pytest.approx(second + wire_s)

@@ -149,3 +149,26 @@ def test_cluster_up_is_seen_by_status_used_by_attach_and_removed_by_down(tmp_pat
         assert 0.5 * 100e6 / 8 < pair["bandwidth_Bps"] < 1.05 * 100e6 / 8
     after = json.loads(_shoal(tmp_path, "cluster", "status", "--json").stdout)
     assert name not in [r["id"] for r in after]
+
+
+def test_one_cluster_brought_up_once_serves_bench_work_and_dsm(tmp_path):
+    name = f"a{os.getpid() % 100000}"
+    with _cluster_up(tmp_path, "2xminnowboard", name):
+        bench = _shoal(tmp_path, "bench", "--attach", name, "--tests", "imb.PingPong", "--sizes", "8",
+                       "--budget", "1", "--out", str(tmp_path / "bench"))
+        assert bench.returncode == 0, bench.stderr
+        manifest = json.loads((tmp_path / "bench" / "manifest.json").read_text())
+        assert manifest["jobs"][f"{name}/2/2"]["hosts"] == ["minnowboard1", "minnowboard2"]
+        assert manifest["clusters"][name]["id"] == name
+        work = _shoal(tmp_path, "work", "raytrace", "--attach", name, "--size", "64", "--reps", "1",
+                      "--out", str(tmp_path / "work"))
+        assert work.returncode == 0, work.stderr
+        assert set(pd.read_csv(tmp_path / "work" / "results.csv")["nodes"]) == {1, 2}
+        dsm = _shoal(tmp_path, "dsm", "run", "full", "--attach", name, "-n", "2", "--json")
+        assert dsm.returncode == 0, dsm.stderr
+        placed = json.loads(dsm.stdout)["cluster"]["placement"]
+        assert [p["node"] for p in placed] == ["minnowboard1", "minnowboard2"]
+        # Every run left the cluster as it found it: still up, for the next one.
+        status = json.loads(_shoal(tmp_path, "cluster", "status", "--json").stdout)
+        assert [r["id"] for r in status if r["id"] == name] == [name]
+

@@ -84,7 +84,8 @@ def _into_user_namespace(args: argparse.Namespace, argv: list[str]) -> None:
         return
     if not userns.needed():
         return
-    attach = getattr(args, "attach", None)
+    attaches = getattr(args, "attaches", None)  # a command whose options are parsed late says
+    attach = attaches(args) if attaches is not None else getattr(args, "attach", None)
     if attach:
         from shoal.cluster import state
 

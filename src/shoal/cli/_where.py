@@ -11,13 +11,16 @@ from shoal.inputs.grammar import MAX_SLOTS, Bounds
 
 
 def add_cluster_choice(where: argparse._ArgumentGroup) -> None:
-    """--emulate, --link, --cluster and --dilation: which cluster, if any."""
+    """--emulate, --link, --cluster, --attach and --dilation: which cluster, if any."""
     where.add_argument("--emulate", type=typed.text, default=None, metavar="SPEC",
                        help="emulated cluster of devices, e.g. 4xminnowboard or 4xminnowboard+1xnuc")
     where.add_argument("--link", type=typed.text, default=None,
                        help="link of every emulated device: ethernet-100m, gigabit, wifi-n, docsis-27m")
     where.add_argument("--cluster", type=typed.text, default=None, metavar="FILE",
                        help="inventory file (TOML)")
+    where.add_argument("--attach", type=typed.text, default=None, metavar="ID",
+                       help="run on an emulated cluster already up ('shoal cluster up' prints its "
+                            "ID), brought up once for many runs")
     where.add_argument("--dilation", type=typed.typed(_dilation, name="dilation"),
                        default=None, metavar="D",
                        help="run the emulated cluster D times slower than real time (times are "

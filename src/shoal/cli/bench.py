@@ -94,6 +94,7 @@ def _request(args: argparse.Namespace):
         emulate=args.emulate,
         link=args.link,
         cluster=args.cluster,
+        attach=args.attach,
         nodes=args.nodes,
         ranks_per_node=args.ranks_per_node,
         power=args.power,

@@ -61,7 +61,7 @@ def register(subparsers) -> None:
     # remainder parsed in run() (argparse mishandles "--" right after a positional)
     r.add_argument("program", nargs=argparse.REMAINDER, metavar="APP [OPTIONS] [-- PROGRAM OPTIONS]",
                    help="full, burst, lock, hough or video")
-    r.set_defaults(func=run, run_parser=r, emulates=_emulates,
+    r.set_defaults(func=run, run_parser=r, emulates=_emulates, attaches=_attaches,
                    precheck=lambda args: _plan(argparse.Namespace(**vars(args))))
     lab = sub.add_parser("lab", help="Experiments E, F, G and Table 2 for every wait mode")
     lab.add_argument("--experiments", default="E,F,G", help="comma list of E, F, G")
@@ -144,7 +144,7 @@ def _plan(args) -> _RunPlan:
     from shoal.execute.where import Where
 
     where = Where(mpi=args.mpi, emulate=args.emulate, link=args.link, cluster=args.cluster,
-                  dilation=args.dilation)
+                  attach=args.attach, dilation=args.dilation)
     where.validate()
     if where.on_cluster:
         plan.where = where.open()
@@ -160,6 +160,13 @@ def _emulates(args) -> bool:
     probe = argparse.Namespace(**vars(args))
     _split_rest(probe)
     return userns.builds_emulation(probe.emulate, probe.cluster, None)
+
+
+def _attaches(args) -> str | None:
+    """The cluster `dsm run` attaches to (--attach follows APP: read from a copy)."""
+    probe = argparse.Namespace(**vars(args))
+    _split_rest(probe)
+    return probe.attach
 
 
 def run(args) -> int:

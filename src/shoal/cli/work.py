@@ -74,7 +74,8 @@ def _request(args: argparse.Namespace):
     return runner.WorkRequest(
         workload=args.workload, size=args.size, reps=args.reps, check=args.check,
         ranks=_ranks(args.ranks), mpi=args.mpi, emulate=args.emulate, link=args.link,
-        cluster=args.cluster, nodes=args.nodes, ranks_per_node=args.ranks_per_node,
+        cluster=args.cluster, attach=args.attach, nodes=args.nodes,
+        ranks_per_node=args.ranks_per_node,
         dilation=args.dilation,
         oversubscribe=args.oversubscribe or ranklimit.DEFAULT_OVERSUBSCRIBE,
         power=args.power, idle_s=args.idle, wait=args.wait, aes=args.aes,

@@ -78,7 +78,7 @@ def link(link_type: LinkType, d: float) -> LinkType:
     if d == 1:
         return link_type
     return replace(link_type, rate_bps=link_type.rate_bps / d, latency_s=link_type.latency_s * d,
-                   jitter_s=link_type.jitter_s * d)
+                   jitter_s=link_type.jitter_s * d, grant_interval_s=link_type.grant_interval_s * d)
 
 
 def budget(cpus: float, d: float) -> float:

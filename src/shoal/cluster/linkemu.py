@@ -30,6 +30,7 @@ TARGET = "linkemu"
 QUEUE_S = 0.2
 QUEUE_MIN_B = 256 * 1024
 READY_TIMEOUT_S = 10.0
+MAX_CHANNELS = 16  # shared media channels the forwarder has (MAX_CHANNELS in linkemu.c)
 
 
 def binary() -> Path:
@@ -38,13 +39,21 @@ def binary() -> Path:
     return build.build_host(TARGET)
 
 
-def direction(link: LinkType | None) -> str:
-    """One direction of a port as the forwarder reads it: rate/delay/jitter/loss/limit."""
+def direction(link: LinkType | None, channel: int = 0, upstream: bool = False, sharing: int = 1) -> str:
+    """One direction of a port as the forwarder reads it: rate/delay/jitter/loss/limit, and on a
+    shared medium (``channel`` > 0, ``sharing`` ports on it) /grant/channel."""
     if link is None:  # unshaped (the head's port)
         return "0/0/0/0/0"
-    limit = max(QUEUE_MIN_B, int(link.rate_bps / 8 * QUEUE_S))
-    return (f"{link.rate_bps:.6g}/{round(link.latency_s / 2 * 1e9)}/"
+    limit = max(QUEUE_MIN_B, int(link.rate_bps / 8 * QUEUE_S)) * max(1, sharing)
+    delay_s = link.latency_s / 2
+    grant_ns = 0
+    if channel:
+        # The grant wait is part of the link's latency: the rest is delay, half each way.
+        delay_s = max(0.0, link.latency_s - link.grant_wait_s) / 2
+        grant_ns = round(link.grant_interval_s * 1e9) if upstream else 0
+    text = (f"{link.rate_bps:.6g}/{round(delay_s * 1e9)}/"
             f"{round(link.jitter_s / 2 * 1e9)}/{link.loss:.9g}/{limit}")
+    return text + (f"/{grant_ns}/{channel}" if channel else "")
 
 
 @dataclass(frozen=True)
@@ -52,12 +61,32 @@ class Port:
     netns_path: str
     ifname: str
     link: LinkType | None
+    # Shared medium: the channels its upstream and downstream transmit on (0: its own),
+    # and how many ports share them.
+    up_channel: int = 0
+    down_channel: int = 0
+    sharing: int = 1
 
     def argument(self) -> str:
         if "," in self.netns_path or "," in self.ifname:
             raise ShoalError(f"forwarder port {self.netns_path}: paths with ',' are not supported")
-        side = direction(self.link)
-        return f"{self.netns_path},{self.ifname},{side},{side}"
+        up = direction(self.link, self.up_channel, True, self.sharing)
+        down = direction(self.link, self.down_channel, False, self.sharing)
+        return f"{self.netns_path},{self.ifname},{up},{down}"
+
+
+def shared_channels(links: list[LinkType | None]) -> list[tuple[int, int, int]]:
+    """Per port: (upstream channel, downstream channel, ports sharing them); every link type
+    marked shared is one medium with one channel each way, the others (0, 0, 1)."""
+    media: dict[str, int] = {}
+    for link in links:
+        if link is not None and link.shared and link.name not in media:
+            media[link.name] = len(media)
+    if 2 * len(media) > MAX_CHANNELS:
+        raise ShoalError(f"at most {MAX_CHANNELS // 2} shared media in one emulated cluster")
+    counts = {name: sum(1 for link in links if link is not None and link.name == name) for name in media}
+    return [(2 * media[link.name] + 1, 2 * media[link.name] + 2, counts[link.name])
+            if link is not None and link.name in media else (0, 0, 1) for link in links]
 
 
 def argv(ports: list[Port], switch_netns: str | None, stats: Path | None,

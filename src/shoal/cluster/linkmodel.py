@@ -110,3 +110,159 @@ class Path:
 
 def path(a: LinkType, b: LinkType | None = None) -> Path:
     return Path(a, b if b is not None else a)
+
+
+
+class Medium:
+    """Message times between devices that all sit on one link type, in the order they are sent.
+
+    A port per device: a device sends its messages one after another at the link's rate.
+    A shared medium (``link.shared``): every device's messages also take turns on the one
+    upstream channel, and a device with nothing queued first waits for its grant
+    (``link.grant_wait_s``, inside the latency). The downstream carries the same frames at
+    the same rate right behind, so it adds the last frame's time only. Call ``send`` in
+    the order of send times (``collective_s`` does).
+    """
+
+    def __init__(self, link: LinkType, devices: int, seed: int | None = None) -> None:
+        import random
+
+        self.link = link
+        self.grant_s = link.grant_wait_s if link.shared else 0.0
+        # None: every grant wait is the mean; else each is drawn, 1 to 2 MAP intervals.
+        self.draw = random.Random(seed) if seed is not None and self.grant_s else None
+        self.rest_s = path(link).latency_s - self.grant_s  # the delay beyond the grant wait
+        self.channel_free = 0.0
+        self.device_free = [0.0] * devices
+
+    def send(self, src: int, t: float, payload_B: int) -> float:
+        """When a message that ``src`` hands over at ``t`` has arrived."""
+        wire_s = 8 * wire_bytes(payload_B) / self.link.rate_bps
+        edge_s = 8 * frame_line_bytes(payload_B - (frames(payload_B) - 1) * MSS_B) / self.link.rate_bps
+        busy = self.device_free[src]
+        grant = self.grant_s
+        if self.draw is not None:
+            grant = self.link.grant_interval_s * (1 + self.draw.random())
+        start = t + grant if busy <= t else busy
+        if self.link.shared:
+            start = max(start, self.channel_free)
+        end = start + wire_s
+        self.device_free[src] = end
+        if self.link.shared:
+            self.channel_free = end
+        return end + self.rest_s + edge_s
+
+
+
+def _binomial_children(rank: int, ranks: int) -> list[int]:
+    """A rank's children in a binomial tree rooted at 0, largest subtree first."""
+    top = 1
+    while top < ranks:
+        top <<= 1
+    mask = (rank & -rank if rank else top) >> 1
+    children = []
+    while mask:
+        if rank + mask < ranks:
+            children.append(rank + mask)
+        mask >>= 1
+    return children
+
+
+def _barrier(rank: int, ranks: int):
+    """Dissemination barrier: round k sends to rank + 2^k and waits for rank - 2^k."""
+    k = 1
+    while k < ranks:
+        yield ("send", (rank + k) % ranks, 0)
+        yield ("recv", (rank - k) % ranks)
+        k <<= 1
+
+
+def _bcast(rank: int, ranks: int, size_B: int):
+    """Binomial broadcast from rank 0 (eager sends, largest subtree first)."""
+    if rank:
+        yield ("recv", rank - (rank & -rank))
+    for child in _binomial_children(rank, ranks):
+        yield ("send", child, size_B)
+
+
+def _reduce(rank: int, ranks: int, size_B: int):
+    """Binomial reduction to rank 0."""
+    mask = 1
+    while mask < ranks:
+        if rank & mask:
+            yield ("send", rank & ~mask, size_B)
+            return
+        if rank | mask < ranks:
+            yield ("recv", rank | mask)
+        mask <<= 1
+
+
+def run_ranks(medium: "Medium", programs: list) -> list[float]:
+    """Run one generator per rank that yields ("send", dst, bytes), ("recv", src) or ("mark",)
+    over ``medium``; sends are eager (the sender goes on at once), a receive waits for the
+    message. Returns every rank's times at its marks, in order, per rank."""
+    import collections
+    import heapq
+
+    ranks = len(programs)
+    now = [0.0] * ranks
+    marks: list[list[float]] = [[] for _ in range(ranks)]
+    boxes: dict = collections.defaultdict(collections.deque)  # (src, dst) -> arrival times
+    waiting: dict = {}  # rank -> the source it waits for
+    ready = [(0.0, r) for r in range(ranks)]
+    step = [next(p, None) for p in programs]
+    while ready:
+        t, r = heapq.heappop(ready)
+        op = step[r]
+        while op is not None:
+            if op[0] == "send":
+                boxes[(r, op[1])].append(medium.send(r, now[r], op[2]))
+                if waiting.get(op[1]) == r:
+                    del waiting[op[1]]
+                    heapq.heappush(ready, (now[op[1]], op[1]))
+            elif op[0] == "recv":
+                queue = boxes[(op[1], r)]
+                if not queue:
+                    waiting[r] = op[1]
+                    break
+                now[r] = max(now[r], queue.popleft())
+            else:
+                marks[r].append(now[r])
+            op = step[r] = next(programs[r], None)
+            if op is not None and op[0] == "send" and ready and ready[0][0] < now[r]:
+                heapq.heappush(ready, (now[r], r))  # sends go in the order of their times
+                break
+    return marks
+
+
+def bench_bcast_s(link: LinkType, ranks: int, size_B: int, reps: int = 41, seed: int = 1) -> float:
+    """What ``shoal bench`` reads for one Bcast per repetition (``--rep-time`` below one call)
+    with each rank on its own device on ``link``: per repetition a barrier, the timed
+    broadcast of ``size_B`` bytes from rank 0 (each rank from its own exit from the
+    barrier), the slowest time reduced to rank 0, and rank 0's go-on decision broadcast.
+
+    Ranks leave a barrier at different times, and that loop makes the difference
+    systematic: the root leaves one message time after the others, who then wait for the
+    broadcast that much longer. On a shared medium each grant wait is drawn (1 to 2 MAP
+    intervals, ``seed``), and the slowest rank of a repetition is slower than the mean
+    wait says: the median over ``reps`` repetitions (the first left out) is returned, as
+    the benchmark reports it. MPICH's trees for small messages (binomial; a
+    dissemination barrier).
+    """
+    import statistics
+
+    if ranks < 2:
+        return 0.0
+
+    def program(rank: int):
+        for _ in range(reps):
+            yield from _barrier(rank, ranks)
+            yield ("mark",)
+            yield from _bcast(rank, ranks, size_B)
+            yield ("mark",)
+            yield from _reduce(rank, ranks, 8)
+            yield from _bcast(rank, ranks, 16)
+
+    marks = run_ranks(Medium(link, ranks, seed), [program(r) for r in range(ranks)])
+    per_rep = [max(m[2 * i + 1] - m[2 * i] for m in marks) for i in range(1, reps)]
+    return statistics.median(per_rep)

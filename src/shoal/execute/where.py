@@ -116,6 +116,10 @@ class Where:
         if self.nodes and not self.on_cluster:
             raise ShoalError("--nodes needs a cluster: add --emulate 4xminnowboard or --cluster FILE")
         self._validate_dilation()
+        if self.kind == "emulated" or (self.kind == "inventory" and self.emulated_here()):
+            from shoal.cluster import capacity
+
+            capacity.check(len(self.inventory().nodes), self.ranks_per_node)
         if self.power:
             from shoal.execute import meter
 

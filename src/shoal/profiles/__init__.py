@@ -42,6 +42,19 @@ class LinkType:
     # The switch (or access point, or gateway) devices on this link share: a
     # DeviceProfile of role "switch" under [switches.NAME].
     switch: str = ""
+    # One medium for every device on this link (a cable plant): one upstream channel all
+    # devices take turns on and one downstream channel the head-end broadcasts on, each
+    # at rate_bps, rather than a port per device.
+    shared: bool = False
+    # On a shared medium a device with nothing queued asks for a grant and sends at the
+    # head-end's next allocation map (MAP) after this interval: it waits 1 to 2 intervals.
+    # Part of latency_s (which stays the mean one-way time of a small message).
+    grant_interval_s: float = 0.0
+
+    @property
+    def grant_wait_s(self) -> float:
+        """Mean wait of an idle device for its upstream grant (1.5 MAP intervals)."""
+        return 1.5 * self.grant_interval_s
 
     def describe(self) -> dict[str, Any]:
         return asdict(self)

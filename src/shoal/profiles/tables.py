@@ -70,11 +70,15 @@ class LinkTable(Table):
     loss: Annotated[float, Field(ge=0, lt=1)] = 0.0
     source: str = ""
     switch: str = ""
+    shared: bool = False
+    grant_interval_s: NonNegative = 0.0
     rate_source: str = ""
     latency_source: str = ""
     jitter_source: str = ""
     loss_source: str = ""
     switch_source: str = ""
+    shared_source: str = ""
+    grant_interval_source: str = ""
 
     @model_validator(mode="after")
     def _jitter(self) -> "LinkTable":

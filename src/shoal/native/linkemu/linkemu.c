@@ -14,6 +14,16 @@
  *             deliver = depart + delay_j (+ jitter), never before the previous frame
  *
  * wire = max(frame, 60) + 24 line bytes (FCS, preamble+SFD, inter-frame gap).
+ *
+ * A shared medium (a cable plant): directions naming the same channel take turns
+ * on one transmitter (the channel's free time replaces the direction's own), so
+ * all devices' upstreams share one rate, and a frame flooded on a shared
+ * downstream is sent once for every port on it. An upstream with a grant
+ * interval G models request-grant: a frame that finds its device's queue empty
+ * waits for its request to reach the head-end and for the grant in a later
+ * allocation map, 1 to 2 G (uniform: the map's phase against the frame's
+ * arrival; 1.5 G on average); frames behind it go with the queue (piggybacked
+ * requests).
  * Loss is drawn once per direction. A direction's queue holds at most
  * limit bytes' worth of serialization time; later frames are dropped (tail drop).
  * Times are computed from the scheduled times, not from when this process
@@ -22,8 +32,8 @@
  * Usage (see shoal/cluster/linkemu.py, which builds the arguments):
  *   shoal-linkemu [--switch NETNS] [--stats FILE] [--log FILE] [--seed N]
  *                 --port NETNS,IFNAME,UP,DOWN ...
- * where UP and DOWN are rate_bps/delay_ns/jitter_ns/loss/limit_B ("0" rate:
- * no serialization). Prints "ready" on stdout once every TAP exists; SIGTERM
+ * where UP and DOWN are rate_bps/delay_ns/jitter_ns/loss/limit_B[/grant_ns/channel]
+ * ("0" rate: no serialization; channel N > 0: the shared medium N). Prints "ready" on stdout once every TAP exists; SIGTERM
  * or SIGINT writes the statistics (JSON) and exits; SIGUSR1 writes them only.
  * A line "host_latency_ns N" on stdin takes N/2 off the delay of every direction
  * (the host's own latency, measured once the ports are up), "port_host_latency_ns
@@ -59,6 +69,14 @@
 #define LINE_OVERHEAD 24   /* FCS 4 + preamble/SFD 8 + inter-frame gap 12 */
 #define MIN_FRAME 60       /* minimum Ethernet frame without FCS */
 #define READ_BATCH 64
+#define MAX_CHANNELS 16
+
+typedef struct {
+    int64_t free_ns;       /* when the shared transmitter is next free */
+    uint64_t frames, bytes;
+} channel_t;
+
+static channel_t channels[MAX_CHANNELS + 1]; /* 0: unused (a direction of its own) */
 
 typedef struct {
     double rate_bps;       /* 0: no serialization */
@@ -68,6 +86,8 @@ typedef struct {
     int64_t free_ns;       /* when the transmitter is next free */
     int64_t last_out_ns;   /* FIFO: no frame leaves before the previous one */
     int64_t host_share_ns; /* this port's share of the host's latency (-1: host_ns below) */
+    int64_t grant_ns;      /* request-grant interval of a shared upstream (0: none) */
+    int channel;           /* shared medium this direction transmits on (0: its own) */
     uint64_t frames, bytes, lost, dropped; /* bytes: line bytes */
 } direction_t;
 
@@ -241,6 +261,10 @@ static int64_t cross(direction_t *d, int64_t first, int64_t last, uint32_t wire,
     int64_t depart = last;
     if (d->rate_bps > 0) {
         int64_t start = d->free_ns > first ? d->free_ns : first;
+        if (d->grant_ns > 0 && d->free_ns <= first) /* idle: request, then the next MAP's grant */
+            start = first + d->grant_ns + (int64_t)(rng_unit() * (double)d->grant_ns);
+        channel_t *ch = d->channel ? &channels[d->channel] : NULL;
+        if (ch && ch->free_ns > start) start = ch->free_ns;
         int64_t backlog_ns = start - first;
         if (d->limit_B > 0 && (double)backlog_ns * d->rate_bps / 8e9 > (double)d->limit_B) {
             d->dropped++;
@@ -250,6 +274,11 @@ static int64_t cross(direction_t *d, int64_t first, int64_t last, uint32_t wire,
         int64_t tail = last + (int64_t)(wire * 8e9 / segments / d->rate_bps + 0.5);
         if (tail > depart) depart = tail;
         d->free_ns = depart;
+        if (ch) {
+            ch->free_ns = depart;
+            ch->frames += segments;
+            ch->bytes += wire;
+        }
     }
     int64_t delay = d->delay_ns - (d->host_share_ns >= 0 ? d->host_share_ns : host_ns) / 2;
     int64_t out = depart + (delay > 0 ? delay : 0);
@@ -303,15 +332,26 @@ static void at_switch(frame_t *f, int64_t t) {
         return;
     }
     int first = 1;
+    int64_t sent_on[MAX_CHANNELS + 1]; /* a shared downstream carries a flooded frame once */
+    for (int c = 0; c <= MAX_CHANNELS; c++) sent_on[c] = -2;
     for (int p = 0; p < nports; p++) { /* flood */
         if (p == f->in_port) continue;
+        int c = ports[p].down.channel;
+        if (c && sent_on[c] == -1) continue; /* lost or dropped there: for every port on it */
         frame_t *copy = f;
         if (!first) {
             copy = frame_new();
             memcpy(copy, f, offsetof(frame_t, data) + f->len);
         }
         first = 0;
-        to_downlink(copy, p, t);
+        if (c && sent_on[c] >= 0) {
+            heap_push(sent_on[c], copy, p, EV_DELIVER);
+            continue;
+        }
+        int64_t deliver = cross(&ports[p].down, f->first_ns, t, f->wire, f->segments);
+        if (c) sent_on[c] = deliver < 0 ? -1 : deliver;
+        if (deliver < 0) frame_free(copy);
+        else heap_push(deliver, copy, p, EV_DELIVER);
     }
     if (first) frame_free(f);
 }
@@ -372,9 +412,10 @@ static void read_port(int i) {
 static void write_direction(FILE *out, const char *name, const direction_t *d) {
     fprintf(out, "\"%s\": {\"rate_bps\": %.17g, \"delay_ns\": %" PRId64 ", \"jitter_ns\": %" PRId64
             ", \"loss\": %.17g, \"limit_B\": %" PRId64 ", \"frames\": %" PRIu64 ", \"wire_bytes\": %" PRIu64
-            ", \"lost\": %" PRIu64 ", \"dropped\": %" PRIu64 ", \"host_latency_ns\": %" PRId64 "}", name,
+            ", \"lost\": %" PRIu64 ", \"dropped\": %" PRIu64 ", \"host_latency_ns\": %" PRId64
+            ", \"grant_ns\": %" PRId64 ", \"channel\": %d}", name,
             d->rate_bps, d->delay_ns, d->jitter_ns, d->loss, d->limit_B, d->frames, d->bytes, d->lost,
-            d->dropped, d->host_share_ns >= 0 ? d->host_share_ns : host_ns);
+            d->dropped, d->host_share_ns >= 0 ? d->host_share_ns : host_ns, d->grant_ns, d->channel);
 }
 
 static void write_stats(void) {
@@ -390,6 +431,10 @@ static void write_stats(void) {
             ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6, ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6,
             frames_peak, early_ns, realtime ? "true" : "false", host_ns);
     for (int b = 0; b < 40; b++) fprintf(out, "%s%" PRIu64, b ? ", " : "", late_hist[b]);
+    fprintf(out, "],\n \"channels\": [");
+    for (int c = 1; c <= MAX_CHANNELS; c++)
+        fprintf(out, "%s{\"frames\": %" PRIu64 ", \"wire_bytes\": %" PRIu64 "}", c > 1 ? ", " : "",
+                channels[c].frames, channels[c].bytes);
     fprintf(out, "],\n \"ports\": [");
     for (int i = 0; i < nports; i++) {
         fprintf(out, "%s\n  {\"name\": \"%s\", \"netns\": \"%s\", ", i ? "," : "", ports[i].name,
@@ -413,11 +458,15 @@ static void on_signal(int sig) {
 
 static void parse_direction(const char *text, direction_t *d, const char *spec) {
     double rate, loss;
-    long long delay, jitter, limit;
-    if (sscanf(text, "%lf/%lld/%lld/%lf/%lld", &rate, &delay, &jitter, &loss, &limit) != 5 ||
-        rate < 0 || delay < 0 || jitter < 0 || loss < 0 || loss > 1 || limit < 0) {
+    long long delay, jitter, limit, grant = 0;
+    int channel = 0;
+    int got = sscanf(text, "%lf/%lld/%lld/%lf/%lld/%lld/%d", &rate, &delay, &jitter, &loss, &limit, &grant,
+                     &channel);
+    if ((got != 5 && got != 7) || rate < 0 || delay < 0 || jitter < 0 || loss < 0 || loss > 1 || limit < 0 ||
+        grant < 0 || channel < 0 || channel > MAX_CHANNELS) {
         fprintf(stderr, "shoal-linkemu: bad link %s in --port %s (want rate_bps/delay_ns/jitter_ns/"
-                "loss/limit_B, all >= 0, loss <= 1)\n", text, spec);
+                "loss/limit_B[/grant_ns/channel], all >= 0, loss <= 1, channel <= %d)\n", text, spec,
+                MAX_CHANNELS);
         exit(2);
     }
     memset(d, 0, sizeof *d);
@@ -427,6 +476,8 @@ static void parse_direction(const char *text, direction_t *d, const char *spec) 
     d->loss = loss;
     d->limit_B = limit;
     d->host_share_ns = -1;
+    d->grant_ns = grant;
+    d->channel = channel;
 }
 
 static void parse_port(char *spec) {
