@@ -18,6 +18,13 @@ STUDY_ARGS = ["--emulate", "2xminnowboard", "--sizes", "8,4K", "--time-budget", 
 WORKLOADS = 2
 
 
+def _profile(name: str) -> dict:
+    from shoal import profiles
+
+    p = profiles.load()[name]
+    return {"idle_W": p.idle_W, "busy_W": p.busy_W}
+
+
 def _shoal(*args, timeout=900):
     return subprocess.run([sys.executable, "-m", "shoal", *args], capture_output=True, text=True,
                           timeout=timeout)
@@ -57,7 +64,8 @@ def test_study_times_each_workload_at_every_node_count_with_the_switch_counted_o
     configs = set(zip(work["config"], work["nodes"], work["ranks"]))
     # Ranks per device = its cores (a MinnowBoard has 2, the NUC 2).
     assert configs == {("2xminnowboard", 1, 2), ("2xminnowboard", 2, 4), ("reference", 1, 2)}
-    assert len(work) == 3 * WORKLOADS * 2  # configurations x workloads x repetitions
+    # configurations x workloads x (a warm-up + 2 counted repetitions)
+    assert len(work) == 3 * WORKLOADS * 3
     assert set(work["workload"]) == {"raytrace", "ep"}
     assert (work["power_kind"] == "modelled").all()
     assert (work["wait_mode"] == _wait_expected(study_run)).all()
@@ -76,6 +84,14 @@ def test_study_times_each_workload_at_every_node_count_with_the_switch_counted_o
         # Two node counts cannot support a fit: the report says so instead of an n*.
         assert w["fit"]["status"] == "too_few_points" and w["n_star"] is None
         assert w["verdict"].startswith(("cannot tell", "does not scale"))
+        # Each point says how precisely its median is known: --work-reps 2 cannot bound it.
+        for p in w["cluster"] + [w["reference"]]:
+            assert p["reps"] == 2 and p["precision"] == "repetitions spent"
+            assert p["energy_spin_J"] >= p["energy_J"] > 0
+    assert findings["precision"]["converged"] == 0 and findings["precision"]["points"] == 3 * WORKLOADS
+    # No fit holds, so the first line says so, with every workload's reason.
+    head = findings["headline"]["sleeping"]
+    assert head["size"] is None and head["text"].startswith("cannot tell from the workloads")
 
 
 def test_report_traces_every_number_to_a_results_row(study_run):
@@ -93,6 +109,18 @@ def test_report_traces_every_number_to_a_results_row(study_run):
             column = "bandwidth_median_Bps" if test["metric"] == "bandwidth" else "rate_median_Hz"
             assert point["perf"] == pytest.approx(row[column])
             assert point["power_W"] == pytest.approx(row["power_mean_W"])
+    # Spinning, every core that holds a rank draws busy watts for the whole point (the
+    # thesis's condition): the NUC's two ranks fill its two cores; one MinnowBoard with two
+    # ranks is busy, two boards with one rank each are half busy; the switch (2 W) on top.
+    power = {(p["config"], p["nodes"]): p["power_spin_W"] for p in run["power"]}
+    nuc, board = _profile("nuc"), _profile("minnowboard")
+    assert power[("reference", 1)] == pytest.approx(nuc["busy_W"])
+    assert power[("2xminnowboard", 1)] == pytest.approx(board["busy_W"] + 2.0)
+    half = board["idle_W"] + 0.5 * (board["busy_W"] - board["idle_W"])
+    assert power[("2xminnowboard", 2)] == pytest.approx(2 * half + 2.0)
+    for test in run["tests"]:
+        ref = test["reference"]["perf_per_W_spin"]
+        assert test["ppw_vs_reference_spin"]["1"] == pytest.approx(test["cluster"][0]["perf_per_W_spin"] / ref)
     # Two node counts cannot support a fit: the report says so instead of an optimum.
     assert all(t["optimum"]["status"] == "cannot_tell" for t in run["tests"])
     assert run["overall_optimum"]["status"] == "cannot_tell"
@@ -189,7 +217,8 @@ def test_a_study_against_this_machine_runs_workloads_and_benchmarks_here_too(tmp
     assert proc.returncode == 0, proc.stderr
     work = pd.read_csv(out / "work.csv")
     reference = work[work["config"] == "reference"]
-    assert len(reference) == 1 and reference["shared_power_W"].iloc[0] == 0
+    # A warm-up and one counted repetition.
+    assert len(reference) == 2 and (reference["shared_power_W"] == 0).all()
     assert int(reference["ranks"].iloc[0]) == len(os.sched_getaffinity(0))  # one per CPU of this machine
     results = pd.read_csv(out / "results.csv")
     assert set(results["config"]) == {"2xminnowboard", "reference"}

@@ -154,6 +154,20 @@ def test_a_point_repeats_until_its_median_is_known_or_its_budget_is_spent():
     assert precision.state([10.0, 13.0] * 3, 69.0) == OUT_OF_TIME
 
 
+def test_the_warm_up_round_is_kept_on_disk_but_not_counted():
+    frame = _rows(0.95, 2.0)
+    slow = frame["rep"] == 0
+    frame.loc[slow, "time_s"] *= 4   # a first launch on fresh devices, four times slower
+    precision = Precision(ci=0.03, min_reps=2, max_reps=2, budget_s=30.0, warmup=1)
+    manifest = {"reference": "none", "clusters": {LABEL: {
+        "profiles": {"board": DEVICE}, "nodes": [{"profile": "board"}] * 6}}}
+    section = work_analysis.analyse(frame, manifest, LABEL, "reference", precision=precision)
+    (w,) = section["workloads"]
+    assert all(p["reps"] == 2 for p in w["cluster"])
+    assert w["fit"]["f"] == pytest.approx(0.95, abs=0.005)
+    assert not any(pid.endswith("/0") for p in w["cluster"] for pid in p["point_ids"])
+
+
 def test_offload_uses_what_a_stream_workload_measured():
     frame = _rows(0.9, 2.0, workload="videostream", data_B=4e6)
     section = work_analysis.analyse(frame, {"reference": "none", "clusters": {LABEL: {

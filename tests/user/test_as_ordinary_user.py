@@ -115,10 +115,10 @@ def test_an_interrupted_study_resumes_without_root_and_keeps_what_it_measured(tm
             "--work-size", "ep=M18", "--work-reps", "3"]
     proc = _shoal(tmp_path, "study", *args, "--out", str(out))
     assert proc.returncode == 0, proc.stderr
-    # Interrupted after its first round: the later repetitions are missing, the run says so.
+    # Interrupted after its warm-up and first counted round: the later repetitions are missing.
     work = pd.read_csv(out / "work.csv")
-    assert len(work) == 3 * 3   # (2 node counts + the reference) x 3 repetitions
-    kept = work[work["rep"] == 0]
+    assert len(work) == 3 * 4   # (2 node counts + the reference) x (a warm-up + 3 repetitions)
+    kept = work[work["rep"] <= 1]
     kept.to_csv(out / "work.csv", index=False)
     manifest = json.loads((out / "manifest.json").read_text())
     (out / "manifest.json").write_text(json.dumps({**manifest, "status": "interrupted"}))
@@ -127,9 +127,9 @@ def test_an_interrupted_study_resumes_without_root_and_keeps_what_it_measured(tm
     assert proc.returncode == 0, proc.stderr
     assert "need root" not in proc.stderr
     again = pd.read_csv(out / "work.csv")
-    assert len(again) == 3 * 3 and sorted(again["rep"]) == sorted(work["rep"])
-    # The first round's rows are kept as they were, not measured again.
-    pd.testing.assert_frame_equal(again[again["rep"] == 0].reset_index(drop=True), kept.reset_index(drop=True))
+    assert len(again) == 3 * 4 and sorted(again["rep"]) == sorted(work["rep"])
+    # The finished rounds' rows are kept as they were, not measured again.
+    pd.testing.assert_frame_equal(again[again["rep"] <= 1].reset_index(drop=True), kept.reset_index(drop=True))
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["status"] == "complete" and manifest["resumed"] == 1
 

@@ -285,18 +285,13 @@ def analyse(run: Run) -> dict[str, Any]:
     }
 
 
-# Workloads whose work is a stream of data (bytes per unit in their results), in the
-# order the offload decision prefers them: seed 004's camera images, then video frames.
-STREAM_WORKLOADS = ("edge", "videostream")
-
-
 def measured_stream(work: dict[str, Any]) -> dict[str, Any] | None:
-    """Seconds and joules per byte of a data-stream workload, measured on one device and on
-    the reference, with its fitted parallel fraction: the offload decision's inputs."""
-    by_name = {w["workload"]: w for w in work["workloads"]}
-    for name in STREAM_WORKLOADS:
-        w = by_name.get(name)
-        if not w or not w.get("cluster") or not w.get("data_B_per_run"):
+    """Seconds and joules per byte of a data-stream workload (the first of the study's
+    workloads whose runs report the bytes of input they processed), measured on one device
+    and on the reference, with its fitted parallel fraction: the offload decision's inputs."""
+    for w in work["workloads"]:
+        name = w["workload"]
+        if not w.get("cluster") or not w.get("data_B_per_run"):
             continue
         one = w["cluster"][0]
         data = w["data_B_per_run"]

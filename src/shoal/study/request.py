@@ -40,6 +40,10 @@ CI = 0.03
 WORK_MIN_REPS = 6
 WORK_REPS = 12
 WORK_POINT_BUDGET_S = 30.0
+# The first round at each configuration is a warm-up, kept in work.csv but not counted: the
+# first launch on a set of devices ran 2-5x slower than the next ones on a loaded 2-core host
+# (connections and caches of devices not used before).
+WORK_WARMUP = 1
 
 
 @dataclass
@@ -70,6 +74,7 @@ class StudyRequest:
     ci: float = CI
     work_reps: int = WORK_REPS
     work_point_budget_s: float = WORK_POINT_BUDGET_S
+    work_warmup: int = WORK_WARMUP
     # Weights of the workloads in the combined answer (name -> weight; empty: equal).
     mix: dict[str, float] = field(default_factory=dict)
     # libshoalwait mode of the workloads' ranks, so waiting shows as idle power
@@ -185,6 +190,7 @@ class StudyRequest:
     def from_manifest(cls, data: dict[str, Any]) -> "StudyRequest":
         known = {f.name for f in dataclasses.fields(cls)}
         values = {k: v for k, v in data.items() if k in known}
+        values.setdefault("work_warmup", 0)  # studies saved before warm-up rounds had none
         values["reference"] = Reference.parse(data.get("reference"))
         return cls(**values)
 

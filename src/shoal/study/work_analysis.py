@@ -381,6 +381,8 @@ def analyse(frame: pd.DataFrame, manifest: dict[str, Any], label: str, reference
             precision: study_workloads.Precision | None = None) -> dict[str, Any]:
     """Every workload (and size), one answer per waiting condition over those whose fits
     hold (weighted by ``weights``, default equal), and the headline."""
+    if precision is not None and not frame.empty:
+        frame = precision.counted(frame)
     if frame.empty:
         return {"workloads": [], "combined": {}, "headline": {}, "precision": None}
     device = device_profile(manifest)

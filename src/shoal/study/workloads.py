@@ -80,10 +80,16 @@ class Precision:
     min_reps: int
     max_reps: int
     budget_s: float  # seconds of this host's time the point's runs may take
+    warmup: int = 0  # first repetitions of every point, run but not counted
 
     @classmethod
     def of(cls, request: Any) -> "Precision":
-        return cls(request.ci, request.work_min_reps, request.work_reps, request.work_point_budget_s)
+        return cls(request.ci, request.work_min_reps, request.work_reps, request.work_point_budget_s,
+                   request.work_warmup)
+
+    def counted(self, rows: Any) -> Any:
+        """The rows (a DataFrame) that count: repetitions after the warm-up."""
+        return rows[rows["rep"].astype(int) >= self.warmup] if self.warmup else rows
 
     def state(self, times_s: list[float], host_s: float) -> str:
         """CONVERGED, OUT_OF_REPS, OUT_OF_TIME, or MORE (repeat it again)."""
@@ -116,6 +122,8 @@ def measure(run: Run, plans: list[work_runner.Plan], where: Any, meter: Any,
         return (placement.label, placement.nodes, placement.ranks, p.workload.name, p.size)
 
     def add(row: dict[str, Any]) -> None:
+        if int(row["rep"]) < precision.warmup:
+            return
         k = (row["config"], int(row["nodes"]), int(row["ranks"]), row["workload"], row["size"])
         times.setdefault(k, []).append(float(row["time_s"]))
         host_s[k] = host_s.get(k, 0.0) + float(row["time_s"]) * float(row.get("dilation") or 1)
@@ -125,7 +133,7 @@ def measure(run: Run, plans: list[work_runner.Plan], where: Any, meter: Any,
     for failed in run.rows(TABLES.failures):
         done.add(failed["point_id"])   # a failed repetition is not tried again, the next one is
     placements = list(dict.fromkeys(pl for p in plans for pl in p.placements))
-    for rep in range(precision.max_reps):
+    for rep in range(precision.warmup + precision.max_reps):
         for placement in placements:
             todo = [p for p in plans if placement in p.placements
                     and precision.state(times.get(key(placement, p), []),
