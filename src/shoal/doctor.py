@@ -130,10 +130,10 @@ def check_cgroups() -> list[Finding]:
 
 def check_power() -> list[Finding]:
     """Power sources found here, why others are missing, and what ``auto`` picks."""
-    from shoal.power import registry, spec
+    from shoal.power import kinds, registry
 
     entries = registry.describe_sources()
-    sensors = any(e["available"] for e in entries if e["name"] in spec.SENSOR_KINDS)
+    sensors = any(e["available"] for e in entries if e["name"] in {k.name for k in kinds.sensors()})
     findings = []
     for e in entries:
         if e["name"] == "auto":

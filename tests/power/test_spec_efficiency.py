@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from shoal.power import efficiency, spec
+from shoal.power.kinds import model as model_kind
 
 
 def test_spec_items_and_commas_inside_arguments():
@@ -15,7 +16,7 @@ def test_spec_items_and_commas_inside_arguments():
     assert items[2].arg == "2.5,5.9,cores=4,link_J_per_B=1e-9"
     assert items[3].arg == "meter.csv#time,power_W"
     assert spec.parse("http://meter/p#w") == [spec.Item("http", "http://meter/p#w")]
-    assert spec.parse_model_args("2.5,5.9,cores=4,cgroup=shoal/d0") == {
+    assert model_kind.parse_args("2.5,5.9,cores=4,cgroup=shoal/d0") == {
         "idle_W": 2.5, "busy_W": 5.9, "cores": 4.0, "cgroup": "shoal/d0"}
 
 

@@ -49,9 +49,11 @@ def _dilation(text: str) -> float:
 
 def add_energy(p: argparse.ArgumentParser, per: str) -> None:
     energy = p.add_argument_group("energy and waiting")
+    from shoal.power import kinds as power_kinds
+
     energy.add_argument("--power", default=None, type=typed.POWER_SPEC, metavar="SOURCE",
-                        help=f"record joules per {per}: auto, rapl, hwmon, battery, http:URL#path, "
-                             "log:FILE, model[:IDLE_W,BUSY_W] (emulated devices: their profile model)")
+                        help=f"record joules per {per}: {power_kinds.syntax()} (emulated devices: their "
+                             "profile model)")
     energy.add_argument("--idle", type=typed.SECONDS_OR_ZERO_NUMBER, default=0.0, metavar="SECONDS",
                         help="measure the idle baseline this long first and report energy above it")
     energy.add_argument("--wait", default=None, type=typed.WAIT_MODE, metavar="MODE",

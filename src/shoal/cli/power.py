@@ -24,8 +24,6 @@ from shoal.runs import jsonout
 
 ORDER = 40
 FLUSH_S = 2.0
-SPEC_HELP = ("power source(s), comma-separated: auto|rapl|hwmon|battery|http:URL[#json.path]|"
-             "log:FILE[#TIME,POWER]|model[:IDLE_W,BUSY_W]|none (default auto)")
 
 
 class CommandNotRunnable(ShoalError):
@@ -33,13 +31,16 @@ class CommandNotRunnable(ShoalError):
 
 
 def register(subparsers) -> None:
+    from shoal.power import kinds as power_kinds
+
     p = subparsers.add_parser(
         "power", help="measure the energy of a command; 'power sources' lists sensors",
         description="Run COMMAND and report its duration, energy, average and peak power per source. "
                     "'shoal power sources' lists the power sources found on this machine.",
         usage="shoal power [--source SPEC] [--rate HZ] [--idle S] [--json] [--out DIR] -- COMMAND...\n"
               "       shoal power sources [--json]")
-    p.add_argument("--source", default="auto", type=typed.POWER_SPEC, metavar="SPEC", help=SPEC_HELP)
+    p.add_argument("--source", default="auto", type=typed.POWER_SPEC, metavar="SPEC",
+                   help=power_kinds.help_text("auto"))
     p.add_argument("--rate", type=typed.number(Bounds(0, 1000, lo_open=True)), default=10.0, metavar="HZ",
                    help="samples per second for sensors (default 10, at most 1000)")
     p.add_argument("--idle", type=typed.SECONDS_OR_ZERO_NUMBER, default=0.0, metavar="S",
@@ -68,7 +69,7 @@ def run(args) -> int:
 
 # -- shoal power sources -----------------------------------------------------------
 def sources(as_json: bool) -> int:
-    from shoal.power import registry
+    from shoal.power import kinds, registry
 
     found = registry.survey()
     entries = []
@@ -84,12 +85,11 @@ def sources(as_json: bool) -> int:
                     "label": "modelled", "quantity": "energy",
                     "detail": found.model if found.model is not None
                     else f"unavailable: {found.model_error}"})
-    entries.append({"kind": "http", "status": "on request", "channel": "", "domain": "wall",
-                    "label": "measured", "quantity": "power",
-                    "detail": "not detectable: give --source http:URL#json.path"})
-    entries.append({"kind": "log", "status": "on request", "channel": "", "domain": "wall",
-                    "label": "measured", "quantity": "power",
-                    "detail": "not detectable: give --source log:FILE.csv"})
+    for kind in kinds.kinds():   # the rest are named, not found: a meter's URL, a log file
+        if kind.detect is None and kind.name != "model":
+            entries.append({"kind": kind.name, "status": "on request", "channel": "",
+                            "domain": kind.domain, "label": kind.label, "quantity": kind.quantity,
+                            "detail": f"not detectable: give --source {kind.syntax}"})
     choice = found.auto
     if as_json:
         print(jsonout.dumps({"sources": entries, "auto": choice}))

@@ -12,15 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from shoal import environment
-from shoal.power import spec
+from shoal.power import kinds, spec
 from shoal.power.rapl import PERMISSION_HINT
-
-_FIXES = {
-    "rapl": "RAPL needs an Intel or AMD CPU on bare metal (not a VM); elsewhere use a meter or the model",
-    "hwmon": "wire an INA219/INA226/INA3221 and load its driver (device tree overlay or "
-             "echo ina219 0x40 > /sys/bus/i2c/devices/i2c-1/new_device)",
-    "battery": "only battery-powered devices have one",
-}
 
 
 @dataclass(frozen=True)
@@ -51,13 +44,19 @@ def survey() -> Survey:
                                            "quantity": c.quantity} for c in source.channels],
                            list(source.notes)))
         source.close()
-    missing = {kind: (reason, PERMISSION_HINT if "CVE-2020-8694" in reason else _FIXES[kind])
+    missing = {kind: (reason, PERMISSION_HINT if "CVE-2020-8694" in reason else _fix(kind))
                for kind, reason in reasons.items()}
     try:
         model, model_error = ModelSource().describe, None
     except Exception as exc:  # the model is the last resort: say exactly why it cannot run
         model, model_error = None, str(exc)
     return Survey(found, missing, model, model_error, _auto([f.kind for f in found]))
+
+
+def _fix(name: str) -> str:
+    """What to do where a kind is missing, as the kind says (nothing said: nothing known)."""
+    kind = kinds.get(name)
+    return kind.fix if kind is not None and kind.fix else "no fix known; see docs/power.md"
 
 
 def describe_sources() -> list[dict]:
@@ -72,7 +71,7 @@ def describe_sources() -> list[dict]:
         entries.append({"name": kind, "available": False, "detail": reason, "fix": fix})
     if found.model is not None:
         entries.append({"name": "model", "available": True, "detail": f"modelled: {found.model}",
-                        "fix": "give model:IDLE_W,BUSY_W (or a device profile) for your device"})
+                        "fix": _fix("model")})
     else:
         entries.append({"name": "model", "available": False, "detail": found.model_error,
                         "fix": f"the model reads /proc/stat; check {environment.PROC_ROOT.name}"})
@@ -84,6 +83,7 @@ def _auto(found: list[str]) -> str:
     """What ``--source auto`` picks, given the sensor kinds found in detection order."""
     if found:
         return f"auto uses {found[0]} (measured)"
-    return ("auto uses the MODEL (modelled, not measured): no RAPL, hwmon or battery sensor "
-            "here; give --source model:IDLE_W,BUSY_W for your device or name a meter")
+    tried = ", ".join(k.name for k in kinds.sensors())
+    return (f"auto uses the MODEL (modelled, not measured): no sensor here ({tried}); give "
+            "--source model:IDLE_W,BUSY_W for your device or name a meter")
 

@@ -1,6 +1,7 @@
 """Source specs (``--source``) and auto-detection: which sources to open.
 
-Grammar, items joined with commas::
+Grammar, items joined with commas: ``auto``, ``none``, or a kind of
+``shoal.power.kinds`` as it declares itself (``syntax()`` lists them)::
 
     auto | rapl | hwmon | battery | none
     http:URL[#JSON_PATH]          (``http://...`` alone also works)
@@ -10,27 +11,25 @@ Grammar, items joined with commas::
 A comma starts a new item unless what follows is not a source kind and
 the item before takes an argument (model, log, http): commas inside a
 model's numbers, a log's column pair or a URL stay where they belong.
-``auto`` takes the first measured source found in the order RAPL, hwmon,
-battery, and otherwise the model, saying that its watts are modelled.
+``auto`` takes the first sensor found, in the order the kinds declare (RAPL,
+hwmon, battery), and otherwise the model, saying that its watts are modelled.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
 from shoal.errors import ShoalError
+from shoal.power import kinds
 from shoal.power.base import Source, SourceUnavailable
+from shoal.power.kinds import AUTO, NONE, Opening, SpecError, syntax
 
-KINDS = ("auto", "rapl", "hwmon", "battery", "http", "https", "log", "model", "none")
-SYNTAX = "auto|rapl|hwmon|battery|http:URL[#json.path]|log:FILE[#TIME,POWER]|model[:IDLE_W,BUSY_W]|none"
-_KIND_START = re.compile(r"^\s*(?:auto|rapl|hwmon|battery|none|model|https?|log)\s*(?:$|:)", re.IGNORECASE)
-_TAKES_ARGS = ("model", "log", "http", "https")
-SENSOR_KINDS = ("rapl", "hwmon", "battery")
-
-
-class SpecError(ShoalError):
-    """A --source string that cannot be parsed (exit code 2)."""
+@functools.lru_cache(maxsize=None)
+def _kind_start() -> re.Pattern:
+    words = [AUTO, NONE, *(w for k in kinds.kinds() for w in (k.name, *k.aliases))]
+    return re.compile(r"^\s*(?:" + "|".join(map(re.escape, words)) + r")\s*(?:$|:)", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -42,94 +41,55 @@ class Item:
 def parse(spec: str) -> list[Item]:
     """Split and check a spec string; raise SpecError naming the bad part."""
     if not spec or not spec.strip():
-        raise SpecError(f"empty power source; use {SYNTAX}")
+        raise SpecError(f"empty power source; use {syntax()}")
     items = []
     for part in _split(spec.strip()):
         part = part.strip()
-        kind, sep, arg = part.partition(":")
-        kind = kind.lower()
-        if kind in ("http", "https") and arg.startswith("//"):
-            kind, arg = "http", part  # a bare URL
-        if kind not in KINDS:
-            raise SpecError(f"unknown power source {part!r}; use {SYNTAX}")
-        if kind in ("auto", "rapl", "hwmon", "battery", "none") and sep:
-            raise SpecError(f"power source {kind!r} takes no argument (got {part!r}); use {SYNTAX}")
-        if kind == "http" and not re.match(r"^https?://[^/#\s]+", arg):
-            raise SpecError(f"power source {part!r}: give a URL, e.g. http:http://meter:8080/status#data.power_W")
-        if kind == "log" and not arg.split("#")[0]:
-            raise SpecError(f"power source {part!r}: give a file, e.g. log:meter.csv")
-        if kind == "model" and arg:
-            parse_model_args(arg)
-        items.append(Item(kind, arg))
-    if any(i.kind == "none" for i in items) and len(items) > 1:
+        word, sep, arg = part.partition(":")
+        word = word.lower()
+        bare = next((k for k in kinds.kinds() if any(part.lower().startswith(p) for p in k.bare_prefixes)),
+                    None)
+        kind = bare or kinds.get(word)
+        if bare is not None:
+            arg = part
+        elif word in (AUTO, NONE):
+            if sep:
+                raise SpecError(f"power source {word!r} takes no argument (got {part!r}); use {syntax()}")
+            items.append(Item(word))
+            continue
+        if kind is None:
+            raise SpecError(f"unknown power source {part!r}; use {syntax()}")
+        if sep and not kind.takes_argument and bare is None:
+            raise SpecError(f"power source {kind.name!r} takes no argument (got {part!r}); use {syntax()}")
+        kind.check(arg, part)
+        items.append(Item(kind.name, arg))
+    if any(i.kind == NONE for i in items) and len(items) > 1:
         raise SpecError("power source 'none' cannot be combined with other sources")
     return items
 
 
 def _split(spec: str) -> list[str]:
-    """Split at commas, keeping commas inside a model's or log's or URL's argument."""
+    """Split at commas, keeping commas inside an argument (a model's numbers, a log's
+    column pair, a URL) unless what follows starts another source."""
     parts: list[str] = []
     for token in spec.split(","):
-        if parts and not _KIND_START.match(token):
-            previous = parts[-1].partition(":")[0].strip().lower()
-            if previous in _TAKES_ARGS and ":" in parts[-1]:
+        if parts and not _kind_start().match(token):
+            previous = kinds.get(parts[-1].partition(":")[0].strip())
+            if previous is not None and previous.takes_argument and ":" in parts[-1]:
                 parts[-1] += "," + token
                 continue
         parts.append(token)
     return parts
 
 
-def parse_model_args(arg: str) -> dict:
-    """``IDLE_W,BUSY_W[,cores=N][,cgroup=G|,netns=PATH][,link_J_per_B=X]`` to keyword arguments."""
-    from shoal.inputs.grammar import NON_NEGATIVE, POSITIVE, GrammarError, number
-
-    out: dict = {}
-    numbers = []
-    for token in [t.strip() for t in arg.split(",") if t.strip()]:
-        key, eq, value = token.partition("=")
-        try:
-            if not eq:
-                numbers.append(number(token, NON_NEGATIVE))
-            elif key == "cores":
-                out["cores"] = number(value, POSITIVE)
-            elif key == "link_J_per_B":
-                out["link_J_per_B"] = number(value, NON_NEGATIVE)
-            elif key in ("cgroup", "netns"):
-                out[key] = value
-            else:
-                raise SpecError(f"model option {key!r} unknown; use cores=, cgroup=, netns=, link_J_per_B=")
-        except GrammarError as exc:
-            raise SpecError(f"model: {token!r} {exc}; use model:IDLE_W,BUSY_W") from None
-    if len(numbers) not in (0, 2):
-        raise SpecError(f"model takes two numbers IDLE_W,BUSY_W, got {len(numbers)} ({arg!r})")
-    if numbers:
-        if numbers[1] < numbers[0]:
-            raise SpecError(f"model: need 0 <= IDLE_W <= BUSY_W, got {numbers[0]:g},{numbers[1]:g}")
-        out["idle_W"], out["busy_W"] = numbers
-    if "cgroup" in out and "netns" in out:
-        raise SpecError("model: give cgroup= or netns=, not both")
-    return out
-
-
-def _sensor(kind: str, node: str) -> Source:
-    if kind == "rapl":
-        from shoal.power.rapl import RaplSource
-        return RaplSource(node=node)
-    if kind == "hwmon":
-        from shoal.power.hwmon import HwmonSource
-        return HwmonSource(node=node)
-    from shoal.power.battery import BatterySource
-    return BatterySource(node=node)
-
-
 def detect(node: str = "") -> tuple[list[Source], dict[str, str]]:
     """Open every sensor kind that works here; reasons for those that do not."""
     found, missing = [], {}
-    for kind in SENSOR_KINDS:
+    for kind in kinds.sensors():
         try:
-            found.append(_sensor(kind, node))
+            found.append(kind.open("", Opening(node))[0])
         except SourceUnavailable as exc:
-            missing[kind] = str(exc)
+            missing[kind.name] = str(exc)
     return found, missing
 
 
@@ -140,37 +100,19 @@ def build(items: list[Item], *, node: str = "", offset_s: float = 0.0,
     Raises ShoalError when an explicitly named source is unavailable;
     ``auto`` never fails (the model is its last resort).
     """
-    from shoal.power.httpmeter import HttpMeterSource
-    from shoal.power.meterlog import MeterLogSource
-    from shoal.power.model import ModelSource
-
+    at = Opening(node, offset_s, since_mono)
     sources: list[Source] = []
     notes: list[str] = []
     for item in items:
         try:
-            if item.kind == "none":
+            if item.kind == NONE:
                 continue
-            if item.kind == "auto":
+            if item.kind == AUTO:
                 chosen, why = _auto(node)
-                sources.append(chosen)
-                notes.extend(why)
-            elif item.kind in SENSOR_KINDS:
-                sources.append(_sensor(item.kind, node))
-            elif item.kind == "http":
-                url, _, path = item.arg.partition("#")
-                meter = HttpMeterSource(url, path, node=node)
-                meter.probe()  # a meter named but not answering is an error, not a silent gap
-                sources.append(meter)
-            elif item.kind == "log":
-                path, _, columns = item.arg.partition("#")
-                sources.append(MeterLogSource(path, columns, offset_s=offset_s,
-                                              since_mono=since_mono, node=node))
-            elif item.kind == "model":
-                model = ModelSource(**parse_model_args(item.arg), node=node)
-                sources.append(model)
-                if not item.arg:
-                    notes.append(f"model without numbers uses {_default_device()}; "
-                                 "give model:IDLE_W,BUSY_W for your device")
+            else:
+                chosen, why = kinds.get(item.kind).open(item.arg, at)
+            sources.append(chosen)
+            notes.extend(why)
         except SourceUnavailable as exc:
             for source in sources:
                 source.close()
@@ -178,23 +120,16 @@ def build(items: list[Item], *, node: str = "", offset_s: float = 0.0,
     return sources, notes
 
 
-def _default_device() -> str:
-    from shoal.power.model import default_watts
-
-    name, idle_W, busy_W = default_watts()
-    return f"a {name} ({idle_W:.3g} W idle, {busy_W:.3g} W busy)"
-
-
 def _auto(node: str) -> tuple[Source, list[str]]:
     from shoal.power.model import ModelSource
 
     reasons = []
-    for kind in SENSOR_KINDS:
+    for kind in kinds.sensors():
         try:
-            source = _sensor(kind, node)
-            return source, [f"auto: using {kind} (measured)"]
+            source, _ = kind.open("", Opening(node))
+            return source, [f"auto: using {kind.name} (measured)"]
         except SourceUnavailable as exc:
-            reasons.append(f"{kind}: {exc}")
+            reasons.append(f"{kind.name}: {exc}")
     model = ModelSource(node=node)
     return model, ["auto: no measured source here (" + "; ".join(reasons) + ")",
                    f"auto: falling back to the MODEL, power is modelled not measured: {model.describe}; "
