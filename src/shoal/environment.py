@@ -61,6 +61,9 @@ USERNS_SCOPED = Variable("SHOAL_USERNS_SCOPED", "set by shoal once the command r
                          "delegated systemd scope", "unset", reader="internal")
 CGROUP_DELEGATED = Variable("SHOAL_CGROUP_DELEGATED", "set by shoal: the v2 cgroup prepared for "
                             "this command's devices", "unset", reader="internal")
+DEVICE_CORE = Variable("SHOAL_DEVICE_CORE", "set by shoal in each rank on an emulated device: "
+                       "the device core it runs on (what the user-space CPU limit reads)", "unset",
+                       reader="internal")
 LINK_EMULATOR = Variable("SHOAL_LINK_EMULATOR", "how emulated links are made: netem, forwarder "
                         "(shoal-linkemu) or tbf (rates only)", "netem where the kernel has it, "
                         "else forwarder")

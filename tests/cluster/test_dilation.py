@@ -86,7 +86,7 @@ def test_the_automatic_dilation_fits_the_devices_that_compute_at_once():
 
     inv = inventory.from_emulate("4xminnowboard+1xnuc")
     names = [n.name for n in inv.nodes]
-    budgets = {n: b for n, (_, b, _) in EmulatedCluster(inv)._budgets().items()}
+    budgets = {n: b for n, (_, b) in EmulatedCluster(inv)._budgets().items()}
     host = len(cpulimit.host_cpus())
     together = EmulatedCluster(inv)._choose_dilation()
     apart = EmulatedCluster(inv, at_once=[tuple(names[:4]), (names[4],)])._choose_dilation()

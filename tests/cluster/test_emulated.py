@@ -34,6 +34,15 @@ def assert_gone(record_id: str, names: list[str], cgroups: list[str]) -> None:
 
 
 @host_namespaces
+def _quota(group: str) -> tuple[int | None, int]:
+    """(quota us or None for unlimited, period us) of a cgroup, v1 or v2."""
+    if os.path.exists(os.path.join(group, "cpu.cfs_quota_us")):
+        quota = int(Path(group, "cpu.cfs_quota_us").read_text())
+        return (None if quota < 0 else quota), int(Path(group, "cpu.cfs_period_us").read_text())
+    quota, period = Path(group, "cpu.max").read_text().split()
+    return (None if quota == "max" else int(quota)), int(period)
+
+
 def test_up_down_hostnames_and_nothing_in_root_namespace():
     root_links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
     inv = inventory.from_emulate("2xminnowboard+1xrpi0w")
@@ -69,14 +78,16 @@ def test_up_down_hostnames_and_nothing_in_root_namespace():
         else:
             qdisc = emu.run_on("rpi0w1", ["tc", "qdisc", "show", "dev", "eth0"], check=True).stdout
             assert "40Mbit" in qdisc
-        # CPU limit: the device's cgroup holds a quota of speed x cores of a host CPU.
-        group = record["nodes"]["minnowboard1"]["cgroups"][0]
-        if os.path.exists(os.path.join(group, "cpu.cfs_quota_us")):
-            quota = int(Path(group, "cpu.cfs_quota_us").read_text())
-            period = int(Path(group, "cpu.cfs_period_us").read_text())
-        else:
-            quota, period = map(int, Path(group, "cpu.max").read_text().split())
-        assert quota / period == pytest.approx(record["nodes"]["minnowboard1"]["cpu_budget"], rel=0.01)
+        # CPU limit: each core of the device has its own quota of the profile's speed (a share
+        # of a host core); the device's group above them is not limited and counts their sum.
+        entry = record["nodes"]["minnowboard1"]
+        assert len(entry["core_cgroups"]) == 2  # the MinnowBoard's two cores
+        for core in entry["core_cgroups"]:
+            quota, period = _quota(core[0])
+            assert quota / period == pytest.approx(entry["cpu_fraction"], rel=0.01)
+            assert quota >= 1000
+        assert _quota(entry["device_cgroups"][0])[0] is None
+        assert entry["cpu_budget"] == pytest.approx(2 * entry["cpu_fraction"])
         cgroups = list(record["cgroups"])
         assert subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout == root_links
     assert_gone(emu.id, names, cgroups)
@@ -184,6 +195,32 @@ def test_sweep_api_places_ranks_on_the_first_k_nodes(mpich):
         manifest = c.describe()
         assert json.dumps(manifest)  # serialisable for the run manifest
         assert manifest["emulation"]["cgroup"]["version"] in (1, 2)
+
+
+_WHERE_AM_I = ("import json, os; print(json.dumps([os.environ.get('SHOAL_DEVICE_CORE'), "
+               "[l.strip().split(':', 2)[2] for l in open('/proc/self/cgroup') "
+               "if l.split(':')[1] in ('cpu', 'cpu,cpuacct', '')][0], "
+               "sorted(os.sched_getaffinity(0))]))")
+
+
+def test_each_rank_runs_on_a_core_of_its_own_with_that_cores_budget(any_mpi):
+    """Two ranks on a two-core device: one in each core's group (own quota, own host CPU)."""
+    with cluster.open(emulate="1xminnowboard", calibrate=False, dilation=2) as c:
+        record = state.read(c.emulated.id)
+        entry = record["nodes"]["minnowboard1"]
+        job = c.job(any_mpi, nodes=1, ranks_per_node=2, argv=[sys.executable, "-c", _WHERE_AM_I])
+        proc = subprocess.run(job.command()[0], env=job.popen_env(), capture_output=True,
+                              text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        seen = sorted(json.loads(line) for line in proc.stdout.strip().splitlines())
+        assert [core for core, _, _ in seen] == ["0", "1"], proc.stdout
+        for (core, group, cpus), groups in zip(seen, entry["core_cgroups"]):
+            assert groups[0].endswith(group), (group, groups)
+            assert _quota(groups[0])[0] == entry["quota_us"]
+            if entry["cpuset"]:
+                assert cpus == [entry["cpuset"][int(core)]]
+        # Both cores count toward the device's CPU time (what its power model reads).
+        assert c.emulated.usage_counter("minnowboard1")[0].startswith("cgroup=")
 
 
 @host_namespaces

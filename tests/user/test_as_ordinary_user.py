@@ -86,17 +86,18 @@ def test_emulated_device_cpu_is_limited_to_its_profile_where_a_cgroup_allows(tmp
         if cpulimit.detect().version == 0 and os.geteuid() != 0:
             assert groups == [] and NOT_LIMITED in up.stderr
             return
-        # Two cores at 0.25 of the reference core: a quota of 0.5 CPU in the device's group.
+        # Two cores at 0.25 of the reference core: a quota of 0.25 CPU in each core's group.
         minnow = profiles.load()["minnowboard"]
-        device = [g for g in groups if g.name == "minnowboard1" and
-                  ((g / "cpu.max").exists() or (g / "cpu.cfs_quota_us").exists())]
-        assert device, groups
-        if (device[0] / "cpu.max").exists():
-            quota, period = map(int, (device[0] / "cpu.max").read_text().split())
-        else:
-            quota = int((device[0] / "cpu.cfs_quota_us").read_text())
-            period = int((device[0] / "cpu.cfs_period_us").read_text())
-        assert abs(quota / period - minnow.cores * minnow.speed) < 0.01
+        cores = [g for g in groups if g.name.startswith("core") and g.parent.name == "minnowboard1"
+                 and ((g / "cpu.max").exists() or (g / "cpu.cfs_quota_us").exists())]
+        assert len(cores) == minnow.cores, groups
+        for core in cores:
+            if (core / "cpu.max").exists():
+                quota, period = map(int, (core / "cpu.max").read_text().split())
+            else:
+                quota = int((core / "cpu.cfs_quota_us").read_text())
+                period = int((core / "cpu.cfs_period_us").read_text())
+            assert abs(quota / period - minnow.speed) < 0.01
     assert not any(g.exists() for g in groups)
 
 

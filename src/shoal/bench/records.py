@@ -28,8 +28,11 @@ RESULT_COLUMNS = [
     "bandwidth_per_W", "rate_per_W",
     # Emulated clusters: the time dilation the point ran at (its times are already divided by it).
     "dilation",
-    # Emulated clusters: "ok", or "short" when the host ran out of CPU during the point (why in the note).
-    "host_slack", "host_slack_note",
+    # Emulated clusters: "ok", or "short" when a device got less CPU than its budget during the
+    # point (why in the note); the devices' throttled time, throttled and elapsed quota periods,
+    # and the largest share of its budget a device core was short of while it wanted to run.
+    "host_slack", "host_slack_note", "cpu_throttled_s", "cpu_throttled_periods", "cpu_periods",
+    "cpu_shortfall",
 ]
 SAMPLE_COLUMNS = ["point_id", "rep", "time_s"]
 FAILURE_COLUMNS = ["point_id", "config", "nodes", "ranks", "test", "size_B", "reason", "detail"]

@@ -10,10 +10,11 @@ device's limits and reports the speed actually achieved.
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from shoal import environment, proc
@@ -151,73 +152,162 @@ def host_cpus() -> list[int]:
     return sorted(os.sched_getaffinity(0))
 
 
-def quota_period(cpus_budget: float) -> tuple[int, int]:
-    """(quota_us, period_us): 10 ms periods, longer ones for tiny budgets.
+def bandwidth_slice_us() -> int:
+    """The scheduler's bandwidth slice: how much quota a CPU takes from a group's pool at once."""
+    try:
+        return int(Path("/proc/sys/kernel/sched_cfs_bandwidth_slice_us").read_text())
+    except (OSError, ValueError):
+        return 5000  # the kernel's default
 
-    The kernel refuses quotas below 1 ms and hands out bandwidth in 5 ms
-    slices, so a budget of 0.05 CPU needs a period of at least 40 ms to be met.
+
+def min_quota_us(pinned: bool) -> int:
+    """The smallest quota per period a device core may get and still run at its budget.
+
+    A core group pinned to one host CPU draws its quota from one CPU's local pool,
+    so the kernel's own minimum (1 ms) is enough. Unpinned, its threads may run
+    on several CPUs, each taking a bandwidth slice (5 ms) at a time: a quota near
+    the slice lets one CPU take a period's whole quota while another waits, so
+    it must be well above it.
     """
-    period = max(PERIOD_US, int(4000 / max(cpus_budget, 1e-3)))
-    period = min(period, 1_000_000)
-    return max(1000, int(round(cpus_budget * period))), period
+    return MIN_QUOTA_US if pinned else max(MIN_QUOTA_US, 2 * bandwidth_slice_us())
 
 
-def paths(layout: CgroupLayout, cluster_id: str, node: str, cpuset: list[int] | None) -> list[str]:
-    """The cgroups ``create`` makes for a device (cluster dir after each device dir, for
-    removal order): a cluster records them before it makes them."""
+MIN_QUOTA_US = 1000
+MAX_PERIOD_US = 1_000_000
+
+
+def quota_period(cpus_budget: float, pinned: bool = True) -> tuple[int, int]:
+    """(quota_us, period_us) for a group of ``cpus_budget`` CPUs.
+
+    Periods are 10 ms, longer where the quota would fall below ``min_quota_us``
+    (a MinnowBoard core at dilation 2, 0.125 CPU, gets 1.25 ms per 10 ms pinned,
+    10 ms per 80 ms unpinned).
+    """
+    period = max(PERIOD_US, math.ceil(min_quota_us(pinned) / max(cpus_budget, 1e-6)))
+    period = min(period, MAX_PERIOD_US)
+    return max(MIN_QUOTA_US, int(round(cpus_budget * period))), period
+
+
+def smallest_core_budget(pinned: bool = True) -> float:
+    """The smallest budget (CPUs) a device core can be held to: the minimum quota per longest period."""
+    return min_quota_us(pinned) / MAX_PERIOD_US
+
+
+@dataclass(frozen=True)
+class DeviceGroups:
+    """The cgroups of one emulated device, per hierarchy.
+
+    ``device``: the device's own groups (its CPU time is counted there, for its power);
+    ``daemons``: what the launcher's proxy on the device joins (the MPI's daemons run
+    there, at one core's budget); ``cores[k]``: the groups a rank on core k joins, one
+    budget per device core; ``parents``: the cluster's groups above the devices.
+    """
+
+    device: list[str]
+    daemons: list[str]
+    cores: list[list[str]]
+    parents: list[str]
+    # Each core's (and the daemons') quota per period, once made (0 before).
+    quota_us: int = 0
+    period_us: int = 0
+
+    def all(self) -> list[str]:
+        """Every group, children before their parents (the order they are removed in)."""
+        leaves = [g for core in self.cores for g in core] + self.daemons
+        return sorted(set(leaves + self.device + self.parents), key=lambda g: (-g.count("/"), g))
+
+
+def _levels(base: Path, cluster_id: str, node: str, cores: int) -> tuple[Path, list[Path], Path]:
+    device = base / cluster_id / node
+    return device, [device / f"core{k}" for k in range(cores)], device / "daemons"
+
+
+def paths(layout: CgroupLayout, cluster_id: str, node: str, cores: int,
+          pins: list[int] | None) -> DeviceGroups:
+    """The cgroups ``create`` makes for a device; a cluster records them before it makes them."""
+    device: list[str] = []
+    daemons: list[str] = []
+    parents: list[str] = []
+    core_groups: list[list[str]] = [[] for _ in range(cores)]
+    bases = [layout.cpu_base] if layout.version else []
+    if layout.cpuset_base and pins and layout.version == 1:
+        bases.append(layout.cpuset_base)
+    for base in bases:
+        dev, each, rest = _levels(base, cluster_id, node, cores)
+        device.append(str(dev))
+        daemons.append(str(rest))
+        parents.append(str(base / cluster_id))
+        for k, group in enumerate(each):
+            core_groups[k].append(str(group))
+    if layout.version == 1 and layout.acct_base:
+        # Separate cpuacct hierarchy: every process of the device stays in its one group.
+        acct = str(layout.acct_base / cluster_id / node)
+        device.append(acct)
+        daemons.append(acct)
+        parents.append(str(layout.acct_base / cluster_id))
+    return DeviceGroups(device, daemons, core_groups, parents)
+
+
+def _set_quota(layout: CgroupLayout, group: Path, quota: int | None, period: int) -> None:
     if layout.version == 2:
-        cluster = layout.cpu_base / cluster_id
-        return [str(cluster / node), str(cluster)]
-    if layout.version == 1:
-        cluster = layout.cpu_base / cluster_id
-        out = [str(cluster / node), str(cluster)]
-        if cpuset and layout.cpuset_base:
-            out += [str(layout.cpuset_base / cluster_id / node), str(layout.cpuset_base / cluster_id)]
-        if layout.acct_base:
-            acct = layout.acct_base / cluster_id / node
-            out += [str(acct), str(acct.parent)]
-        return out
-    return []
-
-
-def create(layout: CgroupLayout, cluster_id: str, node: str, cpus_budget: float,
-           cpuset: list[int] | None) -> list[str]:
-    """Create the device's cgroup(s); return their paths (``paths``)."""
-    quota, period = quota_period(cpus_budget)
-    if layout.version == 2:
-        base = layout.cpu_base
-        cluster = base / cluster_id
-        for level in (base, cluster):
-            level.mkdir(exist_ok=True)
-            _enable_v2(level.parent, ["cpu", "cpuset"] if layout.cpuset_base else ["cpu"])
-        _enable_v2(cluster, ["cpu", "cpuset"] if layout.cpuset_base else ["cpu"])
-        group = cluster / node
-        group.mkdir(exist_ok=True)
-        _write(group / "cpu.max", f"{quota} {period}")
-        if cpuset and layout.cpuset_base:
-            _write(group / "cpuset.cpus", ",".join(map(str, cpuset)))
-    elif layout.version == 1:
-        cluster = layout.cpu_base / cluster_id
-        cluster.mkdir(parents=True, exist_ok=True)
-        group = cluster / node
-        group.mkdir(exist_ok=True)
+        _write(group / "cpu.max", f"{quota} {period}" if quota else f"max {period}")
+    else:
         _write(group / "cpu.cfs_quota_us", "-1")
         _write(group / "cpu.cfs_period_us", str(period))
-        _write(group / "cpu.cfs_quota_us", str(quota))
-        if cpuset and layout.cpuset_base:
+        if quota:
+            _write(group / "cpu.cfs_quota_us", str(quota))
+
+
+def _v1_cpuset(level: Path, cpus: str | None) -> None:
+    fresh = not level.exists()
+    level.mkdir(exist_ok=True)
+    if fresh or not (level / "cpuset.cpus").read_text().strip():
+        # v1 cpusets start empty: copy the parent's cpus and memory nodes.
+        _write(level / "cpuset.cpus", (level.parent / "cpuset.cpus").read_text().strip())
+        _write(level / "cpuset.mems", (level.parent / "cpuset.mems").read_text().strip())
+    if cpus is not None:
+        _write(level / "cpuset.cpus", cpus)
+
+
+def create(layout: CgroupLayout, cluster_id: str, node: str, core_budget: float, cores: int,
+           pins: list[int] | None) -> DeviceGroups:
+    """Create a device's groups: one budget of ``core_budget`` CPUs per core (core k pinned to
+    host CPU ``pins[k]`` where a cpuset can be divided), the daemons' leaf at one core's budget,
+    and the device's own group above them, unlimited, counting their sum."""
+    groups = paths(layout, cluster_id, node, cores, pins)
+    pinned = bool(pins) and (layout.cpuset_base is not None)
+    quota, period = quota_period(core_budget, pinned)
+    device, each, rest = _levels(layout.cpu_base, cluster_id, node, cores)
+    if layout.version == 2:
+        wanted = ["cpu", "cpuset"] if layout.cpuset_base else ["cpu"]
+        base = layout.cpu_base
+        for level in (base, base / cluster_id, device):
+            level.mkdir(exist_ok=True)
+            _enable_v2(level.parent, wanted)
+        _enable_v2(base / cluster_id, wanted)
+        _enable_v2(device, wanted)
+        for k, group in enumerate(each + [rest]):
+            group.mkdir(exist_ok=True)
+            _set_quota(layout, group, quota, period)
+            if pinned:
+                cpus = str(pins[k]) if k < cores else ",".join(map(str, sorted(set(pins))))
+                _write(group / "cpuset.cpus", cpus)
+    elif layout.version == 1:
+        device.mkdir(parents=True, exist_ok=True)
+        for group in each + [rest]:
+            group.mkdir(exist_ok=True)
+            _set_quota(layout, group, quota, period)
+        if pinned:
             top = layout.cpuset_base
-            sets = [top, top / cluster_id, top / cluster_id / node]
-            for level in sets:
-                fresh = not level.exists()
-                level.mkdir(exist_ok=True)
-                if fresh or not (level / "cpuset.cpus").read_text().strip():
-                    # v1 cpusets start empty: copy the parent's cpus and memory nodes.
-                    _write(level / "cpuset.cpus", (level.parent / "cpuset.cpus").read_text().strip())
-                    _write(level / "cpuset.mems", (level.parent / "cpuset.mems").read_text().strip())
-            _write(sets[-1] / "cpuset.cpus", ",".join(map(str, cpuset)))
+            for level in (top, top / cluster_id, top / cluster_id / node):
+                _v1_cpuset(level, None)
+            _, set_each, set_rest = _levels(top, cluster_id, node, cores)
+            for k, level in enumerate(set_each):
+                _v1_cpuset(level, str(pins[k]))
+            _v1_cpuset(set_rest, ",".join(map(str, sorted(set(pins)))))
         if layout.acct_base:
             (layout.acct_base / cluster_id / node).mkdir(parents=True, exist_ok=True)
-    return paths(layout, cluster_id, node, cpuset)
+    return replace(groups, quota_us=quota, period_us=period)
 
 
 def usage_group(paths: list[str]) -> str | None:
@@ -230,7 +320,6 @@ def usage_group(paths: list[str]) -> str | None:
         if stat.is_file() and "usage_usec" in stat.read_text():
             return path
     return None
-    return paths
 
 
 # -- calibration ------------------------------------------------------------------------
@@ -258,18 +347,20 @@ print(count, now - start, time.process_time() - cpu0)
 """
 
 
-def kernel_runs(workers: int, groups: list[str] | None, window_s: float = 0.5
+def kernel_runs(workers: int | list[list[str]], window_s: float = 0.5
                 ) -> list[tuple[float, float, float]]:
-    """Run ``workers`` copies of the CPU kernel at once (inside ``groups`` if given).
+    """Run copies of the CPU kernel at once: ``workers`` of them on the host, or one inside
+    each list of groups given (a device core's groups).
 
     Each returns (iterations, wall seconds, CPU seconds). Iterations per CPU
     second is the host core's own speed, unaffected by other load on a shared
     machine; iterations per wall second is what the device delivered.
     """
-    argv = [sys.executable, "-c", _KERNEL, str(window_s), *(groups or [])]
-    workers_started = [proc.start(argv, stdout=proc.PIPE, show=i == 0) for i in range(workers)]
+    placements = [[] for _ in range(workers)] if isinstance(workers, int) else workers
+    started = [proc.start([sys.executable, "-c", _KERNEL, str(window_s), *groups],
+                          stdout=proc.PIPE, show=i == 0) for i, groups in enumerate(placements)]
     runs = []
-    for worker in workers_started:
+    for worker in started:
         with worker:
             out, _ = worker.popen.communicate(timeout=60)
         count, wall, cpu = (float(x) for x in out.split())
@@ -277,31 +368,21 @@ def kernel_runs(workers: int, groups: list[str] | None, window_s: float = 0.5
     return runs
 
 
-def calibrate(groups: list[str], cores: int, target_fraction: float) -> dict:
-    """Measure the per-core speed a device's cgroups deliver, as a fraction of a host core.
+def calibrate(core_groups: list[list[str]], target_fraction: float, period_us: int) -> dict:
+    """Measure the speed a device's cores deliver at once, as a fraction of a host core each.
 
-    ``achieved_fraction`` = device iterations per wall second / host
-    iterations per CPU second, averaged over one worker per device core.
+    One CPU-bound worker per device core (as many as the host has CPUs), each in its
+    core's groups. ``achieved_fraction`` = iterations per wall second / the same worker's
+    iterations per CPU second, averaged over the workers. A check, not a correction:
+    the kernel enforces each core's quota exactly, and what it measures short of the
+    target is the host's own load, which changes from one second to the next.
     """
-    workers = max(1, min(cores, len(host_cpus())))
-    # Measure over 20 CFS periods at least: tiny budgets have long periods, and
+    workers = core_groups[:max(1, len(host_cpus()))]
+    # Measure over 20 periods at least: tiny budgets have long periods, and
     # a window of a few periods mostly measures where it started in one.
-    _, period_us = quota_period(cores * target_fraction)
-    runs = kernel_runs(workers, groups, window_s=max(0.5, 20 * period_us / 1e6))
-    host_rate = sum(c for c, _, _ in runs) / sum(cpu for _, _, cpu in runs)
-    achieved = sum(c / w for c, w, _ in runs) / len(runs) / host_rate
-    return {"host_iterations_per_cpu_s": host_rate, "workers": workers,
-            "target_fraction": target_fraction, "achieved_fraction": achieved,
-            "error": (achieved - target_fraction) / target_fraction,
+    runs = kernel_runs(workers, window_s=max(0.5, 20 * period_us / 1e6))
+    achieved = sum(c / w / (c / cpu) for c, w, cpu in runs) / len(runs)
+    return {"host_iterations_per_cpu_s": sum(c for c, _, _ in runs) / sum(x for _, _, x in runs),
+            "workers": len(runs), "target_fraction": target_fraction,
+            "achieved_fraction": achieved, "error": (achieved - target_fraction) / target_fraction,
             "measured_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-
-
-def set_budget(layout: CgroupLayout, group: str, cpus_budget: float) -> None:
-    """Change a device's CPU bandwidth (used by the calibration's correction step)."""
-    quota, period = quota_period(cpus_budget)
-    if layout.version == 2:
-        _write(Path(group) / "cpu.max", f"{quota} {period}")
-    elif layout.version == 1:
-        _write(Path(group) / "cpu.cfs_quota_us", "-1")
-        _write(Path(group) / "cpu.cfs_period_us", str(period))
-        _write(Path(group) / "cpu.cfs_quota_us", str(quota))

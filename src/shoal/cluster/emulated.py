@@ -16,6 +16,7 @@ MPI launchers call instead of ssh.
 from __future__ import annotations
 
 import ipaddress
+import math
 import os
 import secrets
 import shlex
@@ -238,14 +239,15 @@ class EmulatedCluster:
                 for future in futures:
                     future.result()
 
-        # 4. CPU limits.
+        # 4. CPU limits, and the placement of each rank on a core of its device.
         calibration = self._limit_cpus(record, layout)
+        self._write_placement(record)
         record["emulation"] = {
             "link_emulator": emulator, "netem": emulator == "netem",
             "host_latency_s": record.pop("host_latency_s", None),
             "dilation": self.dilation, "dilation_asked": self.dilation_asked,
             "links": {name: link.describe() for name, link in links.items()},
-            "cgroup": layout.describe(), "period_us": cpulimit.PERIOD_US,
+            "cgroup": layout.describe(),
             "host_speed": self.inventory.host_speed, "host_cpus": len(cpulimit.host_cpus()),
             "calibration": calibration, "warnings": self.warnings,
         }
@@ -330,15 +332,15 @@ class EmulatedCluster:
         polling, sleeping = min(host.polling_s, smallest), min(host.sleeping_s, smallest)
         budgets = self._budgets()
         by_device = {node.name: sleeping if _polling_stalls(
-            bool(layout.version), dilation.budget(budgets[node.name][1], self.dilation), 1)
-            else polling for node in nodes}
+            bool(layout.version), dilation.budget(budgets[node.name][0], self.dilation),
+            node.profile.cores, 1) else polling for node in nodes}
         # Port 0 is the head's; device i's is port i.
         linkemu.set_host_latency(self._control, polling,
                                  {i: by_device[n.name] for i, n in enumerate(nodes, start=1)})
         record["host_latency_s"] = {"polling": polling, "sleeping": sleeping, "by_device": by_device}
 
     def _choose_dilation(self) -> float:
-        by_node = {name: b for name, (_, b, _) in self._budgets().items()}
+        by_node = {name: b for name, (_, b) in self._budgets().items()}
         if self.dilation_asked is not None:
             return dilation.check(self.dilation_asked, list(by_node.values()))
         return dilation.choose(self._busiest(by_node), len(cpulimit.host_cpus()))
@@ -348,32 +350,41 @@ class EmulatedCluster:
         groups = self.at_once or [tuple(by_node)]
         return max(([by_node[n] for n in group if n in by_node] for group in groups), key=sum)
 
-    def _budgets(self) -> dict[str, tuple[float, float, list | None]]:
-        """Per device: (fraction of a host core, CPUs, cpuset) at real time (D = 1)."""
-        cpus = cpulimit.host_cpus()
+    def _budgets(self) -> dict[str, tuple[float, float]]:
+        """Per device at real time (D = 1): (CPUs per core, CPUs in all), each core of a device
+        a host core's ``speed / host_speed`` (at most a whole host core)."""
         budgets = {}
-        next_cpu = 0
         for node in self.inventory.nodes:
             fraction = min(1.0, node.profile.speed / self.inventory.host_speed)
-            cores = node.profile.cores
-            cpuset = None
-            if cores < len(cpus):
-                cpuset = [cpus[(next_cpu + k) % len(cpus)] for k in range(cores)]
-                next_cpu += cores
-            budgets[node.name] = (fraction, min(cores, len(cpus)) * fraction, cpuset)
+            budgets[node.name] = (fraction, node.profile.cores * fraction)
         return budgets
+
+    def _pins(self, per_core: dict[str, float]) -> dict[str, list[int]]:
+        """Each device core's host CPU: the least loaded so far, so the budgets spread evenly."""
+        cpus = cpulimit.host_cpus()
+        load = {cpu: 0.0 for cpu in cpus}
+        pins = {}
+        for node in self.inventory.nodes:
+            chosen = []
+            for _ in range(node.profile.cores):
+                cpu = min(cpus, key=lambda c: (load[c], c in chosen))
+                load[cpu] += per_core[node.name]
+                chosen.append(cpu)
+            pins[node.name] = chosen
+        return pins
 
     def _limit_cpus(self, record: dict, layout: cpulimit.CgroupLayout) -> dict:
         cpus = cpulimit.host_cpus()
         host_speed = self.inventory.host_speed
         d = self.dilation
-        budgets = {}
-        for name, (fraction, budget, cpuset) in self._budgets().items():
+        per_core, budgets = {}, {}
+        for name, (fraction, budget) in self._budgets().items():
             # Dilated: each device runs 1/D of its speed, and its times are divided by D.
-            fraction, budget = dilation.budget(fraction, d), dilation.budget(budget, d)
-            budgets[name] = (fraction, budget, cpuset)
-            record["nodes"][name] = {"cpu_fraction": fraction, "cpu_budget": budget,
-                                     "cpuset": cpuset, "cgroups": []}
+            per_core[name], budgets[name] = dilation.budget(fraction, d), dilation.budget(budget, d)
+        pins = self._pins(per_core) if layout.version else {}
+        for name in budgets:
+            record["nodes"][name] = {"cpu_fraction": per_core[name], "cpu_budget": budgets[name],
+                                     "cpuset": pins.get(name), "cgroups": []}
         if layout.version == 0:
             global _unlimited_said
             message = ("no cgroup cpu controller this user may divide (no systemd user manager to "
@@ -387,22 +398,24 @@ class EmulatedCluster:
                 _unlimited_said = True
                 print(f"shoal: warning: {message}", file=sys.stderr)
             return {}
-        total = sum(self._busiest({name: b for name, (_, b, _) in budgets.items()}))
+        total = sum(self._busiest(budgets))
         if total > len(cpus) * 1.001:
             self._warn(f"the devices' CPU budgets add up to {total:.2f} CPUs at dilation {d:g} "
                        f"but this host has {len(cpus)}: when all devices compute at once they "
                        "run slower than their profiles (raise --dilation)")
         for node in self.inventory.nodes:
-            fraction, budget, cpuset = budgets[node.name]
             # Intent first: a kill between mkdir and the record must leave a record to reap.
-            planned = cpulimit.paths(layout, self.id, node.name, cpuset)
-            for path in planned:
+            planned = cpulimit.paths(layout, self.id, node.name, node.profile.cores, pins[node.name])
+            for path in planned.all():
                 if path not in record["cgroups"]:
                     record["cgroups"].append(path)
-            record["nodes"][node.name]["cgroups"] = [p for p in planned
-                                                     if Path(p).name == node.name]
+            entry = record["nodes"][node.name]
+            entry.update({"cgroups": planned.daemons, "device_cgroups": planned.device,
+                          "core_cgroups": planned.cores})
             state.write(record)
-            cpulimit.create(layout, self.id, node.name, budget, cpuset)
+            made = cpulimit.create(layout, self.id, node.name, per_core[node.name],
+                                   node.profile.cores, pins[node.name])
+            entry.update({"quota_us": made.quota_us, "period_us": made.period_us})
         if not self.calibrate_cpu:
             return {}
         calibration: dict = {}
@@ -410,23 +423,10 @@ class EmulatedCluster:
             name = node.profile.name
             if name in calibration:
                 continue
-            fraction, budget, _ = budgets[node.name]
-            groups = record["nodes"][node.name]["cgroups"]
-            result = cpulimit.calibrate(groups, node.profile.cores, fraction)
-            # One correction step: scale the quota by the measured error, then
-            # measure again; CFS bandwidth accounting slices make small quotas drift.
-            if 0.05 < abs(result["error"]) < 0.6:
-                corrected = budget * fraction / result["achieved_fraction"]
-                for other in self.inventory.nodes:
-                    if other.profile.name == name:
-                        cpu_groups = [g for g in record["nodes"][other.name]["cgroups"]
-                                      if Path(g).is_relative_to(layout.cpu_base)]
-                        for group in cpu_groups:
-                            cpulimit.set_budget(layout, group, corrected)
-                        record["nodes"][other.name]["cpu_budget"] = corrected
-                first = result
-                result = cpulimit.calibrate(groups, node.profile.cores, fraction)
-                result["before_correction"] = first
+            fraction = per_core[node.name]
+            # The device's cores at once, one CPU-bound worker each: what a rank per core gets.
+            entry = record["nodes"][node.name]
+            result = cpulimit.calibrate(entry["core_cgroups"], fraction, entry["period_us"])
             if abs(result["error"]) > 0.1:
                 self._warn(f"{name}: CPU calibration reached {result['achieved_fraction']:.3f} of a "
                            f"host core instead of {fraction:.3f}; is the host busy with other work?")
@@ -434,6 +434,26 @@ class EmulatedCluster:
             result["achieved_speed"] = result["achieved_fraction"] * host_speed * d
             calibration[name] = result
         return calibration
+
+    @property
+    def placement(self) -> str:
+        """The program every rank starts through (``oncore VARIABLE PROGRAM ARGS...``): it joins
+        the core of its device that its local rank (the MPI's ``VARIABLE``; ``-``: none known)
+        names, then runs."""
+        return str(self.directory / "oncore")
+
+    def _write_placement(self, record: dict) -> None:
+        # Per device, one line per core: the groups a rank on that core joins (none where
+        # no cgroup is divided: the core index alone then tells the user-space limit).
+        cores = self.directory / "cores"
+        cores.mkdir(exist_ok=True)
+        for node in self.inventory.nodes:
+            groups = record["nodes"][node.name].get("core_cgroups") or [[]] * node.profile.cores
+            (cores / node.name).write_text("".join(" ".join(g) + "\n" for g in groups))
+        shim = Path(self.placement)
+        shim.write_text(_ONCORE.format(cluster=self.id, cores=shlex.quote(str(cores)),
+                                       core_variable=environment.DEVICE_CORE.name))
+        shim.chmod(0o755)
 
     def _warn(self, message: str) -> None:
         self.warnings.append(message)
@@ -474,7 +494,7 @@ class EmulatedCluster:
         budget = entry.get("cpu_budget")
         if not budget:
             return None
-        group = cpulimit.usage_group(entry.get("cgroups", []))
+        group = cpulimit.usage_group(entry.get("device_cgroups", []))
         if group:
             return f"cgroup={group}", float(budget)
         return f"netns={state.NETNS_DIR / entry['netns']}", float(budget)
@@ -484,8 +504,9 @@ class EmulatedCluster:
         quota (and then stall until its next period): more ranks than CPUs of budget."""
         record = state.read(self.id) or self.record or {}
         entry = record.get("nodes", {}).get(node, {})
-        budget = entry.get("cpu_budget")
-        return budget is not None and _polling_stalls(bool(entry.get("cgroups")), float(budget), ranks)
+        core = entry.get("cpu_fraction")
+        return core is not None and _polling_stalls(bool(entry.get("core_cgroups")), float(core),
+                                                    len(entry["core_cgroups"]), ranks)
 
     def slack_monitor(self) -> "slack.Monitor":
         """A host-slack monitor over this cluster's devices (use it as a context manager)."""
@@ -493,9 +514,12 @@ class EmulatedCluster:
 
         record = state.read(self.id) or self.record or {}
         nodes = record.get("nodes", {})
-        groups = {name: entry.get("cgroups", []) for name, entry in nodes.items()}
+        groups = {name: entry.get("device_cgroups", []) for name, entry in nodes.items()}
         budgets = {name: float(entry.get("cpu_budget") or 0) for name, entry in nodes.items()}
-        return slack.Monitor(groups, len(cpulimit.host_cpus()), budgets)
+        cores = {name: entry.get("core_cgroups", []) for name, entry in nodes.items()}
+        quotas = {name: entry.get("quota_us", 0) / 1e6 for name, entry in nodes.items()}
+        return slack.Monitor(groups, len(cpulimit.host_cpus()), budgets, cores=cores,
+                             core_quotas=quotas)
 
     def run_on(self, node: str, argv: list[str], check: bool = False,
                timeout: float | None = None) -> proc.Result:
@@ -511,10 +535,41 @@ class EmulatedCluster:
                 "emulation": record.get("emulation", {})}
 
 
-def _polling_stalls(limited: bool, budget_cpus: float, ranks: int) -> bool:
-    """More ranks than CPUs of a limited device's budget: ranks that poll while they wait
-    use up its quota (so they wait in event mode, and pay the kernel's wake-up)."""
-    return limited and ranks > budget_cpus + 1e-9
+# /bin/sh, not Python: it runs once per rank, inside the device's CPU budget.
+_ONCORE = """#!/bin/sh
+# Rank placement of emulated cluster {cluster}: usage: oncore VARIABLE PROGRAM ARGS...
+# The rank joins core (VARIABLE mod cores) of the device it runs on, then runs PROGRAM.
+read -r host < /proc/sys/kernel/hostname
+case "$1" in
+  ""|-|*[!A-Za-z0-9_]*) index=$$ ;;  # no local rank known: spread by process id
+  *) eval "index=\\${{$1:-$$}}" ;;
+esac
+shift
+list={cores}/"$host"
+if [ ! -f "$list" ]; then echo "shoal oncore: $host is not a device of cluster {cluster}" >&2; exit 126; fi
+n=0
+while IFS= read -r line; do n=$((n + 1)); done < "$list"
+core=$((index % n))
+i=0
+while IFS= read -r line; do
+  if [ "$i" -eq "$core" ]; then
+    for group in $line; do
+      echo $$ > "$group/cgroup.procs" || {{ echo "shoal oncore: cannot join $group" >&2; exit 126; }}
+    done
+  fi
+  i=$((i + 1))
+done < "$list"
+{core_variable}=$core
+export {core_variable}
+exec "$@"
+"""
+
+
+def _polling_stalls(limited: bool, core_cpus: float, cores: int, ranks: int) -> bool:
+    """More ranks on a limited device core than CPUs of its budget: ranks that poll while
+    they wait use up its quota (so they wait in event mode, and pay the kernel's wake-up).
+    Ranks are spread over the device's cores, one per core first."""
+    return limited and ranks >= 1 and math.ceil(ranks / max(1, cores)) > core_cpus + 1e-9
 
 
 def _disable_ipv6() -> None:

@@ -220,8 +220,12 @@ class EmulatedDevices(Cluster):
         transport, extra = transport_env(mpi)
         env.update(transport)
         hosts = [HostSlots(n.name, c) for n, c in zip(chosen, counts)]
-        return Job(mpi, sum(counts), argv, env, hosts=hosts, launcher_exec=self.emulated.launcher,
-                   extra_args=extra, exec_prefix=self.emulated.head_prefix())
+        # Each rank onto a core of its device (its own CPU budget), by its local rank.
+        placed = [self.emulated.placement, mpi.impl.local_rank_variable or "-",
+                  *argv]
+        return Job(mpi, sum(counts), placed, env, hosts=hosts,
+                   launcher_exec=self.emulated.launcher, extra_args=extra,
+                   exec_prefix=self.emulated.head_prefix())
 
     def _wildcard_env(self, mpi: MPIInstall) -> dict[str, str]:
         return mpi.impl.wildcard_transport()

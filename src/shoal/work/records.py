@@ -21,6 +21,9 @@ RESULT_COLUMNS = [
     "work", "unit", "throughput_per_s", "data_B", "check", "check_detail", "digest",
     "t_start_mono_s", "t_end_mono_s", "wait_mode", "cpu_s", "rank_compute_s", "rank_comm_s",
     "rank_cpu_s", "extra", "dilation",
+    # Emulated clusters: did the devices get their CPU budgets during the run (cluster.slack).
+    "host_slack", "host_slack_note", "cpu_throttled_s", "cpu_throttled_periods", "cpu_periods",
+    "cpu_shortfall",
     # Power columns stay empty when power is not measured.
     "power_source", "power_kind", "power_mean_W", "energy_J", "idle_power_W", "energy_net_J",
     "energy_partial", "energy_per_unit_J", "energy_per_B_J", "throughput_per_W", "shared_power_W",

@@ -26,6 +26,7 @@ from shoal.execute.where import Where
 from shoal.mpi import build, discover
 from shoal.mpi.launch import Job
 from shoal.cluster import dilation
+from shoal.cluster import slack as host_slack
 from shoal.runs.store import Run
 from shoal.work import catalog, records
 
@@ -208,13 +209,15 @@ def measure_batch(run: Run, plans: list[Plan], placement: Placement, rep: int, w
     timeout_s = dilation.timeout(sum(p.request.timeout_s for p in plans) + STARTUP_GRACE_S, d)
     found: dict[tuple[str, str], dict[str, Any]] = {}
     why = None
-    try:
-        result = proc.run(cmd, env=job.popen_env(), show_env=env_add, timeout=timeout_s,
-                          what="the workload job")
-        found = {(r["workload"], r["size"]): r for r in _result_records(result.stdout)}
-        why = ("crashed", result.tail() or f"exit status {result.returncode}, no result printed")
-    except proc.CommandTimeout:
-        why = ("timeout", f"no result within {timeout_s:.0f} s")
+    # Whether the devices got their CPU budgets during the launch (emulated clusters only).
+    with where.slack_monitor() as slack:
+        try:
+            result = proc.run(cmd, env=job.popen_env(), show_env=env_add, timeout=timeout_s,
+                              what="the workload job")
+            found = {(r["workload"], r["size"]): r for r in _result_records(result.stdout)}
+            why = ("crashed", result.tail() or f"exit status {result.returncode}, no result printed")
+        except proc.CommandTimeout:
+            why = ("timeout", f"no result within {timeout_s:.0f} s")
     rows: list[dict[str, Any] | None] = []
     for the_plan in plans:
         record = found.get((the_plan.workload.name, the_plan.size))
@@ -230,6 +233,9 @@ def measure_batch(run: Run, plans: list[Plan], placement: Placement, rep: int, w
             continue
         row = records.result_row(records.undilate(record, d), placement.label, placement.nodes, rep,
                                  wait_label, d)
+        if slack is not None:
+            row.update(host_slack.row_columns(slack.between(row["t_start_mono_s"],
+                                                            row["t_end_mono_s"])))
         if meter is not None:
             records.add_energy(row, meter.energy_between(row["t_start_mono_s"], row["t_end_mono_s"],
                                                          node_names, placement.with_shared), d)

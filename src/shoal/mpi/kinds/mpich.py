@@ -15,6 +15,7 @@ class MPICH(Implementation):
     order = 10
     launcher_names = ("mpiexec.hydra",)
     setting_prefixes = ("MPIR_CVAR_", "MPICH_", "UCX_", "FI_")
+    local_rank_variable = "MPI_LOCALRANKID"
     wait_knobs = {"mpich:heavy_yield": {"MPIR_CVAR_ENABLE_HEAVY_YIELD": "1"},
                   "mpich:progress_throttle": {"MPIR_CVAR_CH4_PROGRESS_THROTTLE": "1"}}
 

@@ -21,6 +21,7 @@ class OpenMPI(Implementation):
     order = 20
     launcher_names = ("prterun", "orterun")
     setting_prefixes = ("OMPI_MCA_", "PRTE_MCA_", "UCX_")
+    local_rank_variable = "OMPI_COMM_WORLD_LOCAL_RANK"
     wait_knobs = {"ompi:yield_when_idle": {"OMPI_MCA_mpi_yield_when_idle": "1"}}
 
     def bundled_bindir(self, prefix: Path) -> Path:
