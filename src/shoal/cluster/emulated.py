@@ -26,7 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from shoal import environment, proc, verbose
-from shoal.cluster import capacity, cpulimit, dilation, linkemu, shaping, state, sysns
+from shoal.cluster import capacity, cpulimit, dilation, dutycycle, linkemu, shaping, state, sysns
 from shoal.cluster.inventory import Inventory
 from shoal.errors import ShoalError
 
@@ -382,22 +382,29 @@ class EmulatedCluster:
             # Dilated: each device runs 1/D of its speed, and its times are divided by D.
             per_core[name], budgets[name] = dilation.budget(fraction, d), dilation.budget(budget, d)
         pins = self._pins(per_core) if layout.version else {}
-        for name in budgets:
+        for node in self.inventory.nodes:
+            name = node.name
             record["nodes"][name] = {"cpu_fraction": per_core[name], "cpu_budget": budgets[name],
-                                     "cpuset": pins.get(name), "cgroups": []}
+                                     "cores": node.profile.cores, "cpuset": pins.get(name),
+                                     "cgroups": [], "netns": self.netns(name)}
         if layout.version == 0:
+            # No cgroup to divide: each device core held to its budget from user space.
+            if dutycycle.available():
+                self._start_dutycycle(record)
+                record["cpu_limit"] = "user"
+                return {}
             global _unlimited_said
-            message = ("no cgroup cpu controller this user may divide (no systemd user manager to "
-                       "delegate one, none delegated by hand): emulated devices run at host speed, NOT "
-                       "at their profiles' (run as root, or under systemd-run --user -p Delegate=yes); "
-                       "their power is modelled from their namespaces' CPU time")
-            if os.geteuid() == 0 and not userns_inside():
-                message = "no writable cgroup cpu controller: device CPUs are NOT limited"
+            message = ("no cgroup cpu controller this user may divide and no per-thread CPU "
+                       "times (/proc/PID/task/TID/schedstat) to limit them from user space: "
+                       "emulated devices run at host speed, NOT at their profiles' (run as root, "
+                       "or under systemd-run --user -p Delegate=yes)")
+            record["cpu_limit"] = "none"
             self.warnings.append(message)
             if not _unlimited_said:  # said once per command, however many clusters it builds
                 _unlimited_said = True
                 print(f"shoal: warning: {message}", file=sys.stderr)
             return {}
+        record["cpu_limit"] = "cgroup"
         total = sum(self._busiest(budgets))
         if total > len(cpus) * 1.001:
             self._warn(f"the devices' CPU budgets add up to {total:.2f} CPUs at dilation {d:g} "
@@ -434,6 +441,15 @@ class EmulatedCluster:
             result["achieved_speed"] = result["achieved_fraction"] * host_speed * d
             calibration[name] = result
         return calibration
+
+    def _start_dutycycle(self, record: dict) -> None:
+        state.write(record)  # the controller reads the devices' budgets from the record
+
+        def spawned(entry: dict) -> None:
+            record["cpu_controller"] = entry
+            state.write(record)
+
+        dutycycle.start(self.id, on_spawn=spawned)
 
     @property
     def placement(self) -> str:
@@ -505,8 +521,9 @@ class EmulatedCluster:
         record = state.read(self.id) or self.record or {}
         entry = record.get("nodes", {}).get(node, {})
         core = entry.get("cpu_fraction")
-        return core is not None and _polling_stalls(bool(entry.get("core_cgroups")), float(core),
-                                                    len(entry["core_cgroups"]), ranks)
+        limited = record.get("cpu_limit", "cgroup" if entry.get("core_cgroups") else "none") != "none"
+        return core is not None and _polling_stalls(limited, float(core), int(entry.get("cores", 1)),
+                                                    ranks)
 
     def slack_monitor(self) -> "slack.Monitor":
         """A host-slack monitor over this cluster's devices (use it as a context manager)."""

@@ -155,8 +155,10 @@ def remove(record: dict) -> list[str]:
         except OSError:
             pass
     forwarder = record.get("forwarder") or {}
-    if forwarder.get("pid") and sysns.process_start_time(forwarder["pid"]) == forwarder.get("start"):
-        victims.add(forwarder["pid"])  # the link forwarder, wherever it is in its start-up
+    for helper in (forwarder, record.get("cpu_controller") or {}):
+        # The link forwarder and the user-space CPU limit, wherever they are in their start-up.
+        if helper.get("pid") and sysns.process_start_time(helper["pid"]) == helper.get("start"):
+            victims.add(helper["pid"])
     victims.discard(os.getpid())
     for pid in victims:
         try:
