@@ -248,6 +248,10 @@ class EmulatedCluster:
             "dilation": self.dilation, "dilation_asked": self.dilation_asked,
             "links": {name: link.describe() for name, link in links.items()},
             "cgroup": layout.describe(),
+            # How device CPUs are held to their profiles: "cgroup" (a quota per device core),
+            # "user" (SIGSTOP/SIGCONT from user space, cluster.dutycycle) or "none" (host speed).
+            "cpu_limit": record.get("cpu_limit", "none"),
+            "device_speed": "host" if record.get("cpu_limit") == "none" else "profile",
             "host_speed": self.inventory.host_speed, "host_cpus": len(cpulimit.host_cpus()),
             "calibration": calibration, "warnings": self.warnings,
         }
