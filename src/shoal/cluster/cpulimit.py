@@ -248,6 +248,51 @@ def paths(layout: CgroupLayout, cluster_id: str, node: str, cores: int,
     return DeviceGroups(device, daemons, core_groups, parents)
 
 
+# The weight of shoal's own group against the host's other work (the largest each version
+# takes; a task's is 1024 in v1, 100 in v2): on a busy host the emulation's processes run
+# first, each device core still held to its quota, the rest of the host in what is left.
+PRIORITY = {1: ("cpu.shares", "262144"), 2: ("cpu.weight", "10000")}
+
+
+def _prioritise(layout: CgroupLayout) -> None:
+    knob, value = PRIORITY[layout.version]
+    try:
+        (layout.cpu_base / knob).write_text(value)
+    except OSError:
+        pass  # a delegated group may not allow it: the emulation then shares the host evenly
+
+
+def host_group_paths(layout: CgroupLayout, cluster_id: str, name: str) -> list[str]:
+    """The unlimited group of the cluster's own helpers (``name``: "head", "switch")."""
+    return [str(layout.cpu_base / cluster_id / name)] if layout.version else []
+
+
+def create_host_group(layout: CgroupLayout, cluster_id: str, name: str) -> list[str]:
+    """A group beside the devices, without a quota, for the launcher in the head namespace
+    and the link forwarder: they share the emulation's weight on a busy host."""
+    groups = host_group_paths(layout, cluster_id, name)
+    if groups:
+        _levels_up(layout, cluster_id)
+        Path(groups[0]).mkdir(exist_ok=True)
+    return groups
+
+
+def _levels_up(layout: CgroupLayout, cluster_id: str) -> None:
+    """shoal's group (weighted) and the cluster's, with the controllers their children need."""
+    base = layout.cpu_base
+    fresh = not base.exists()
+    if layout.version == 2:
+        wanted = ["cpu", "cpuset"] if layout.cpuset_base else ["cpu"]
+        for level in (base, base / cluster_id):
+            level.mkdir(exist_ok=True)
+            _enable_v2(level.parent, wanted)
+        _enable_v2(base / cluster_id, wanted)
+    else:
+        (base / cluster_id).mkdir(parents=True, exist_ok=True)
+    if fresh or layout.version:
+        _prioritise(layout)
+
+
 def _set_quota(layout: CgroupLayout, group: Path, quota: int | None, period: int) -> None:
     if layout.version == 2:
         _write(group / "cpu.max", f"{quota} {period}" if quota else f"max {period}")
@@ -270,34 +315,31 @@ def _v1_cpuset(level: Path, cpus: str | None) -> None:
 
 
 def create(layout: CgroupLayout, cluster_id: str, node: str, core_budget: float, cores: int,
-           pins: list[int] | None) -> DeviceGroups:
-    """Create a device's groups: one budget of ``core_budget`` CPUs per core (core k pinned to
-    host CPU ``pins[k]`` where a cpuset can be divided), the daemons' leaf at one core's budget,
-    and the device's own group above them, unlimited, counting their sum."""
+           pins: list[int] | None, pinned: bool) -> DeviceGroups:
+    """Create a device's groups: one budget of ``core_budget`` CPUs per core (core k on host
+    CPU ``pins[k]``: by a cpuset where one can be divided; ``pinned``: by the rank placement's
+    affinity where none can), the daemons' leaf at one core's budget, and the device's own
+    group above them, unlimited, counting their sum."""
     groups = paths(layout, cluster_id, node, cores, pins)
-    pinned = bool(pins) and (layout.cpuset_base is not None)
     quota, period = quota_period(core_budget, pinned)
     device, each, rest = _levels(layout.cpu_base, cluster_id, node, cores)
+    _levels_up(layout, cluster_id)
     if layout.version == 2:
         wanted = ["cpu", "cpuset"] if layout.cpuset_base else ["cpu"]
-        base = layout.cpu_base
-        for level in (base, base / cluster_id, device):
-            level.mkdir(exist_ok=True)
-            _enable_v2(level.parent, wanted)
-        _enable_v2(base / cluster_id, wanted)
+        device.mkdir(exist_ok=True)
         _enable_v2(device, wanted)
         for k, group in enumerate(each + [rest]):
             group.mkdir(exist_ok=True)
             _set_quota(layout, group, quota, period)
-            if pinned:
+            if pins and layout.cpuset_base:
                 cpus = str(pins[k]) if k < cores else ",".join(map(str, sorted(set(pins))))
                 _write(group / "cpuset.cpus", cpus)
     elif layout.version == 1:
-        device.mkdir(parents=True, exist_ok=True)
+        device.mkdir(exist_ok=True)
         for group in each + [rest]:
             group.mkdir(exist_ok=True)
             _set_quota(layout, group, quota, period)
-        if pinned:
+        if pins and layout.cpuset_base:
             top = layout.cpuset_base
             for level in (top, top / cluster_id, top / cluster_id / node):
                 _v1_cpuset(level, None)

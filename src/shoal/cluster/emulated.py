@@ -385,7 +385,7 @@ class EmulatedCluster:
         for name, (fraction, budget) in self._budgets().items():
             # Dilated: each device runs 1/D of its speed, and its times are divided by D.
             per_core[name], budgets[name] = dilation.budget(fraction, d), dilation.budget(budget, d)
-        pins = self._pins(per_core) if layout.version else {}
+        pins = self._pins(per_core)
         for node in self.inventory.nodes:
             name = node.name
             record["nodes"][name] = {"cpu_fraction": per_core[name], "cpu_budget": budgets[name],
@@ -414,6 +414,7 @@ class EmulatedCluster:
             self._warn(f"the devices' CPU budgets add up to {total:.2f} CPUs at dilation {d:g} "
                        f"but this host has {len(cpus)}: when all devices compute at once they "
                        "run slower than their profiles (raise --dilation)")
+        pinned = layout.cpuset_base is not None or proc.find("taskset") is not None
         for node in self.inventory.nodes:
             # Intent first: a kill between mkdir and the record must leave a record to reap.
             planned = cpulimit.paths(layout, self.id, node.name, node.profile.cores, pins[node.name])
@@ -425,8 +426,9 @@ class EmulatedCluster:
                           "core_cgroups": planned.cores})
             state.write(record)
             made = cpulimit.create(layout, self.id, node.name, per_core[node.name],
-                                   node.profile.cores, pins[node.name])
+                                   node.profile.cores, pins[node.name], pinned)
             entry.update({"quota_us": made.quota_us, "period_us": made.period_us})
+        self._group_helpers(record, layout)
         if not self.calibrate_cpu:
             return {}
         calibration: dict = {}
@@ -445,6 +447,25 @@ class EmulatedCluster:
             result["achieved_speed"] = result["achieved_fraction"] * host_speed * d
             calibration[name] = result
         return calibration
+
+    def _group_helpers(self, record: dict, layout: cpulimit.CgroupLayout) -> None:
+        """The launcher in the head namespace and the link forwarder into groups of their own
+        beside the devices, so they share the emulation's weight on a busy host."""
+        head = cpulimit.host_group_paths(layout, self.id, "head")
+        switch = cpulimit.host_group_paths(layout, self.id, "switch")
+        record["cgroups"] += [g for g in head + switch if g not in record["cgroups"]]
+        record["head"]["cgroups"] = head
+        state.write(record)  # intent first
+        cpulimit.create_host_group(layout, self.id, "head")
+        cpulimit.create_host_group(layout, self.id, "switch")
+        forwarder = (record.get("forwarder") or {}).get("pid")
+        # A forwarder that made itself real-time already runs before any of it (and a v1
+        # group without real-time runtime would refuse it).
+        if forwarder and switch and os.sched_getscheduler(forwarder) == os.SCHED_OTHER:
+            try:
+                Path(switch[0], "cgroup.procs").write_text(str(forwarder))
+            except OSError as exc:
+                self._warn(f"the link forwarder keeps the host's CPU weight: {exc.strerror}")
 
     def _start_dutycycle(self, record: dict) -> None:
         state.write(record)  # the controller reads the devices' budgets from the record
@@ -467,12 +488,19 @@ class EmulatedCluster:
         # no cgroup is divided: the core index alone then tells the user-space limit).
         cores = self.directory / "cores"
         cores.mkdir(exist_ok=True)
+        # Each line: the core's host CPU, then its groups.
         for node in self.inventory.nodes:
-            groups = record["nodes"][node.name].get("core_cgroups") or [[]] * node.profile.cores
-            (cores / node.name).write_text("".join(" ".join(g) + "\n" for g in groups))
+            entry = record["nodes"][node.name]
+            groups = entry.get("core_cgroups") or [[]] * node.profile.cores
+            (cores / node.name).write_text("".join(
+                " ".join([str(cpu), *g]) + "\n" for cpu, g in zip(entry["cpuset"], groups)))
+        # Pinned by affinity too, where no cpuset holds the core to its host CPU (a delegated
+        # group, or the user-space limit): one rank's threads then draw on one CPU's quota.
+        taskset = proc.find("taskset")
         shim = Path(self.placement)
         shim.write_text(_ONCORE.format(cluster=self.id, cores=shlex.quote(str(cores)),
-                                       core_variable=environment.DEVICE_CORE.name))
+                                       core_variable=environment.DEVICE_CORE.name,
+                                       pin=f"{shlex.quote(taskset)} -c \"$cpu\" " if taskset else ""))
         shim.chmod(0o755)
 
     def _warn(self, message: str) -> None:
@@ -572,9 +600,10 @@ n=0
 while IFS= read -r line; do n=$((n + 1)); done < "$list"
 core=$((index % n))
 i=0
-while IFS= read -r line; do
+while read -r line_cpu groups; do
   if [ "$i" -eq "$core" ]; then
-    for group in $line; do
+    cpu=$line_cpu
+    for group in $groups; do
       echo $$ > "$group/cgroup.procs" || {{ echo "shoal oncore: cannot join $group" >&2; exit 126; }}
     done
   fi
@@ -582,7 +611,7 @@ while IFS= read -r line; do
 done < "$list"
 {core_variable}=$core
 export {core_variable}
-exec "$@"
+exec {pin}"$@"
 """
 
 
