@@ -35,8 +35,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--mpi", default="mpich,openmpi")
-    parser.add_argument("--steps", type=int, default=400_000,
-                        help="loop steps per rank (about 0.1 s of a host core)")
+    parser.add_argument("--steps", type=int, default=cpufidelity.STEPS,
+                        help="loop steps per rank (default: about 0.1 s of a host core)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     report = []

@@ -40,10 +40,15 @@ def test_impossible_dilations_are_refused(value, message):
         dilation.check(value)
 
 
-def test_a_dilation_that_starves_a_device_is_refused():
-    with pytest.raises(ShoalError, match="at most 5"):
-        dilation.check(10, [0.05, 0.5])
-    assert dilation.check("2.5", [0.5]) == 2.5
+def test_a_dilation_below_what_a_device_core_can_be_held_to_is_refused_naming_the_device():
+    # A set-top box core at 0.04 of a host core: 1 ms per second is the least a core gets.
+    with pytest.raises(ShoalError, match="each core of stb1 .* at most 40$"):
+        dilation.check_cores({"stb1": 0.04, "nuc1": 0.75}, 50, 0.001, fits_at=7, asked=True)
+    dilation.check_cores({"stb1": 0.04}, 40, 0.001, fits_at=7, asked=True)
+    # No dilation works: the host needs more than the core can take.
+    with pytest.raises(ShoalError, match="tiny1's cores .* at most 2 .* needs 4 .* fewer devices"):
+        dilation.check_cores({"tiny1": 0.002}, 4, 0.001, fits_at=4)
+    assert dilation.check("2.5") == 2.5
 
 
 def test_results_recorded_at_d_are_divided_by_d():
@@ -88,8 +93,8 @@ def test_the_automatic_dilation_fits_the_devices_that_compute_at_once():
     names = [n.name for n in inv.nodes]
     budgets = {n: b for n, (_, b) in EmulatedCluster(inv)._budgets().items()}
     host = len(cpulimit.host_cpus())
-    together = EmulatedCluster(inv)._choose_dilation()
-    apart = EmulatedCluster(inv, at_once=[tuple(names[:4]), (names[4],)])._choose_dilation()
+    together = EmulatedCluster(inv).choose_dilation()
+    apart = EmulatedCluster(inv, at_once=[tuple(names[:4]), (names[4],)]).choose_dilation()
     assert together == dilation.choose(list(budgets.values()), host)
     assert apart == dilation.choose([budgets[n] for n in names[:4]], host)
     assert apart <= together

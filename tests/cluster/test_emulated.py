@@ -260,3 +260,18 @@ def test_matrix_names_the_slow_device_of_a_mixed_cluster(tmp_path):
     assert len(result["pairs"]) == 3
     assert [n["node"] for n in result["slow_nodes"]] == ["rpi0w1"]
     assert result["slow_nodes"][0]["bandwidth_Bps"] * 2 < result["slow_nodes"][0]["others_bandwidth_Bps"]
+
+
+def test_cpu_fidelity_times_the_kernel_in_every_rank_of_each_configuration(mpich):
+    """What `shoal cluster fidelity` and benchmarks/cpu_fidelity.py measure (no timing asserted)."""
+    from shoal.cluster import cpufidelity
+
+    with cluster.open(emulate="2xminnowboard", calibrate=False, dilation=2) as c:
+        result = cpufidelity.measure(c, mpich, [(2, 1), (1, 2)], reps=2, steps=20_000)
+    assert result["dilation"] == 2
+    by_config = {(p["devices"], p["ranks_per_device"]): p for p in result["points"]}
+    assert set(by_config) == {(1, 1), (2, 1), (1, 2)}
+    assert by_config[(1, 1)]["ratio"] == 1.0
+    for point in by_config.values():
+        assert len(point["times_s"]) == 2 and min(point["times_s"]) > 0
+        assert point["median_s"] == pytest.approx(point["ratio"] * result["single_rank_s"])

@@ -5,7 +5,8 @@ two emulated devices over 64 B-4 MiB with ``shoal bench``, once per time
 dilation asked for, and sets every result against the link model
 (``cluster.linkmodel``): ping-pong time / expected one-way time, and
 streaming bandwidth / the payload rate the link can carry. Each row also
-says whether the host ran short of CPU while it was measured.
+says whether the host ran short of CPU while it was measured. A CPU line
+sets a CPU-bound kernel on both devices (a rank per core) against one rank.
 """
 
 from __future__ import annotations
@@ -102,11 +103,24 @@ def measure(request: FidelityRequest, command: list[str]) -> dict:
             where.append(str(run.path))
         runs.append({"dilation": d, "run": ", ".join(where), "mpi": plan.mpi.name,
                      "rendezvous_above_B": rendezvous_B,
-                     "failures": failures, "rows": rows})
+                     "failures": failures, "rows": rows, "cpu": cpu_line(request, plan.mpi, d)})
     return {"device": request.device, "link": path.uplink.name,
             "model": {"latency_s": path.latency_s, "rate_bps": path.rate_bps,
                       "stream_Bps": path.stream_Bps()},
             "runs": runs}
+
+
+def cpu_line(request: FidelityRequest, mpi, d: float | None, reps: int = 3) -> dict:
+    """The CPU-bound kernel on the two devices, one rank and a rank per core on each, against
+    one rank on one device (``cluster.cpufidelity``)."""
+    from shoal import cluster as clusters
+    from shoal.cluster import cpufidelity
+
+    cores = inventory.from_emulate(f"1x{request.device}").nodes[0].profile.cores
+    configs = sorted({(1, 1), (2, 1), (1, cores), (2, cores)})
+    with clusters.open(emulate=f"2x{request.device}", link=request.link, calibrate=False,
+                       dilation=d) as where:
+        return cpufidelity.measure(where, mpi, configs, reps, cpufidelity.STEPS)
 
 
 def dilation_agreement(result: dict) -> list[dict]:

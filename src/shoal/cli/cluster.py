@@ -257,6 +257,10 @@ def _fidelity(args) -> int:
             if row["host_slack"] == "short":
                 print(f"  host short of CPU at {row['kind']} {render.byte_size(row['size_B'])}: "
                       f"{row['host_slack_note']}")
+        cpu = run["cpu"]
+        print("  CPU, time per unit of work / one rank on one device: " + ", ".join(
+            f"{p['devices']}x{p['ranks_per_device']} {p['ratio']:.3f} (spread {p['spread']:.0%})"
+            for p in cpu["points"] if (p["devices"], p["ranks_per_device"]) != (1, 1)))
         print(f"  runs: {run['run']}")
         for failure in run["failures"]:
             print(f"  failed: {failure.get('test')} {failure.get('size_B')}: {failure.get('reason')}")

@@ -26,11 +26,6 @@ from shoal.errors import ShoalError
 # fixed reserve of half a CPU keeps small clusters at D = 1 on two cores.
 RESERVE_CPUS = 0.5
 MAX_DILATION = 64.0
-# The smallest quota a device may get (cgroup v1 accepts 1 ms per period;
-# below 1 % of a CPU a device stalls for most of every period).
-MIN_BUDGET_CPUS = 0.01
-
-
 def needed(budgets: list[float], host_cpus: float, reserve: float = RESERVE_CPUS) -> float:
     """The dilation at which the budgets plus the reserve just fit the host (may be < 1)."""
     room = host_cpus - reserve
@@ -45,7 +40,7 @@ def choose(budgets: list[float], host_cpus: float, reserve: float = RESERVE_CPUS
     return float(max(1, math.ceil(needed(budgets, host_cpus, reserve) - 1e-9)))
 
 
-def check(value: float | str, budgets: list[float] | None = None) -> float:
+def check(value: float | str) -> float:
     """Validate a dilation asked for (--dilation); ShoalError says what is wrong and what to do."""
     try:
         d = float(value)
@@ -57,12 +52,25 @@ def check(value: float | str, budgets: list[float] | None = None) -> float:
     if d > MAX_DILATION:
         raise ShoalError(f"must be at most {MAX_DILATION:g} (every minute of emulation would "
                          f"take {d:g} minutes), got {value}")
-    smallest = min(budgets or [1.0])
-    if smallest / d < MIN_BUDGET_CPUS:
-        raise ShoalError(f"dilation {value} would leave the smallest device budget "
-                         f"({smallest:.3f} CPUs) below {MIN_BUDGET_CPUS} CPU; use a dilation of "
-                         f"at most {smallest / MIN_BUDGET_CPUS:.0f}")
     return d
+
+
+def check_cores(per_core: dict[str, float], d: float, smallest: float, fits_at: float | None = None,
+                asked: bool = False) -> None:
+    """Refuse a dilation at which a device core's budget (``per_core``: CPUs at D = 1, per
+    device) falls below ``smallest``, the least budget a core can be held to; ``fits_at``:
+    the D the host needs to fit the devices."""
+    for name, fraction in sorted(per_core.items(), key=lambda item: item[1]):
+        if fraction / d >= smallest:
+            return
+        largest = math.floor(fraction / smallest)
+        if asked and largest >= max(1.0, fits_at or 1.0):
+            raise ShoalError(f"at dilation {d:g} each core of {name} would get {fraction / d:.5f} "
+                             f"CPU, below the {smallest:g} CPU a core can be held to (1 ms per "
+                             f"second); use a dilation of at most {largest}")
+        raise ShoalError(f"{name}'s cores ({fraction:.4f} CPU each at real time) need a dilation "
+                         f"of at most {largest} to be held to their budget, but this host needs "
+                         f"{fits_at or d:g} to fit the devices; emulate fewer devices at once")
 
 
 def dilations(text: str) -> tuple[float | None, ...]:

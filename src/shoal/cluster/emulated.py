@@ -26,7 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from shoal import environment, proc, verbose
-from shoal.cluster import capacity, cpulimit, dilation, dutycycle, linkemu, shaping, state, sysns
+from shoal.cluster import capacity, cpulimit, dilation, dutycycle, linkemu, shaping, slack, state, sysns
 from shoal.cluster.inventory import Inventory
 from shoal.errors import ShoalError
 
@@ -136,7 +136,7 @@ class EmulatedCluster:
         if len(set(names)) != len(names):
             raise ShoalError("node names 'sw' and 'head' are reserved in emulated clusters")
         layout = cpulimit.detect()
-        self.dilation = self._choose_dilation()
+        self.dilation = self.choose_dilation()
         record = {
             "id": self.id, "owner_pid": os.getpid(),
             "owner_start": sysns.process_start_time(os.getpid()),
@@ -246,6 +246,7 @@ class EmulatedCluster:
             "link_emulator": emulator, "netem": emulator == "netem",
             "host_latency_s": record.pop("host_latency_s", None),
             "dilation": self.dilation, "dilation_asked": self.dilation_asked,
+            "dilation_reason": self.dilation_reason, "host_check": record.pop("host_check", None),
             "links": {name: link.describe() for name, link in links.items()},
             "cgroup": layout.describe(),
             # How device CPUs are held to their profiles: "cgroup" (a quota per device core),
@@ -343,16 +344,32 @@ class EmulatedCluster:
                                  {i: by_device[n.name] for i, n in enumerate(nodes, start=1)})
         record["host_latency_s"] = {"polling": polling, "sleeping": sleeping, "by_device": by_device}
 
-    def _choose_dilation(self) -> float:
-        by_node = {name: b for name, (_, b) in self._budgets().items()}
-        if self.dilation_asked is not None:
-            return dilation.check(self.dilation_asked, list(by_node.values()))
-        return dilation.choose(self._busiest(by_node), len(cpulimit.host_cpus()))
+    def choose_dilation(self) -> float:
+        """The dilation asked for, else the smallest whole D at which the devices that compute
+        at once fit this host; refused where a device core could not be held to its budget."""
+        budgets = self._budgets()
+        by_node = {name: b for name, (_, b) in budgets.items()}
+        host = len(cpulimit.host_cpus())
+        fits = dilation.choose(self._busiest(by_node), host)
+        asked = self.dilation_asked is not None
+        d = dilation.check(self.dilation_asked) if asked else fits
+        per_core = {name: fraction for name, (fraction, _) in budgets.items()}
+        dilation.check_cores(per_core, d, cpulimit.smallest_core_budget(), fits, asked)
+        total = sum(self._busiest(by_node))
+        self.dilation_reason = (
+            f"asked (--dilation {d:g}); the devices' budgets fit this host at D = {fits:g}" if asked
+            else f"the smallest whole D at which the devices' budgets ({total:.2f} CPUs at real "
+                 f"time) fit {host} CPUs less {dilation.RESERVE_CPUS:g} kept for the host")
+        return d
 
     def _busiest(self, by_node: dict[str, float]) -> list[float]:
         """The budgets of the largest set of devices that compute at the same time."""
+        return [by_node[n] for n in self._busiest_names(by_node)]
+
+    def _busiest_names(self, by_node: dict[str, float]) -> list[str]:
         groups = self.at_once or [tuple(by_node)]
-        return max(([by_node[n] for n in group if n in by_node] for group in groups), key=sum)
+        return max(([n for n in group if n in by_node] for group in groups),
+                   key=lambda names: sum(by_node[n] for n in names))
 
     def _budgets(self) -> dict[str, tuple[float, float]]:
         """Per device at real time (D = 1): (CPUs per core, CPUs in all), each core of a device
@@ -446,7 +463,27 @@ class EmulatedCluster:
             result["profile_speed"] = node.profile.speed
             result["achieved_speed"] = result["achieved_fraction"] * host_speed * d
             calibration[name] = result
+        record["host_check"] = self._host_check(record, per_core)
         return calibration
+
+    def _host_check(self, record: dict, per_core: dict[str, float]) -> dict:
+        """Every core of the devices that compute at once busy together: did each get its
+        budget? Said at up, with the dilation that leaves more room when one did not."""
+        names = self._busiest_names(per_core)
+        cores = [(name, groups) for name in names
+                 for groups in record["nodes"][name]["core_cgroups"]]
+        period = max(record["nodes"][name]["period_us"] for name in names)
+        runs = cpulimit.kernel_runs([groups for _, groups in cores],
+                                    window_s=max(0.5, 20 * period / 1e6))
+        delivered = [cpu / wall / per_core[name] for (name, _), (_, wall, cpu) in zip(cores, runs)]
+        check = {"cores": len(cores), "delivered_min": min(delivered),
+                 "delivered_median": sorted(delivered)[len(delivered) // 2]}
+        if check["delivered_min"] < 1 - slack.SHORTFALL_LIMIT:
+            self._warn(f"with all {len(cores)} device cores busy, one got "
+                       f"{check['delivered_min']:.0%} of its CPU budget at dilation "
+                       f"{self.dilation:g} (other work on this host?); --dilation "
+                       f"{self.dilation + 1:g} leaves the host more room")
+        return check
 
     def _group_helpers(self, record: dict, layout: cpulimit.CgroupLayout) -> None:
         """The launcher in the head namespace and the link forwarder into groups of their own
@@ -559,8 +596,6 @@ class EmulatedCluster:
 
     def slack_monitor(self) -> "slack.Monitor":
         """A host-slack monitor over this cluster's devices (use it as a context manager)."""
-        from shoal.cluster import slack
-
         record = state.read(self.id) or self.record or {}
         nodes = record.get("nodes", {})
         groups = {name: entry.get("device_cgroups", []) for name, entry in nodes.items()}

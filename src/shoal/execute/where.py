@@ -131,6 +131,11 @@ class Where:
 
     def _validate_dilation(self) -> None:
         """Dilation slows devices emulated here; it is set when they come up."""
+        if self.kind in ("emulated", "inventory") and self.emulated_here():
+            from shoal.cluster.emulated import EmulatedCluster
+
+            # Every device core must be one the kernel can hold to its budget at that D.
+            EmulatedCluster(self.inventory(), dilation=self.dilation).choose_dilation()
         if self.dilation is None:
             return
         if self.kind == "local":
