@@ -139,9 +139,9 @@ def _table(plan, rows) -> None:
     for r in rows:
         time = r["time_median_s"]
         table.add_row(str(r["nodes"]), str(r["ranks"]), render.seconds(time),
-                      render.percent(r["time_spread"]) if r["time_spread"] != "" else "-",
+                      render.percent(r["time_spread"]) if r["time_spread"] is not None else "-",
                       f"{r['speedup']:.2f}", render.percent(r["comm_median_s"] / time),
                       render.percent(r["serial_median_s"] / time),
                       plan.workload.metric(r["throughput_median_per_s"]),
-                      render.joules(r["energy_median_J"]) if r["energy_median_J"] != "" else "-")
+                      render.joules(r["energy_median_J"]) if r["energy_median_J"] is not None else "-")
     Console().print(table)

@@ -21,9 +21,10 @@ SUMMARY_COLUMNS = [
 ]
 
 
-def _median(rows: list[dict[str, str]], column: str) -> float | str:
+def _median(rows: list[dict[str, str]], column: str) -> float | None:
+    """The median of a column, None where it is empty (an empty cell, JSON null)."""
     values = [float(r[column]) for r in rows if r.get(column) not in (None, "")]
-    return statistics.median(values) if values else ""
+    return statistics.median(values) if values else None
 
 
 def summarize(rows: list[dict[str, str]]) -> list[dict[str, Any]]:
@@ -42,8 +43,8 @@ def summarize(rows: list[dict[str, str]]) -> list[dict[str, Any]]:
             "workload": group[0]["workload"], "size": group[0]["size"], "reps": len(group),
             "checks": "/".join(checks),
             "time_median_s": median, "time_min_s": min(times), "time_max_s": max(times),
-            "time_spread": (max(times) - min(times)) / median if median > 0 else "",
-            "speedup": base[config] / median if median > 0 else "",
+            "time_spread": (max(times) - min(times)) / median if median > 0 else None,
+            "speedup": base[config] / median if median > 0 else None,
             "compute_median_s": _median(group, "compute_s"),
             "comm_median_s": _median(group, "comm_s"),
             "serial_median_s": _median(group, "serial_s"),
