@@ -26,7 +26,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from shoal import environment, proc, verbose
-from shoal.cluster import capacity, cpulimit, dilation, dutycycle, linkemu, shaping, slack, state, sysns
+from shoal.cluster import (capacity, cpulimit, dilation, dutycycle, linkemu, shaping, slack, state,
+                           sysns)
 from shoal.cluster.inventory import Inventory
 from shoal.errors import ShoalError
 
