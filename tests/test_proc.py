@@ -217,3 +217,19 @@ def test_only_the_runner_imports_subprocess():
                    if "import subprocess" in p.read_text() or "from subprocess" in p.read_text())
     allowed = ["shoal/proc.py"]
     assert users == allowed
+
+
+def test_proc_stat_is_read_in_one_place_and_survives_a_command_name_with_parentheses(tmp_path):
+    # Fields as the kernel writes them (proc(5)); the name in parentheses may hold ') '.
+    (tmp_path / "4242").mkdir()
+    (tmp_path / "4242" / "stat").write_text(
+        "4242 (evil) (name) Z 1 4242 4242 0 -1 4194560 100 0 0 0 150 50 7 3 20 0 1 0 987654 "
+        "1000000 100 18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0\n")
+    info = proc.stat(4242, tmp_path)
+    assert (info.state, info.ppid, info.pgrp, info.session) == ("Z", 1, 4242, 4242)
+    assert (info.utime, info.stime, info.cutime, info.cstime, info.start) == (150, 50, 7, 3, 987654)
+    assert not info.alive
+    assert info.cpu_s == 200 / os.sysconf("SC_CLK_TCK")
+    assert proc.stat(4243, tmp_path) is None
+    me = proc.stat(os.getpid())
+    assert me.alive and me.ppid == os.getppid() and me.start > 0

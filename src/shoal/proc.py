@@ -470,10 +470,48 @@ def _kill(pid: int, signum: int) -> None:
 # -- the process table ------------------------------------------------------------
 @dataclass(frozen=True)
 class ProcInfo:
+    """A process as /proc/PID/stat shows it (times in clock ticks): the one reader of that file."""
+
     ppid: int
     pgrp: int
     session: int
     state: str
+    utime: int = 0
+    stime: int = 0
+    cutime: int = 0
+    cstime: int = 0
+    #: When the process started, in ticks after boot: with the pid, it names one process.
+    start: int = 0
+
+    @property
+    def alive(self) -> bool:
+        """Running or sleeping, not a zombie waiting for its parent (nor dead)."""
+        return self.state not in ("Z", "X")
+
+    @property
+    def cpu_s(self) -> float:
+        """User and system CPU time so far, in seconds."""
+        return (self.utime + self.stime) / os.sysconf("SC_CLK_TCK")
+
+    @property
+    def cpu_with_children_s(self) -> float:
+        """The same, with the children it has waited for."""
+        return (self.utime + self.stime + self.cutime + self.cstime) / os.sysconf("SC_CLK_TCK")
+
+
+def stat(pid: int | str, root: str | os.PathLike = "/proc") -> ProcInfo | None:
+    """The process ``pid`` from ``root``/PID/stat, or None when it is gone or not readable.
+
+    The command name, in parentheses, may hold spaces and ')': fields count from the last ')'.
+    """
+    try:
+        with open(f"{root}/{pid}/stat", "rb") as fh:
+            fields = fh.read().rsplit(b")", 1)[1].split()
+        return ProcInfo(int(fields[1]), int(fields[2]), int(fields[3]), fields[0].decode(),
+                        int(fields[11]), int(fields[12]), int(fields[13]), int(fields[14]),
+                        int(fields[19]))
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 def process_table() -> dict[int, ProcInfo]:
@@ -484,15 +522,10 @@ def process_table() -> dict[int, ProcInfo]:
     except OSError:
         return table
     for entry in entries:
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as fh:
-                fields = fh.read().rsplit(b")", 1)[1].split()
-            table[int(entry)] = ProcInfo(int(fields[1]), int(fields[2]), int(fields[3]),
-                                         fields[0].decode())
-        except (OSError, IndexError, ValueError):
-            continue  # gone meanwhile
+        if entry.isdigit():
+            info = stat(entry)
+            if info is not None:   # else gone meanwhile
+                table[int(entry)] = info
     return table
 
 

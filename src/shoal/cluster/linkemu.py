@@ -260,11 +260,8 @@ def alive(entry: dict) -> bool:
     pid = entry.get("pid")
     if not pid or sysns.process_start_time(pid) != entry.get("start"):
         return False
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-    except (OSError, IndexError):
-        return False
+    info = proc.stat(pid)
+    return info is not None and info.alive
 
 
 def stop(entry: dict, timeout_s: float = 5.0) -> None:
@@ -310,6 +307,7 @@ def stats(entry: dict, path: Path, timeout_s: float = 2.0) -> dict:
 
 def cpu_seconds(pid: int) -> float:
     """User + system CPU time of a process so far (from /proc, while it runs)."""
-    with open(f"/proc/{pid}/stat") as fh:
-        fields = fh.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    info = proc.stat(pid)
+    if info is None:
+        raise OSError(f"process {pid} is gone")
+    return info.cpu_s

@@ -27,7 +27,7 @@ import signal
 import time
 from pathlib import Path
 
-from shoal import environment
+from shoal import environment, proc
 from shoal.cluster import sysns
 
 NETNS_DIR = Path("/run/netns")
@@ -204,11 +204,8 @@ def _collect(pid: int) -> None:
             if os.waitpid(pid, os.WNOHANG)[0]:
                 return
         except ChildProcessError:
-            try:
-                with open(f"/proc/{pid}/stat") as fh:
-                    if fh.read().rsplit(")", 1)[1].split()[0] in ("Z", "X"):
-                        return
-            except (OSError, IndexError):
+            info = proc.stat(pid)
+            if info is None or not info.alive:
                 return
         time.sleep(0.005)
 

@@ -85,11 +85,10 @@ def in_netns(path: str):
 
 def process_start_time(pid: int) -> int | None:
     """Kernel start time of a process (clock ticks), to tell a live owner from a reused pid."""
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return int(fh.read().rsplit(")", 1)[1].split()[19])
-    except (OSError, IndexError, ValueError):
-        return None
+    from shoal import proc
+
+    info = proc.stat(pid)
+    return info.start if info is not None else None
 
 
 def pids_in_netns(inode: int) -> list[int]:

@@ -32,6 +32,7 @@ import os
 import time
 from pathlib import Path
 
+from shoal import proc as processes
 from shoal.power.base import ENERGY, MODELLED, NAN, Channel, Source, SourceUnavailable
 from shoal.power.sysfs import SensorError, proc_root, read_text, sysfs_root
 
@@ -108,20 +109,20 @@ def netns_cpu_seconds(netns: str) -> float:
         inode = os.stat(netns).st_ino
     except OSError as exc:
         raise SensorError(exc.errno or 0, f"{netns}: {exc.strerror}") from None
-    proc = proc_root()
-    ticks = 0
-    for entry in os.scandir(proc):
+    proc_dir = proc_root()
+    seconds = 0.0
+    for entry in os.scandir(proc_dir):
         if not entry.name.isdigit():
             continue
         try:
             if os.stat(f"{entry.path}/ns/net").st_ino != inode:
                 continue
-            with open(f"{entry.path}/stat") as fh:
-                fields = fh.read().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
+        except OSError:
             continue  # gone, or not ours to look at
-        ticks += sum(int(x) for x in fields[11:15])  # utime stime cutime cstime
-    return ticks / os.sysconf("SC_CLK_TCK")
+        info = processes.stat(entry.name, proc_dir)
+        if info is not None:
+            seconds += info.cpu_with_children_s
+    return seconds
 
 
 def net_bytes() -> int:
