@@ -16,7 +16,8 @@ board and of 3-4 boards against the NUC per MPBench test, next to the direction 
 Every run is a whole `shoal study` with its defaults (plus any arguments after --); the
 reference for every ratio is measured in the same run. The host is shared: the times and the
 spread of the points depend on what else runs; the script prints the load average with them.
-Run: .venv/bin/python benchmarks/study_repeatability.py [--runs 3] [-- STUDY ARGS]
+Run: .venv/bin/python benchmarks/study_repeatability.py [--runs 3] [--keep DIR] [-- STUDY ARGS]
+     .venv/bin/python benchmarks/study_repeatability.py --from RUN RUN RUN   (compare finished runs)
 """
 
 from __future__ import annotations
@@ -39,6 +40,15 @@ NUC_TABLE_5_7_W = (18.0742, 19.6473)  # lowest and highest average under MPBench
 ONE_BOARD = "below"  # "The power efficiency of one platform is ... less than the desktop system"
 THREE_FOUR_BOARDS = {"alltoall": "above", "bibw": "above", "reduce": "below", "bandwidth": "below",
                      "bcast": "below", "latency": "below", "roundtrip": "below"}
+
+
+def reported(run: Path) -> dict:
+    """The findings of a finished study, its report written again with this version of shoal."""
+    done = subprocess.run([sys.executable, "-m", "shoal", "report", str(run), "--out", str(run / "report")],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"report failed: {done.stderr.strip()[-500:]}")
+    return next(iter(json.loads((run / "report" / "findings.json").read_text()).values()))
 
 
 def study(out: Path, extra: list[str]) -> tuple[dict, float]:
@@ -143,20 +153,27 @@ def spinning_baseline(runs: list[dict]) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--keep", type=Path, default=None, help="keep the runs in this directory")
+    parser.add_argument("--from", dest="existing", type=Path, nargs="+", default=None,
+                        help="compare these finished study runs instead of running new ones")
     parser.add_argument("extra", nargs="*", help="arguments for every shoal study (after --)")
     args = parser.parse_args()
-    runs, walls, loads = [], [], []
-    with tempfile.TemporaryDirectory(prefix="shoal-study-repeat-") as tmp:
-        for i in range(args.runs):
-            f, wall = study(Path(tmp) / f"run{i + 1}", args.extra)
-            runs.append(f)
-            walls.append(wall)
-            loads.append(os.getloadavg()[1])
-            print(f"run {i + 1}: {wall:.0f} s wall (load average over 5 min after it: {loads[-1]:.1f})",
-                  flush=True)
-    print(f"default study wall time as uid {os.geteuid()}: median {statistics.median(walls):.0f} s "
-          f"(min {min(walls):.0f} .. max {max(walls):.0f}) over {len(walls)} runs; target <= 240 s "
-          f"{'ok' if statistics.median(walls) <= 240 else 'MISSED'}")
+    if args.existing:
+        runs = [reported(run) for run in args.existing]
+    else:
+        runs, walls, loads = [], [], []
+        with tempfile.TemporaryDirectory(prefix="shoal-study-repeat-") as tmp:
+            where = args.keep or Path(tmp)
+            for i in range(args.runs):
+                f, wall = study(where / f"run{i + 1}", args.extra)
+                runs.append(f)
+                walls.append(wall)
+                loads.append(os.getloadavg()[1])
+                print(f"run {i + 1}: {wall:.0f} s wall (load average over 5 min after it: {loads[-1]:.1f})",
+                      flush=True)
+        print(f"default study wall time as uid {os.geteuid()}: median {statistics.median(walls):.0f} s "
+              f"(min {min(walls):.0f} .. max {max(walls):.0f}) over {len(walls)} runs; target <= 240 s "
+              f"{'ok' if statistics.median(walls) <= 240 else 'MISSED'}")
     print("headline:")
     ok = headlines(runs)
     print("n* per workload:")

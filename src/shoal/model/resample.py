@@ -23,6 +23,8 @@ from scipy import optimize
 from shoal.model.scaling import _jsonable, amdahl_speedup, best_nodes_closed_form
 
 RESAMPLES = 400
+# Beyond this many devices n* counts as unbounded (as shoal.model.mix.N_LIMIT).
+N_LIMIT = 1000.0
 SEED = 0
 LEVEL = 0.95
 
@@ -102,11 +104,16 @@ def interval(value: float | None, samples: list[float | None], level: float = LE
     return Interval(value, float(lo) if math.isfinite(lo) else None, hi, len(samples), failed)
 
 
+def _bounded(n: float) -> float:
+    """n* beyond N_LIMIT devices is unbounded: f is then 1 within what repetitions can tell."""
+    return n if n <= N_LIMIT else math.inf
+
+
 def n_star_interval(f: float | None, f_boot: list[float | None], k: float, c: float,
                     level: float = LEVEL) -> Interval:
     """n* = sqrt(c f / (k (1 - f))) at the fitted f, and its interval over the resampled f."""
-    value = best_nodes_closed_form(f, k, c) if f is not None else None
-    samples = [best_nodes_closed_form(x, k, c) if x is not None else None for x in f_boot]
+    value = _bounded(best_nodes_closed_form(f, k, c)) if f is not None else None
+    samples = [_bounded(best_nodes_closed_form(x, k, c)) if x is not None else None for x in f_boot]
     out = interval(value, samples, level)
     if value is not None and not math.isfinite(value):
         out = Interval(None, out.lo, out.hi, out.resamples, out.failed)

@@ -106,6 +106,7 @@ def summary_rows(workloads: list[dict[str, Any]]) -> list[dict[str, Any]]:
                         and fit.get("f_stderr") is not None else "-"),
             "f (serial)": _num(w.get("f_serial"), ".3f"),
             "R² perf": _num(fit.get("r2_perf"), ".3f"),
+            "R² medians": _num(fit.get("r2_medians"), ".3f"),
             "n*": _interval_text(w["conditions"]["sleeping"]["n_star"]) if "sleeping" in w.get("conditions", {})
             else "-",
             "n* (f ± SE)": _n_star_text(w),
@@ -129,7 +130,7 @@ def section(findings: dict[str, dict[str, Any]]) -> Section | None:
             out.paragraphs.append(f"<b>{html.escape(name)}</b>, over the workloads whose fits hold: "
                                   f"{html.escape(_combined_text(c))}")
         out.tables.append(f"<h3>{html.escape(name)}</h3>" + table_html(
-            summary_rows(f["workloads"]), ["workload", "speed-up", "f (fit)", "f (serial)", "R² perf", "n*",
+            summary_rows(f["workloads"]), ["workload", "speed-up", "f (fit)", "f (serial)", "R² perf", "R² medians", "n*",
                                            "n* (f ± SE)", "best measured", "n* by switch W", "verdict"]))
         out.tables.append(table_html(condition_rows(f["workloads"]), [
             "workload", "best measured, sleeping", "n* sleeping (95 %)", "best measured, spinning",

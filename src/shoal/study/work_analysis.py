@@ -175,9 +175,10 @@ def analyse_one(rows: pd.DataFrame, label: str, reference_label: str,
     perf = (per_rep["work"] / per_rep["time_s"]).to_numpy()
     # f from the speed-up alone: a property of the program, the same under both conditions.
     fit = model.fit_scaling(nodes, perf, idle_fraction=k, shared_power_fraction=c)
+    r2_medians = _r2_medians(points, fit)
     out["fit"] = {"status": fit.status, "reason": fit.reason, "f": fit.params.get("f"),
-                  "f_stderr": fit.stderr.get("f"), "r2_perf": fit.r2_perf,
-                  "n_points": fit.n_points, "describes": bool(fit.ok and (fit.r2_perf or 0) >= MIN_R2)}
+                  "f_stderr": fit.stderr.get("f"), "r2_perf": fit.r2_perf, "r2_medians": r2_medians,
+                  "n_points": fit.n_points, "describes": bool(fit.ok and (r2_medians or 0) >= MIN_R2)}
     largest = points[-1]
     out["scaling"] = ("not_scaling" if (largest["speedup"] or 0) < NOT_SCALING_SPEEDUP and largest["nodes"] > 1
                       else "scaling")
@@ -202,6 +203,19 @@ def analyse_one(rows: pd.DataFrame, label: str, reference_label: str,
     if fit.ok:
         out["_fit"] = fit
     return out
+
+
+def _r2_medians(points: list[dict[str, Any]], fit: model.ScalingFit) -> float | None:
+    """Share of the variance of the median performance over node counts that the fitted
+    Amdahl curve explains: whether the model describes the workload. (The scatter of single
+    repetitions around their median is noise, which the bootstrap interval of n* carries.)"""
+    if not fit.ok:
+        return None
+    n = np.array([p["nodes"] for p in points], dtype=float)
+    y = np.array([p["perf"] or np.nan for p in points], dtype=float)
+    predicted = fit.params["perf_scale"] * model.amdahl_speedup(n, fit.params["f"])
+    total = float(np.nansum((y - np.nanmean(y)) ** 2))
+    return 1.0 - float(np.nansum((y - predicted) ** 2)) / total if total > 0 else None
 
 
 def _best(points: list[dict[str, Any]], key: str) -> int | None:
@@ -288,7 +302,8 @@ def _combined(results: list[dict[str, Any]], weights: dict[str, float], conditio
         w = weights.get(r["workload"], 0.0)
         if "_fit" not in r or not r["fit"]["describes"]:
             left_out[name] = (r.get("verdict") or r.get("status") or "no fit") if "_fit" not in r else \
-                f"the model explains too little of its speed-up (R² = {r['fit']['r2_perf']:.2f} < {MIN_R2})"
+                (f"the model explains too little of its median speed-up "
+                 f"(R² = {r['fit']['r2_medians'] or 0:.2f} < {MIN_R2})")
         elif r["scaling"] != "scaling":
             left_out[name] = r["verdict"]
         elif condition not in r["conditions"]:
