@@ -143,19 +143,22 @@ def test_thesis_watts_idle_choice_decides():
     base = OffloadScenario(rate_Bps=1e6, nodes=4, parallel_fraction=0.95, device=minnow, server=nuc,
                            uplink=THESIS_LAN, pue=1.0)
     local_W = 4 * 2.5663 + 1e6 * 1e-7 * (minnow.busy_W - 2.5663)
-    nuc_W = 1e6 * 2.5e-8 * 18.886
+    # The NUC's cost per byte is the board's over the profiles' speed ratio, 2 x 0.75 / (2 x 0.25) = 3.
+    assert base.server_s_per_B == pytest.approx(1e-7 / 3)
+    nuc_W = 1e6 * 1e-7 / 3 * 18.886
 
-    # Boards that could sleep: 10.27 W of idle boards against 0.47 W of NUC time.
+    # Boards that could sleep: 10.27 W of idle boards against 0.63 W of NUC time.
     sleepy = decide(replace(base, devices_on_anyway=False))
     assert sleepy.local.power_W == pytest.approx(local_W)
     assert sleepy.offload.power_W == pytest.approx(nuc_W)
     assert sleepy.choice == "offload" and sleepy.energy_ratio == pytest.approx(local_W / nuc_W)
-    # Even one board idles at 2.57 W, more than the 0.15 W the NUC saves: no n favours local.
+    # Even one board idles at 2.57 W, more than the 0.31 W the NUC saves: no n favours local.
     assert sleepy.local_wins_nodes is None
-    # Crossover R* = 4 x 2.5663 / (4.7215e-7 - 3.2227e-7) B/s, beyond what four boards can process.
-    b_loc, b_off = 1e-7 * (minnow.busy_W - 2.5663), 2.5e-8 * 18.886
+    # Crossover R* = 4 x 2.5663 / (6.2953e-7 - 3.2227e-7) B/s = 33.4 MB/s, just below the 34.8 MB/s
+    # four boards can process.
+    b_loc, b_off = 1e-7 * (minnow.busy_W - 2.5663), 1e-7 / 3 * 18.886
     assert sleepy.crossover_rate_Bps == pytest.approx(4 * 2.5663 / (b_off - b_loc))
-    assert sleepy.crossover_rate_Bps > sleepy.local.max_rate_Bps
+    assert 0.9 * sleepy.local.max_rate_Bps < sleepy.crossover_rate_Bps < sleepy.local.max_rate_Bps
 
     # Boards that are on anyway: only dynamic energy differs, and a board's is lower per byte.
     awake = decide(base)

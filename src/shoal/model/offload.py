@@ -54,6 +54,17 @@ NEITHER = "neither"
 _REL_TIE = 1e-9
 
 
+def speed_ratio(server: DeviceProfile, device: DeviceProfile) -> float:
+    """How many times faster the server's whole CPU is than the device's (cores x per-core speed
+    from the profiles: the one home of that figure)."""
+    return (server.cores * server.speed) / (device.cores * device.speed)
+
+
+DEVICE_S_PER_B = 1e-7
+# The NUC against one MinnowBoard as profiles.toml has them (2 x 0.75 vs 2 x 0.25: 3).
+SERVER_S_PER_B = DEVICE_S_PER_B / speed_ratio(profiles.builtin("nuc"), profiles.builtin("minnowboard"))
+
+
 @dataclass(frozen=True)
 class OffloadScenario:
     """Every input of the decision; the defaults are documented in ``sources`` and docs/model.md."""
@@ -64,21 +75,23 @@ class OffloadScenario:
     device: DeviceProfile = field(default_factory=lambda: profiles.builtin("minnowboard"))
     server: DeviceProfile = field(default_factory=lambda: profiles.builtin("nuc"))
     uplink: UplinkProfile = DOCSIS2
-    device_s_per_B: float = 1e-7  # seconds one device needs per byte of the stream
-    server_s_per_B: float = 2.5e-8
+    device_s_per_B: float = DEVICE_S_PER_B  # seconds one device needs per byte of the stream
+    server_s_per_B: float = SERVER_S_PER_B
     pue: float = 1.58  # facility power / IT power: cooling and distribution on top of the server
     chunk_B: float = 2.0**20
     devices_on_anyway: bool = True
     server_basis: str = "gross"
     sources: dict = field(default_factory=lambda: {
         "rate_Bps": "assumption: 1 MB/s (8 Mbit/s), the order of one compressed HD camera stream",
-        "nodes": "seed 000, section 6.1: the best perf/W was always at three or four boards",
+        "nodes": "seed 000, section 6.1: the best perf/W was always at three or four boards (a study "
+                 "uses its own answer instead)",
         "device": "profile minnowboard (shoal/data/profiles.toml: seed 000 Table 5.6)",
         "server": "profile nuc, the thesis' reference machine, hosted in a datacenter (seed 000 Table 5.7)",
         "device_s_per_B": "assumption: ~130 cycles per byte at the E3825's 1.33 GHz (seed 000, Table 4.1), the "
                           "order of a light per-byte analysis; measure your workload",
-        "server_s_per_B": "assumption: 4x one MinnowBoard (same 1.3 GHz base clock, seed 000 Tables 4.1/4.2; "
-                          "4 threads vs 2 and larger cores); measure your workload",
+        "server_s_per_B": "the device's cost over the profiles' speed ratio of nuc to minnowboard (3: "
+                          "2 x 0.75 vs 2 x 0.25 of a reference core; seed 001's '8 times slower' is the "
+                          "whole board under MPI benchmarks, see profiles.toml); measure your workload",
         "pue": "Uptime Institute Global Data Center Survey 2023: average PUE 1.58",
         "parallel_fraction": "assumption: per-chunk stream processing is mostly parallel; use a fitted f "
                              "(shoal.model.fit_scaling) of your workload",

@@ -160,11 +160,13 @@ def _spin_mean(rows: pd.DataFrame, spin_W: Any) -> float | None:
 
 
 def offload_scenario(manifest: dict[str, Any], nodes: int, overrides: dict[str, Any],
-                     stream: dict[str, Any] | None = None) -> model.OffloadScenario:
+                     stream: dict[str, Any] | None = None,
+                     nodes_from: str = "the study's node count") -> model.OffloadScenario:
     """The offload inputs: model defaults, the study's device and reference watts, what a
     data-stream workload measured (``stream``, see measured_stream), user overrides."""
     base = model.OffloadScenario()
     device, server, device_s_per_B = base.device, base.server, base.device_s_per_B
+    profiled = None
     sources = dict(base.sources)
     profiles: dict[str, dict] = {}
     for described in manifest.get("clusters", {}).values():
@@ -182,14 +184,15 @@ def offload_scenario(manifest: dict[str, Any], nodes: int, overrides: dict[str, 
         dev = cluster_profiles[0] if cluster_profiles else None
         if dev and p.get("speed") and dev.get("speed"):
             # The devices process a byte as much slower than the server as their cores are.
-            ratio = float(p["speed"]) / float(dev["speed"])
+            ratio = profiled = float(p["speed"]) / float(dev["speed"])
             device_s_per_B = base.server_s_per_B * ratio
             sources["device_s_per_B"] = (f"server cost per byte x speed ratio {ratio:.3g} of the profiles "
                                          f"({p['name']} {p['speed']} vs {dev['name']} {dev['speed']})")
+    sources["nodes"] = nodes_from
     scenario = dataclasses.replace(base, device=device, server=server, device_s_per_B=device_s_per_B,
                                    nodes=int(nodes), sources=sources)
     if stream:
-        scenario = _measured(scenario, stream)
+        scenario = _measured(scenario, stream, profiled)
     for key, value in overrides.items():
         if key == "uplink":
             if value not in model.UPLINKS:
@@ -208,7 +211,8 @@ def offload_scenario(manifest: dict[str, Any], nodes: int, overrides: dict[str, 
 SEED004_RATE_Bps = 2.5e6
 
 
-def _measured(scenario: model.OffloadScenario, stream: dict[str, Any]) -> model.OffloadScenario:
+def _measured(scenario: model.OffloadScenario, stream: dict[str, Any],
+              profiled: float | None = None) -> model.OffloadScenario:
     """The scenario with the device's (and server's) cost per byte and f as a workload measured them."""
     what = f"measured: {stream['workload']} {stream['size']}"
     sources = dict(scenario.sources)
@@ -219,7 +223,12 @@ def _measured(scenario: model.OffloadScenario, stream: dict[str, Any]) -> model.
     sources["rate_Bps"] = "seed 004 §VI: one 2.5 MB camera image per second per device"
     if stream.get("server_s_per_B"):
         changes["server_s_per_B"] = stream["server_s_per_B"]
-        sources["server_s_per_B"] = f"{what} on the reference, {stream['server_s_per_B']:.3g} s/B"
+        # The measured slowdown beside the profiles' speed ratio and seed 001's whole-board 8.
+        beside = [f"profiles: {profiled:.3g}"] if profiled else []
+        beside.append("seed 001: 8, a whole MinnowBoard against the NUC under MPI benchmarks")
+        sources["server_s_per_B"] = (f"{what} on the reference, {stream['server_s_per_B']:.3g} s/B: one device "
+                                     f"took {stream['device_s_per_B'] / stream['server_s_per_B']:.3g} times "
+                                     f"as long ({'; '.join(beside)})")
     if stream.get("parallel_fraction") is not None:
         changes["parallel_fraction"] = stream["parallel_fraction"]
         sources["parallel_fraction"] = f"{what}: Amdahl f fitted over the node counts"
@@ -258,7 +267,8 @@ def analyse(run: Run) -> dict[str, Any]:
         n_offload = int(max(measured_nodes) if measured_nodes else 1)
         nodes_from = "largest measured node count"
     overrides = manifest.get("study", {}).get("offload", {})
-    scenario = offload_scenario(manifest, n_offload, overrides, measured_stream(work))
+    scenario = offload_scenario(manifest, n_offload, overrides, measured_stream(work),
+                                f"this study's {nodes_from}")
     verdict = model.decide(scenario)
     rates = np.geomspace(1e3, 1e8, 26)
     nodes_grid = list(range(1, max(8, 2 * n_offload) + 1))
