@@ -80,3 +80,20 @@ def test_unreadable_telemetry_is_one_line(tmp_path):
     (tmp_path / "rank-0.json").write_text("{not json")
     with pytest.raises(ShoalError, match="rank-0.json is unreadable"):
         telemetry.read_dir(tmp_path)
+
+
+def test_seed003_contender_is_the_seed_s_adaptive_receive(any_mpi, tmp_path):
+    """waitlab's seed003: linear from d_min = 0 (a real clock_nanosleep of 0 first, not a test
+    loop) to 1 us in 1 ns steps, under the kernel's default timer slack, not the library's 1 ns."""
+    from shoal.wait import lab
+
+    (c,) = lab.contenders(any_mpi, ("seed003",), native=False)
+    assert (c.label, c.mode, c.slack_ns) == ("seed003", "linear:0,1000,1", 0)
+    data, _, _ = lab.run_program(any_mpi, c, 2, ["idle", "--seconds", "0.3"], telemetry_dir=tmp_path)
+    rank1 = telemetry.read_dir(tmp_path)[1]
+    assert rank1["mode"] == "linear:0,1000,1" and rank1["timer_slack_requested_ns"] == 0
+    # The library never touched the slack (-1: it did not set one), and reported no refusal.
+    assert rank1["timer_slack_ns"] == -1 and rank1["timer_slack_error"] is None
+    recv = rank1["calls"]["MPI_Recv"]
+    assert recv["waits"] == 1 and recv["sleeps"] > 10 and recv["yields"] == 0
+    assert data["wall_s"] > 0.25

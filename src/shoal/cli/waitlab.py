@@ -6,8 +6,12 @@ as gaps grow from 1 ns to ~130 ms), regular gaps of 10 ms, 100 ms and 1 s
 and Poisson arrivals (mean 100 ms), and the S-DSM patterns Full, Burst and
 Lock under each libshoalwait mode and each MPI's own options, and writes one
 run directory (results.csv, load.csv, reaction.csv, PNG/SVG figures).
-``--quick`` shortens everything (D: x1.25 steps from 1 us to 20 ms) so the
-whole lab takes about a minute per MPI.
+``--quick`` is a first look: busy, seed003 and backoff beside each MPI's first
+own option, every experiment but P10ms and P1s, fewer messages and shorter
+pauses (D: x1.25 steps from 1 us to 20 ms); about 2 minutes for both MPIs on
+a 2-core host. The full lab (every mode and option, every experiment at 003's
+lengths, about 80 s of experiments per contender) takes about 25 minutes for
+both.
 """
 
 from __future__ import annotations
@@ -21,7 +25,6 @@ from shoal.mpi import discover, kinds
 from shoal.runs import jsonout
 from shoal.runs.store import Run
 from shoal.wait import lab
-from shoal.wait.modes import parse_mode
 
 ORDER = 35
 
@@ -31,15 +34,19 @@ def register(subparsers) -> None:
         "waitlab", help="compare wait modes (CPU load, reaction time) on the experiments of "
              "'Adaptive message passing polling for energy efficiency'",
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--quick", action="store_true", help="short runs (about a minute per MPI)")
+    p.add_argument("--quick", action="store_true",
+                   help="a first look: fewer contenders and messages, no P10ms or P1s (about 2 min for both MPIs; "
+                        "the full lab about 25 min)")
     p.add_argument("--mpi", type=typed.text, default=",".join(kinds.names()),
                    help=f"comma list of MPIs ({', '.join(kinds.names())}, system or paths); "
                         "default every one shoal knows")
-    p.add_argument("--modes", type=typed.text, default=",".join(lab.DEFAULT_MODES).replace("linear:1,1000,1", "linear"),
-                   help="semicolon or comma list of wait modes (default: %(default)s)")
-    p.add_argument("--experiments", type=typed.text, default=",".join(lab.EXPERIMENTS),
+    p.add_argument("--modes", type=typed.text, default=None,
+                   help="semicolon or comma list of wait modes, and seed003 (003's adaptive receive as the seed ran it: "
+                        "linear:0,1000,1 under the kernel's default timer slack) (default: "
+                        f"{','.join(lab.DEFAULT_MODES)}; --quick: {','.join(lab.QUICK_MODES)})")
+    p.add_argument("--experiments", type=typed.text, default=None,
                    help="comma list of A, D, P10ms, P100ms, P1s, poisson, full, burst, lock "
-                        "(default all)")
+                        "(default all; --quick: all but P10ms and P1s)")
     p.add_argument("--no-native", action="store_true",
                    help="leave out the MPIs' own options (yield_when_idle, HEAVY_YIELD, ...)")
     p.add_argument("--power", default=None, type=typed.POWER_SPEC, metavar="SPEC",
@@ -62,12 +69,13 @@ def _modes(text: str) -> tuple[str, ...]:
                 items[-1] += "," + part
             elif part:
                 items.append(part)
-    return tuple(parse_mode(m).text for m in items)
+    return tuple(lab.contender_names(m) for m in items)
 
 
 def run(args) -> int:
-    modes = _modes(args.modes)
-    experiments = tuple(e for e in args.experiments.split(",") if e)
+    modes = _modes(args.modes) if args.modes else (lab.QUICK_MODES if args.quick else lab.DEFAULT_MODES)
+    experiments = (tuple(e for e in args.experiments.split(",") if e) if args.experiments else
+                   lab.QUICK_EXPERIMENTS if args.quick else lab.EXPERIMENTS)
     for e in experiments:
         lab.scenario(e, args.quick)
     mpis = [discover.resolve(s) for s in args.mpi.split(",") if s]
@@ -89,7 +97,7 @@ def run(args) -> int:
                             host=collect(), power=args.power)
     from rich.progress import Progress
 
-    total = lab.planned(mpis, experiments, modes, not args.no_native)
+    total = lab.planned(mpis, experiments, modes, not args.no_native, args.quick)
     try:
         with Progress(transient=True) as progress:
             task = progress.add_task("waitlab", total=total)
@@ -159,6 +167,8 @@ def _table(record: Run) -> None:
                 mine.sort(key=lambda r: experiments.index(r["experiment"]))   # stable sort
                 console.print(f"[bold]{title}, {mpi}[/]", soft_wrap=True)
                 _kind_table(console, mine, columns, patterns=len(experiments) > 1, energy=energy)
+                if "A" in experiments and any(r["contender"] in lab.NAMED for r in mine):
+                    console.print(f"seed 003 Experiment B measured: {lab.SEED003_EXPERIMENT_B}", soft_wrap=True)
 
 
 def _kind_table(console, rows: list[dict], columns, patterns: bool, energy: bool) -> None:

@@ -21,8 +21,11 @@ full, burst, lock
        in bursts with pauses, Lock holds a lock the other client waits for
 
 Contenders per MPI: every wait mode of libshoalwait (busy is the MPI's own
-spinning, linear is 003's setting: 1 ns steps up to 1 us), and the MPI's own
-knobs without the library (``wait_knobs`` of its module in shoal.mpi.kinds).
+spinning; linear is its linear mode at the library's default, 1 ns steps from
+1 ns to 1 us under 1 ns timer slack), ``seed003`` (003's own adaptive receive:
+d_min 0, d_max 1 us, d_step 1 ns, the kernel's default timer slack), and the
+MPI's own knobs without the library (``wait_knobs`` of its module in
+shoal.mpi.kinds).
 """
 
 from __future__ import annotations
@@ -43,9 +46,14 @@ from shoal.wait.modes import parse_mode
 
 EXPERIMENTS = ("A", "D", "P10ms", "P100ms", "P1s", "poisson", "full", "burst", "lock")
 # Regular gaps (s) and how many messages, quick and not.
-PERIODIC = {"P10ms": (0.01, 100, 500), "P100ms": (0.1, 20, 100), "P1s": (1.0, 10, 30)}
+PERIODIC = {"P10ms": (0.01, 40, 500), "P100ms": (0.1, 16, 100), "P1s": (1.0, 10, 30)}
 LEARNING = 8   # first messages of a rhythm, left out of its reaction quantiles
-DEFAULT_MODES = ("busy", "yield", "sleep:100", "linear:1,1000,1", "backoff", "auto")
+DEFAULT_MODES = ("busy", "yield", "sleep:100", "linear:1,1000,1", "seed003", "backoff", "auto")
+# A first look (--quick): the MPI's own waiting (busy and its first option), the seed's,
+# libshoalwait's default; one rhythm (100 ms) and Poisson arrivals beside A, D and the S-DSM
+# patterns. Every launch costs Open MPI 1-2 s here, so each contender more costs 15-20 s.
+QUICK_MODES = ("busy", "seed003", "backoff")
+QUICK_EXPERIMENTS = tuple(e for e in EXPERIMENTS if e not in ("P10ms", "P1s"))
 
 RESULT_COLUMNS = [
     "experiment", "mpi", "contender", "mode", "status", "wall_s", "cpu_s", "cpu_load",
@@ -62,14 +70,29 @@ class Contender:
     label: str
     mode: str | None                      # None: no library, MPI's own behaviour
     env: dict[str, str] = field(default_factory=dict)
+    slack_ns: int | None = None           # None: the library's (1 ns); 0: the kernel's default
+
+
+# 003's adaptive receive as the seed ran it: d_min = 0 (§3, "as in Experiment D"), 1 us
+# at most in 1 ns steps, and the kernel's default timer slack (its Experiment C brings
+# PR_SET_TIMERSLACK in as a separate, OS-dependent workaround).
+NAMED = {"seed003": Contender("seed003", "linear:0,1000,1", slack_ns=0)}
+# Seed 003 Experiment B (Figures 2b, 2d): the adaptive receiver's CPU load between bursts.
+SEED003_EXPERIMENT_B = "about 20 % of a core on ARM (Odroid XU4, Raspberry Pi 3B+), under 10 % on a Core i7"
+
+
+def contender_names(text: str) -> str:
+    """A mode or a named contender, validated (``seed003`` or a libshoalwait mode)."""
+    return text if text in NAMED else parse_mode(text).text
 
 
 def contenders(mpi: MPIInstall, modes: tuple[str, ...] = DEFAULT_MODES,
-               native: bool = True) -> list[Contender]:
-    found = [Contender(parse_mode(m).text, m) for m in modes]
+               native: bool = True, quick: bool = False) -> list[Contender]:
+    """The modes, then the MPI's own options (quick: only its first, the seed's Degraded)."""
+    found = [NAMED[m] if m in NAMED else Contender(parse_mode(m).text, m) for m in modes]
     if native:
-        found += [Contender(label, None, env)
-                  for label, env in mpi.impl.wait_knobs.items()]
+        knobs = list(mpi.impl.wait_knobs.items())
+        found += [Contender(label, None, env) for label, env in knobs[:1 if quick else None]]
     return found
 
 
@@ -77,7 +100,7 @@ def scenario(experiment: str, quick: bool) -> tuple[int, list[str]]:
     """(ranks, program arguments) of one experiment."""
     if experiment == "A":
         return 2, ["burst", "--cycles", "3" if quick else "6", "--burst", "10",
-                   "--pause", "0.3" if quick else "1.0", "--sample", "0.05"]
+                   "--pause", "0.2" if quick else "1.0", "--sample", "0.05"]
     if experiment == "D":
         if quick:   # coarser: x1.25 from 1 us to 20 ms
             return 2, ["gaps", "--start", "1e-6", "--factor", "1.25", "--max", "0.02"]
@@ -88,7 +111,7 @@ def scenario(experiment: str, quick: bool) -> tuple[int, list[str]]:
                    "--size", "8"]
     if experiment == "poisson":
         return 2, ["gaps", "--poisson", "0.1", "--seed", "1", "--count",
-                   "40" if quick else "200", "--size", "8"]
+                   "16" if quick else "200", "--size", "8"]
     if experiment == "full":
         return 3, ["full", "--writes", "300" if quick else "2000"]
     if experiment == "burst":
@@ -109,19 +132,22 @@ def run_program(mpi: MPIInstall, contender: Contender, ranks: int, args: list[st
     exe = build.build("waittests", mpi)
     job = Job(mpi, ranks, [str(exe), *args], rank_env=dict(contender.env))
     if contender.mode is not None:
-        job = apply(job, contender.mode, telemetry_dir)
+        job = apply(job, contender.mode, telemetry_dir, slack_ns=contender.slack_ns)
     t0 = time.monotonic()
     try:
         done = job.run(timeout=timeout_s)
     except proc.CommandTimeout as exc:
         raise ShoalError(f"{args[0]} under {contender.label} did not finish in {timeout_s:.0f} s") from exc
     t1 = time.monotonic()
-    lines = [json.loads(ln) for ln in done.stdout.splitlines() if ln.startswith("{")]
+    found = [json.loads(ln) for ln in done.stdout.splitlines() if ln.startswith("{")]
+    # Whole-process lines (--process-cpu 1) come after MPI_Finalize, in any order among ranks.
+    lines = [ln for ln in found if "process_rank" not in ln]
     if done.returncode != 0 or not lines:
         first = next((ln for ln in done.stderr.splitlines() if ln.strip()), "no output")
         raise ShoalError(f"{args[0]} under {contender.label} failed "
                          f"(exit {done.returncode}): {first.strip()}")
-    return lines[0], t0, t1
+    processes = {ln["process_rank"]: ln for ln in found if "process_rank" in ln}
+    return ({**lines[0], "process": processes} if processes else lines[0]), t0, t1
 
 
 def _quantile(values: list[float], q: float) -> float | None:
@@ -183,7 +209,7 @@ def run_lab(run: Run, mpis: list[MPIInstall], experiments: tuple[str, ...],
     done = {(r["experiment"], r["mpi"], r["contender"]) for r in run.rows("results")}
     rows = []
     for mpi in mpis:
-        for contender in contenders(mpi, modes, native):
+        for contender in contenders(mpi, modes, native, quick):
             for experiment in experiments:
                 key = (experiment, mpi.name, contender.label)
                 if key in done:
@@ -216,5 +242,5 @@ def run_lab(run: Run, mpis: list[MPIInstall], experiments: tuple[str, ...],
     return rows
 
 
-def planned(mpis: list[MPIInstall], experiments, modes, native: bool) -> int:
-    return sum(len(contenders(m, modes, native)) for m in mpis) * len(experiments)
+def planned(mpis: list[MPIInstall], experiments, modes, native: bool, quick: bool = False) -> int:
+    return sum(len(contenders(m, modes, native, quick)) for m in mpis) * len(experiments)

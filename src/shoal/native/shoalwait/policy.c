@@ -312,7 +312,7 @@ static int64_t pause_ns(struct plan *p, int64_t now, int64_t start)
     case SW_LINEAR: {
         int64_t d = p->linear;
         p->linear = d + sw_cfg.dstep_ns > sw_cfg.dmax_ns ? sw_cfg.dmax_ns : d + sw_cfg.dstep_ns;
-        return d;
+        return d ? d : PAUSE_ZERO;   /* 003's d_min = 0 still calls clock_nanosleep */
     }
     default:
         break;

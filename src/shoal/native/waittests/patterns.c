@@ -343,6 +343,10 @@ int wt_patterns(const char *which, int argc, char **argv)
         return 2;
     }
     MPI_Init(&argc, &argv);
+    /* --process-cpu 1: each rank also reports its whole process (every thread, the MPI's and
+     * the library's included) from here to past MPI_Finalize, on a line of its own. */
+    double proc_cpu0 = wt_cpu(), proc_t0 = wt_now();
+    int process_cpu = wt_arg(argc, argv, "--process-cpu", 0) != 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     if (size < 2) {
@@ -361,5 +365,10 @@ int wt_patterns(const char *which, int argc, char **argv)
         dsm(which, argc, argv);
     fflush(stdout);
     MPI_Finalize();
+    if (process_cpu) {
+        printf("{\"process_rank\": %d, \"process_cpu_s\": %.6f, \"process_wall_s\": %.6f}\n", rank,
+               wt_cpu() - proc_cpu0, wt_now() - proc_t0);
+        fflush(stdout);
+    }
     return 0;
 }
