@@ -152,6 +152,8 @@ def test_a_point_repeats_until_its_median_is_known_or_its_budget_is_spent():
     assert precision.state([1.0, 1.3] * 3, 6.0) == MORE      # +-15 %: repeat
     assert precision.state([1.0, 1.3] * 6, 12.0) == OUT_OF_REPS
     assert precision.state([10.0, 13.0] * 3, 69.0) == OUT_OF_TIME
+    # A slow point gets its six repetitions before its budget counts.
+    assert precision.state([10.0, 13.0, 10.0, 13.0, 10.0], 57.5) == MORE
 
 
 def test_the_warm_up_round_is_kept_on_disk_but_not_counted():

@@ -97,7 +97,9 @@ class Precision:
             return CONVERGED
         if len(times_s) >= self.max_reps:
             return OUT_OF_REPS
-        if host_s >= self.budget_s and len(times_s) >= min(self.min_reps, 2):
+        # The budget counts once the point has the fewest repetitions that bound a median:
+        # stopping before would spend its time without giving it a CI at all.
+        if host_s >= self.budget_s and len(times_s) >= self.min_reps:
             return OUT_OF_TIME
         return MORE
 
