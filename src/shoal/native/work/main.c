@@ -204,6 +204,8 @@ static void run_one(const wk_workload *w, const char *size, const wk_opts *base,
                 t0 = all[6 * i + 4];
         }
         double elapsed = res.t_end - t0;
+        /* A workload timed the way its reference times it (NPB IS: the longest
+         * rank's own clock) reports that length; its window ends at rank 0's end. */
         if (res.elapsed_s > 0) {
             elapsed = res.elapsed_s;
             t0 = res.t_end - elapsed;
