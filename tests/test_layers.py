@@ -21,12 +21,12 @@ LAYERS: list[tuple[str, ...]] = [
     ("bench", "work", "dsm", "pallex"),            # what runs
     ("execute",),                                  # where ranks run and how; one validate()
     ("wait",),                                     # libshoalwait: modes, preload, telemetry, lab
-    ("runs",),                                     # run directories and the live-run registry
     ("power",),                                    # power sources, sampler, energy
     ("cluster",),                                  # local | emulated | ssh | Slurm
     ("mpi",),                                      # one interface, one module per MPI; builds
     ("model",),                                    # pure functions
     ("profiles",),                                 # device, link and switch profiles
+    ("runs",),                                     # run directories and the live-run registry
     ("inputs",),                                   # TOML with positions, grammars, one-line errors
     ("proc", "hostfacts", "render", "verbose", "environment", "errors", "__init__"),
 ]

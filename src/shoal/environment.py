@@ -96,6 +96,16 @@ ALL = (MPI, CACHE, RUNS, PROFILES, SSH, STATE_DIR, CGROUP_ROOT, USERNS, USERNS_I
 WAIT_VARIABLES = (WAIT, WAIT_CLASSES, WAIT_TELEMETRY, WAIT_SLACK_NS, WAIT_WAKE, WAIT_SEND_EAGER_B)
 
 
+def state_root() -> str:
+    """Where cluster records and the live-run registry live: SHOAL_STATE_DIR, else /run/shoal
+    for root and the user's runtime or cache directory for everyone else."""
+    if STATE_DIR.is_set() or os.geteuid() == 0:
+        return STATE_DIR.get()
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    return os.path.join(runtime, "shoal") if runtime else os.path.join(
+        os.path.expanduser("~"), ".cache", "shoal", "clusters")
+
+
 def markdown_table() -> str:
     """The variables as a Markdown table (docs/architecture.md holds this text)."""
     lines = ["| variable | meaning | default | read by |", "|---|---|---|---|"]

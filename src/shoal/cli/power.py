@@ -11,10 +11,7 @@ command's own output). The exit code is the command's.
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
-import time
-from dataclasses import asdict
 
 from shoal import render as pretty
 from shoal.errors import ShoalError
@@ -23,11 +20,6 @@ from shoal.inputs.grammar import Bounds
 from shoal.runs import jsonout
 
 ORDER = 40
-FLUSH_S = 2.0
-
-
-class CommandNotRunnable(ShoalError):
-    exit_code = 127
 
 
 def register(subparsers) -> None:
@@ -112,75 +104,19 @@ def sources(as_json: bool) -> int:
 
 # -- shoal power -- COMMAND ---------------------------------------------------------
 def measure(command: list[str], args) -> int:
-    from shoal import hostfacts, proc
-    from shoal.power import COLUMNS, open_session
-    from shoal.runs.store import Run
+    from shoal.power import run as power_run
 
-    if proc.find(command[0]) is None:
-        raise CommandNotRunnable(f"cannot run {command[0]!r}: not found or not executable; "
-                                 "check the command name and PATH")
-    session = open_session(args.source, args.rate)
-    run = Run.create("power", ["shoal", "power", *sys.argv[2:]] if sys.argv[1:2] == ["power"]
-                     else ["shoal", "power", "--", *command], args.out,
-                     measured_command=command, power_source=args.source, rate_hz=args.rate,
-                     host=hostfacts.collect(), wall_minus_mono_s=session.wall_minus_mono,
-                     power_channels=[asdict(ch) for ch in session.channels], power_notes=session.notes)
-    if not args.json:
-        for note in session.notes:
-            print(f"shoal: note: {note}", file=sys.stderr)
-    status, code = "complete", None
-    t0 = t1 = time.monotonic()
-    try:
-        known = len(session.notes)
-        session.start()
-        if not args.json:
-            for note in session.notes[known:]:
-                print(f"shoal: note: {note}", file=sys.stderr)
-        if args.idle > 0:
-            session.measure_idle(args.idle)
-        t0 = time.monotonic()
-        try:
-            process = proc.start(command)
-        except proc.CannotStart as exc:
-            raise CommandNotRunnable(f"cannot run {command[0]!r}: {exc.reason}; "
-                                     "check the command name and PATH") from None
-        try:
-            while True:
-                try:
-                    code = process.wait(timeout=FLUSH_S)
-                    if code is not None:
-                        break
-                    run.append("power", session.new_samples(), columns=COLUMNS)
-                except proc.Terminated:
-                    raise
-                except KeyboardInterrupt:
-                    # Ctrl-C was meant for the command as much as for shoal: pass it on
-                    # and measure until the command ends.
-                    status = "interrupted"
-                    process.send_signal(signal.SIGINT)
-        finally:
-            process.stop()
-        t1 = time.monotonic()
-    except BaseException as exc:
-        session.stop()
-        run.append("power", session.new_samples(), columns=COLUMNS)  # keep what was measured
-        run.finish("interrupted" if isinstance(exc, KeyboardInterrupt) else "failed")
-        raise
-    session.stop()
-    run.append("power", session.new_samples(), columns=COLUMNS)
-    duration = t1 - t0
-    results = session.energy_between(t0, t1, wait=False) if duration > 0 else []
-    faults = session.faults()
-    exit_code = code if code >= 0 else 128 - code
-    run.finish(status, exit_code=exit_code, duration_s=duration, t_start_mono_s=t0, t_end_mono_s=t1,
-               energy=results, idle_W=session.idle_W, power_faults=faults)
-    summary = {"command": command, "exit_code": exit_code, "duration_s": duration, "run": str(run.path),
-               "notes": session.notes, "faults": faults, "sources": results}
+    request = power_run.PowerRequest(command=command, source=args.source, rate_hz=args.rate,
+                                     idle_s=args.idle, out=args.out)
+    on_note = None if args.json else (lambda note: print(f"shoal: note: {note}", file=sys.stderr))
+    argv = (["shoal", "power", *sys.argv[2:]] if sys.argv[1:2] == ["power"]
+            else ["shoal", "power", "--", *command])
+    summary = power_run.run(request, argv, on_note)
     if args.json:
         print(jsonout.dumps(summary), flush=True)
     else:
         render(summary)
-    return exit_code
+    return summary["exit_code"]
 
 
 def render(summary: dict) -> None:

@@ -34,12 +34,8 @@ NETNS_DIR = Path("/run/netns")
 
 
 def root() -> Path:
-    """Where cluster records live: SHOAL_STATE_DIR, else /run/shoal for root and the
-    user's runtime or cache directory for everyone else."""
-    if os.environ.get(environment.STATE_DIR.name) or os.geteuid() == 0:
-        return Path(environment.STATE_DIR.get())
-    runtime = os.environ.get("XDG_RUNTIME_DIR")
-    return Path(runtime, "shoal") if runtime else Path.home() / ".cache" / "shoal" / "clusters"
+    """Where cluster records live (``environment.state_root``)."""
+    return Path(environment.state_root())
 
 
 def cluster_dir(cluster_id: str) -> Path:

@@ -22,11 +22,10 @@ DIRECTORY = "_runs"  # cluster ids are letters, digits and '-': never this
 
 def _directory() -> Path:
     from shoal import environment
-    from shoal.cluster import state
 
     # Inside the user namespace of an ordinary user's emulation: the host's root.
     host = os.environ.get(environment.USERNS_HOST_STATE.name)
-    return Path(host) / DIRECTORY if host else state.root() / DIRECTORY
+    return Path(host or environment.state_root()) / DIRECTORY
 
 
 def _owner() -> tuple[int, int | None]:
@@ -47,9 +46,10 @@ def _entry(run_path: Path) -> Path:
 
 
 def _start_time(pid: int) -> int | None:
-    from shoal.cluster import sysns
+    from shoal import proc
 
-    return sysns.process_start_time(pid)
+    info = proc.stat(pid)
+    return info.start if info is not None else None
 
 
 def enter(run_path: Path) -> None:
