@@ -338,8 +338,8 @@ def _combined(results: list[dict[str, Any]], weights: dict[str, float], conditio
     for name, (_, r) in members.items():
         own = r["conditions"][condition]["_n_star"]
         if star.value is not None and own.lo is not None and not own.contains(star.value):
-            hi = "∞" if own.hi is None else f"{own.hi:.1f}"
-            disagree.append(f"{name}: its n* interval {own.lo:.1f}..{hi} excludes the mix's {star.value:.1f}")
+            hi = "∞" if own.hi is None else f"{own.hi:.2f}"
+            disagree.append(f"{name}: its n* interval {own.lo:.2f}..{hi} excludes the mix's {star.value:.2f}")
         own_best = r["conditions"][condition]["best_measured"]
         if best is not None and own_best is not None and abs(own_best - best) > 1:
             disagree.append(f"{name}: measured best at n = {own_best}, the mix's at n = {best}")
