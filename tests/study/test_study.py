@@ -223,3 +223,18 @@ def test_a_study_against_this_machine_runs_workloads_and_benchmarks_here_too(tmp
     results = pd.read_csv(out / "results.csv")
     assert set(results["config"]) == {"2xminnowboard", "reference"}
     assert json.loads((out / "manifest.json").read_text())["status"] == "complete"
+
+
+def test_readme_picture_script_renders_a_study_run(study_run, tmp_path):
+    """scripts/study-picture.sh RUN PNG: the README's picture from a run, by headless Chromium."""
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[2] / "scripts" / "study-picture.sh"
+    png = tmp_path / "picture.png"
+    proc = subprocess.run([str(script), str(study_run), str(png)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    data = png.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 50_000   # the report's top, not a blank page
+    assert (int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")) == (1100, 1360)
+    missing = subprocess.run([str(script), str(tmp_path / "no-run"), str(png)], capture_output=True, text=True)
+    assert missing.returncode == 2 and "no report at" in missing.stderr

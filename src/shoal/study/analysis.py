@@ -268,7 +268,7 @@ def analyse(run: Run) -> dict[str, Any]:
         nodes_from = "largest measured node count"
     overrides = manifest.get("study", {}).get("offload", {})
     scenario = offload_scenario(manifest, n_offload, overrides, measured_stream(work),
-                                f"this study's {nodes_from}")
+                                f"this study's answer: {nodes_from}")
     verdict = model.decide(scenario)
     rates = np.geomspace(1e3, 1e8, 26)
     nodes_grid = list(range(1, max(8, 2 * n_offload) + 1))
