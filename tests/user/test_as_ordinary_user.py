@@ -160,7 +160,7 @@ def test_cluster_up_is_seen_by_status_used_by_attach_and_removed_by_down(tmp_pat
     assert name not in [r["id"] for r in after]
 
 
-def test_one_cluster_brought_up_once_serves_bench_work_and_dsm(tmp_path):
+def test_one_cluster_brought_up_once_serves_bench_work_dsm_and_study(tmp_path):
     name = f"a{os.getpid() % 100000}"
     with _cluster_up(tmp_path, "2xminnowboard", name):
         bench = _shoal(tmp_path, "bench", "--attach", name, "--tests", "imb.PingPong", "--sizes", "8",
@@ -177,6 +177,10 @@ def test_one_cluster_brought_up_once_serves_bench_work_and_dsm(tmp_path):
         assert dsm.returncode == 0, dsm.stderr
         placed = json.loads(dsm.stdout)["cluster"]["placement"]
         assert [p["node"] for p in placed] == ["minnowboard1", "minnowboard2"]
+        study = _shoal(tmp_path, "study", "--attach", name, "--reference", "none", "--workloads", "none",
+                       "--sizes", "8", "--time-budget", "10", "--out", str(tmp_path / "study"))
+        assert study.returncode == 0, study.stderr
+        assert set(pd.read_csv(tmp_path / "study" / "results.csv")["nodes"]) == {1, 2}
         # Every run left the cluster as it found it: still up, for the next one.
         status = json.loads(_shoal(tmp_path, "cluster", "status", "--json").stdout)
         assert [r["id"] for r in status if r["id"] == name] == [name]

@@ -26,6 +26,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--emulate", type=typed.text, default=None, metavar="SPEC",
                    help=f"emulated devices (default {defaults.DEFAULT_EMULATE})")
     p.add_argument("--cluster", type=typed.text, default=None, metavar="FILE", help="inventory of real devices instead")
+    p.add_argument("--attach", type=typed.text, default=None, metavar="ID",
+                   help="an emulated cluster already up ('shoal cluster up'); an emulated reference "
+                        "(--reference PROFILE) is then its last device (default reference: host)")
     p.add_argument("--link", type=typed.text, default=None, help="link of emulated devices (default: the profile's)")
     p.add_argument("--reference", type=typed.text, default=None,
                    help=f"traditional system: a device profile to emulate (default {defaults.DEFAULT_REFERENCE}; "
@@ -107,7 +110,8 @@ def _request(args: argparse.Namespace) -> StudyRequest:
     if args.parallel_fraction is not None:
         offload["parallel_fraction"] = args.parallel_fraction
     return StudyRequest.create(
-        emulate=args.emulate, cluster=args.cluster, link=args.link, reference=args.reference,
+        emulate=args.emulate, cluster=args.cluster, attach=args.attach, link=args.link,
+        reference=args.reference,
         nodes=args.nodes, suite=args.suite, sizes=args.sizes, quick=args.quick,
         time_budget_s=args.time_budget, mpi=args.mpi, power=args.power, offload=offload,
         dilation=args.dilation, workloads=args.workloads, work_sizes=_work_sizes(args.work_size),

@@ -54,6 +54,7 @@ class StudyRequest:
 
     emulate: str | None = DEFAULT_EMULATE
     cluster: str | None = None  # inventory file of real (or emulated) devices instead
+    attach: str | None = None  # or an emulated cluster already up ('shoal cluster up')
     link: str | None = None
     # The "traditional system" the cluster is compared with (shoal.study.reference).
     reference: Reference = field(default_factory=lambda: Reference.parse(DEFAULT_REFERENCE))
@@ -89,7 +90,7 @@ class StudyRequest:
         """A request from the options a user gave (None: not given); the defaults that
         depend on other options are decided here and nowhere else."""
         given = {k: v for k, v in given.items() if v is not None}
-        cluster = given.get("cluster")
+        cluster = given.get("cluster") or given.get("attach")
         if "emulate" not in given and cluster:
             given["emulate"] = None
         given["reference"] = Reference.parse(given.get("reference")
@@ -105,8 +106,8 @@ class StudyRequest:
         if self.suite not in SUITES:
             raise ShoalError(f"--suite {self.suite}: choose mpbench, imb or mpbench,imb")
         self.where().validate()
-        if not (self.emulate or self.cluster):
-            raise ShoalError("a study needs devices: --emulate 4xminnowboard or --cluster FILE")
+        if not (self.emulate or self.cluster or self.attach):
+            raise ShoalError("a study needs devices: --emulate 4xminnowboard, --cluster FILE or --attach ID")
         if self.suite == "none" and not self.workloads:
             raise ShoalError("--suite none with no --workloads leaves nothing to measure; "
                              "keep the default workloads or choose a --suite")
@@ -136,7 +137,8 @@ class StudyRequest:
 
     def where(self) -> Where:
         """The devices' side of the study (its reference and power are checked by its plans)."""
-        return Where(mpi=self.mpi, emulate=self.emulate, cluster=self.cluster, link=self.link,
+        return Where(mpi=self.mpi, emulate=self.emulate, cluster=self.cluster, attach=self.attach,
+                     link=self.link,
                      nodes=self.nodes, dilation=self.dilation)
 
     def _check_mix(self) -> None:

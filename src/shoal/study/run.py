@@ -49,6 +49,21 @@ class StudyPlan:
         return sum(p.total_points for p in self.plans) + self.work.total_runs
 
 
+def _attached_devices(request: StudyRequest) -> list:
+    """The devices of a cluster already up; an emulated reference must be its last device."""
+    from shoal.cluster.session import attach
+
+    devices = attach(request.attach).inventory.nodes
+    if request.reference.emulated:
+        last = devices[-1]
+        if len(devices) < 2 or last.profile.name != request.reference.profile:
+            raise ShoalError(f"--reference {request.reference}: the last device of cluster "
+                             f"{request.attach} is {last.name} ({last.profile.name}); bring the cluster "
+                             f"up with +1x{request.reference.profile} at the end, or use --reference "
+                             "host or none")
+    return devices
+
+
 def _emulate_spec(request: StudyRequest) -> str | None:
     if not request.emulate:
         return None
@@ -68,12 +83,15 @@ def plan(request: StudyRequest) -> StudyPlan:
     from shoal.cluster import inventory
 
     spec = _emulate_spec(request)
-    devices = (inventory.from_emulate(spec, request.link).nodes if spec
-               else inventory.load(request.cluster).nodes)
-    emulated_reference = bool(spec) and request.reference.emulated
+    if request.attach:
+        devices = _attached_devices(request)
+    else:
+        devices = (inventory.from_emulate(spec, request.link).nodes if spec
+                   else inventory.load(request.cluster).nodes)
+    emulated_reference = bool(spec or request.attach) and request.reference.emulated
     cluster_nodes = devices[:-1] if emulated_reference else devices
     names = [n.name for n in cluster_nodes]
-    label = request.emulate or Path(request.cluster).stem
+    label = request.emulate or request.attach or Path(request.cluster).stem
     counts = clusters.parse_nodes(request.nodes or f"1..{len(names)}", len(names))
     placements = [Placement(label, n, 2 if n == 1 else 1, tuple(names[:n])) for n in counts]
     if emulated_reference:
@@ -84,8 +102,10 @@ def plan(request: StudyRequest) -> StudyPlan:
     plans: list[Plan] = []
     if request.suite != "none":
         base = BenchRequest(tests=request.suite, sizes=request.size_list, mpi=request.mpi,
-                            emulate=spec, cluster=request.cluster, link=request.link,
-                            power="model" if spec else request.power, dilation=request.dilation)
+                            emulate=spec, cluster=request.cluster, attach=request.attach,
+                            link=request.link,
+                            power="model" if spec or request.attach else request.power,
+                            dilation=request.dilation)
         plans.append(runner.plan(base, placements))
         if request.reference.local:
             local = BenchRequest(tests=request.suite, sizes=request.size_list, mpi=request.mpi,
@@ -151,6 +171,7 @@ def measure(run: Run, study: StudyPlan, events: Events | None = None,
     local_plans = [p for p in study.plans if not p.request.on_cluster]
     first = (cluster_plans or study.work.cluster)[0].request
     with clusters.open(emulate=first.emulate, link=first.link, inventory=first.cluster,
+                       attach_to=first.attach,
                        dilation=request.dilation, at_once=study.at_once) as where:
         described = run.manifest.get("clusters", {})
         described[study.cluster_label] = where.describe()

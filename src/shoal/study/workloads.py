@@ -48,9 +48,11 @@ def plan(request: Any, spec: str | None, devices: list, cluster_counts: list[int
         for size in request.work_size_list(name):
             base = work_runner.WorkRequest(
                 workload=name, size=size, reps=request.work_reps, mpi=request.mpi, emulate=spec,
-                cluster=request.cluster, link=request.link, power="model" if spec else request.power,
+                cluster=request.cluster, attach=request.attach, link=request.link,
+                power="model" if spec or request.attach else request.power,
                 wait=request.work_wait, wait_otherwise="backoff", dilation=request.dilation)
-            placements = [Placement(label, n, devices[0].profile.cores if spec else devices[0].slots,
+            emulated = bool(spec or request.attach)
+            placements = [Placement(label, n, devices[0].profile.cores if emulated else devices[0].slots,
                                     tuple(d.name for d in devices[:n])) for n in cluster_counts]
             if reference_node is not None:
                 placements.append(Placement(reference_label, 1, reference_node.profile.cores,
@@ -58,7 +60,7 @@ def plan(request: Any, spec: str | None, devices: list, cluster_counts: list[int
             the_plan = work_runner.plan(base, placements=placements)
             cluster_plans.append(the_plan)
             if request.reference.local:
-                local = dataclasses.replace(base, emulate=None, cluster=None, link=None,
+                local = dataclasses.replace(base, emulate=None, cluster=None, attach=None, link=None,
                                             power=request.power, dilation=None)
                 ranks = max(1, len(os.sched_getaffinity(0)))
                 local_plans.append(work_runner.plan(local, placements=[
