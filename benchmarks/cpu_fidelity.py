@@ -1,8 +1,10 @@
 """CPU fidelity of emulated devices: a CPU-bound kernel on k = 1..4 MinnowBoards with c = 1..2
 ranks each, against one rank on one board measured in the same run.
 
-Per (k, c): time per unit of work / single-rank time, and the spread of the
-repetitions ((max - min) / median). Under both MPIs' launchers, at D = 1 on as
+Per (k, c): time per unit of work / single-rank time, the spread of the
+repetitions ((max - min) / median), and the share of its core's budget the
+slowest rank got (CPU s / wall s / budget): what the emulation delivered,
+apart from how fast the host's CPU ran each second meanwhile. Under both MPIs' launchers, at D = 1 on as
 many boards as fit the host at D = 1, and at shoal's automatic D on four.
 Targets: every ratio within 3 % of 1 and spreads <= 3 % with cgroups; within 7 %
 with the user-space limit (ordinary users; as root: SHOAL_CGROUP_ROOT=/nonexistent).
@@ -101,7 +103,8 @@ def main() -> None:
                       f"single rank {result['single_rank_s'] * 1e3:.1f} ms")
                 for p in result["points"]:
                     print(f"  k={p['devices']} c={p['ranks_per_device']}: time per unit / single "
-                          f"rank {p['ratio']:.3f}, spread {p['spread']:.1%}")
+                          f"rank {p['ratio']:.3f}, spread {p['spread']:.1%}, budget delivered "
+                          f"{p['delivered']:.3f}")
     if args.workloads:
         for mpi_name in args.mpi.split(","):
             agreement = dilation_agreement(args.reps, mpi_name)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from shoal import cluster
-from shoal.cluster import inventory, linkemu, matrix, shaping, state
+from shoal.cluster import inventory, linkemu, matrix, shaping, slack, state
 from shoal.cluster.emulated import EmulatedCluster
 from shoal.errors import ShoalError
 from tests.cluster.owners import start_owner
@@ -275,3 +275,27 @@ def test_cpu_fidelity_times_the_kernel_in_every_rank_of_each_configuration(mpich
     for point in by_config.values():
         assert len(point["times_s"]) == 2 and min(point["times_s"]) > 0
         assert point["median_s"] == pytest.approx(point["ratio"] * result["single_rank_s"])
+        assert 0 < point["delivered"] < 2  # the share of its core's budget the slowest rank got
+
+
+def test_a_device_core_whose_budget_the_host_cannot_give_is_flagged(mpich, tmp_path, monkeypatch):
+    """Twice as many cores of a whole host core each as the host has CPUs, at D = 1 (forced):
+    two cores share each host CPU, so each gets half of its budget while it computes; the
+    point is flagged short."""
+    from shoal.cluster import cpufidelity
+
+    cores = 2 * len(os.sched_getaffinity(0))
+    profile = tmp_path / "quad.toml"
+    profile.write_text(f'[profiles.quad]\ncores = {cores}\nspeed = 1.0\nidle_W = 2\nbusy_W = 8\n'
+                       'link = "gigabit"\n')
+    monkeypatch.setenv("SHOAL_PROFILES", str(profile))
+    with cluster.open(emulate="1xquad", calibrate=False, dilation=1) as c:
+        with c.slack_monitor() as monitor:
+            t0 = time.monotonic()
+            cpufidelity.kernel_time(c, mpich, 1, cores, steps=4_000_000)  # ~2 s: several samples
+            verdict = monitor.between(t0, time.monotonic())
+    device = verdict["devices"]["quad1"]
+    assert not verdict["ok"] and device["shortfall"] > 0.2, verdict
+    assert "quad1 got" in verdict["reasons"][0]
+    columns = slack.row_columns(verdict)
+    assert columns["host_slack"] == "short" and columns["cpu_periods"] > 0

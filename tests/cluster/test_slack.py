@@ -160,3 +160,22 @@ def test_monitor_judges_a_stretch_of_a_real_run():
     assert verdict is not None and verdict["wall_s"] >= 0.1
     assert 0 <= verdict["idle"] <= 1 and isinstance(verdict["ok"], bool)
     assert slack.row_columns(None)["host_slack"] == ""
+
+
+def test_a_stretch_leaves_out_the_samples_between_which_a_task_ended(tmp_path):
+    proc = tmp_path / "proc"
+    write_proc(proc, 1000, 5000, 0, 1, 0)
+    group = tmp_path / "cpu" / "dev1" / "core0"
+    cores = {"dev1": [write_core(group, proc, 0, 0, 0, {77: (0, 0)})]}
+    samples = []
+    for t, periods, tasks in ((0.0, 0, {77: (0, 0)}),
+                              (0.5, 50, {77: (125_000_000, 375_000_000)}),   # got its 25 %
+                              (1.0, 100, {})):                               # 77 ended
+        write_core(group, proc, periods, periods, 0, tasks)
+        sample = slack.sample({}, proc, cores)
+        sample.t_mono_s = t
+        samples.append(sample)
+    devices = slack.devices_over(samples, {"dev1": 0.0025})
+    # Only the first half second counts: the second had its periods but lost its task's run time.
+    assert devices["dev1"]["nr_periods"] == 50 and devices["dev1"]["shortfall"] == pytest.approx(0)
+    assert slack.devices_over(samples[1:], {"dev1": 0.0025}) == {}

@@ -1,6 +1,6 @@
 """Host-slack monitor: did the host give the emulated devices the CPU their profiles promise?
 
-Sampled about twice a second while an emulated cluster measures (as
+Sampled four times a second while an emulated cluster measures (as
 Mininet-HiFi monitors its emulations' fidelity). Per device core: its tasks'
 CPU time and the time they waited to run (``/proc/TID/schedstat``: run time,
 run delay), and its cgroup's throttling (``cpu.stat``: periods, throttled
@@ -28,7 +28,7 @@ from pathlib import Path
 
 SHORTFALL_LIMIT = 0.03
 STEAL_LIMIT = 0.02
-INTERVAL_S = 0.5
+INTERVAL_S = 0.25
 
 
 @dataclass
@@ -165,9 +165,45 @@ def core_delivery(first: CoreSample, last: CoreSample, quota_s: float) -> dict:
             "nr_throttled": last.nr_throttled - first.nr_throttled, "nr_periods": periods}
 
 
+def devices_over(samples: list[Sample], core_quotas: dict[str, float]) -> dict[str, dict]:
+    """Per device, its cores' delivery summed over the consecutive samples of a stretch.
+
+    A task's run time is read only while it lives: a pair of samples between which one of
+    a core's tasks ended is left out for that core (its last run time is gone, but its
+    periods are counted), so a stretch whose ranks live shorter than one sampling interval
+    has no verdict (None) rather than a wrong one.
+    """
+    totals: dict[str, list[dict]] = {}
+    for a, b in zip(samples, samples[1:]):
+        for name, cores in b.cores.items():
+            before = a.cores.get(name, [])
+            if len(before) != len(cores) or not core_quotas.get(name):
+                continue
+            sums = totals.setdefault(name, [{} for _ in cores])
+            for k, (x, y) in enumerate(zip(before, cores)):
+                if set(x.tasks) - set(y.tasks):
+                    continue  # a task ended in between
+                for key, value in core_delivery(x, y, core_quotas[name]).items():
+                    sums[k][key] = sums[k].get(key, 0) + value
+    devices = {}
+    for name, each in totals.items():
+        each = [c for c in each if c]
+        if not each:
+            continue
+        owed = sum(c["owed_s"] for c in each)
+        short = sum(c["shortfall_s"] for c in each)
+        devices[name] = {"cpu_s": sum(c["cpu_s"] for c in each), "owed_s": owed,
+                         "shortfall": short / owed if owed > 0 else 0.0,
+                         "throttled_s": sum(c["throttled_s"] for c in each),
+                         "nr_throttled": sum(c["nr_throttled"] for c in each),
+                         "nr_periods": sum(c["nr_periods"] for c in each)}
+    return devices
+
+
 def judge(first: Sample, last: Sample, host_cpus: int,
           budgets: dict[str, float] | None = None, peak_running: int | None = None,
-          core_quotas: dict[str, float] | None = None) -> dict:
+          core_quotas: dict[str, float] | None = None,
+          stretch: list[Sample] | None = None) -> dict:
     """Summarise the stretch between two samples; ``ok`` False when a device was short of CPU."""
     wall = max(1e-9, last.t_mono_s - first.t_mono_s)
     ticks = max(1, (last.busy_ticks - first.busy_ticks) + (last.idle_ticks - first.idle_ticks)
@@ -185,19 +221,7 @@ def judge(first: Sample, last: Sample, host_cpus: int,
         if name in first.devices and name in last.devices and budget > 0:
             used = last.devices[name][0] - first.devices[name][0]
             quota_use[name] = used / (budget * wall)
-    devices = {}
-    for name, cores in last.cores.items():
-        before = first.cores.get(name, [])
-        if len(before) != len(cores) or not (core_quotas or {}).get(name):
-            continue
-        each = [core_delivery(a, b, core_quotas[name]) for a, b in zip(before, cores)]
-        owed = sum(c["owed_s"] for c in each)
-        short = sum(c["shortfall_s"] for c in each)
-        devices[name] = {"cpu_s": sum(c["cpu_s"] for c in each), "owed_s": owed,
-                         "shortfall": short / owed if owed > 0 else 0.0,
-                         "throttled_s": sum(c["throttled_s"] for c in each),
-                         "nr_throttled": sum(c["nr_throttled"] for c in each),
-                         "nr_periods": sum(c["nr_periods"] for c in each)}
+    devices = devices_over(stretch or [first, last], core_quotas or {})
     running = peak_running if peak_running is not None else max(first.procs_running,
                                                                  last.procs_running)
     reasons = []
@@ -260,11 +284,11 @@ class Monitor:
         last = after[0] if after else samples[-1]
         if last is first:
             return None
-        inside = [s.procs_running for s in samples if first.t_mono_s <= s.t_mono_s <= last.t_mono_s]
+        stretch = [s for s in samples if first.t_mono_s <= s.t_mono_s <= last.t_mono_s]
         # A single sample's run queue is noisy: judge by the median of the stretch.
-        inside.sort()
+        inside = sorted(s.procs_running for s in stretch)
         peak = inside[len(inside) // 2] if inside else None
-        return judge(first, last, self.host_cpus, self.budgets, peak, self.core_quotas)
+        return judge(first, last, self.host_cpus, self.budgets, peak, self.core_quotas, stretch)
 
 
 def row_columns(verdict: dict | None) -> dict:
