@@ -382,16 +382,20 @@ class EmulatedCluster:
         return budgets
 
     def _pins(self, per_core: dict[str, float]) -> dict[str, list[int]]:
-        """Each device core's host CPU: the least loaded so far, so the budgets spread evenly."""
+        """Each device core's host CPU: a device's cores in turn from the least loaded CPU, so
+        budgets spread evenly whether its ranks fill every core or one per device runs (the
+        first cores of four MinnowBoards go to alternate CPUs, not all to the first)."""
         cpus = cpulimit.host_cpus()
-        load = {cpu: 0.0 for cpu in cpus}
+        load = [0.0] * len(cpus)
         pins = {}
-        for node in self.inventory.nodes:
+        for i, node in enumerate(self.inventory.nodes):
+            # Ties go round the CPUs, device by device.
+            start = min(range(len(cpus)), key=lambda c: (round(load[c], 9), (c - i) % len(cpus)))
             chosen = []
-            for _ in range(node.profile.cores):
-                cpu = min(cpus, key=lambda c: (load[c], c in chosen))
-                load[cpu] += per_core[node.name]
-                chosen.append(cpu)
+            for k in range(node.profile.cores):
+                c = (start + k) % len(cpus)
+                load[c] += per_core[node.name]
+                chosen.append(cpus[c])
             pins[node.name] = chosen
         return pins
 
