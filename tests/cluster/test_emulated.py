@@ -279,14 +279,14 @@ def test_cpu_fidelity_times_the_kernel_in_every_rank_of_each_configuration(mpich
 
 
 def test_a_device_core_whose_budget_the_host_cannot_give_is_flagged(mpich, tmp_path, monkeypatch):
-    """Twice as many cores of a whole host core each as the host has CPUs, at D = 1 (forced):
-    two cores share each host CPU, so each gets half of its budget while it computes; the
-    point is flagged short."""
+    """One core more than the host has CPUs, each of 0.75 of a host core, at D = 1 (forced):
+    two cores share the first host CPU and get 0.5 each while they compute; the point is
+    flagged short (the other CPUs keep room for the monitor itself)."""
     from shoal.cluster import cpufidelity
 
-    cores = 2 * len(os.sched_getaffinity(0))
+    cores = len(os.sched_getaffinity(0)) + 1
     profile = tmp_path / "quad.toml"
-    profile.write_text(f'[profiles.quad]\ncores = {cores}\nspeed = 1.0\nidle_W = 2\nbusy_W = 8\n'
+    profile.write_text(f'[profiles.quad]\ncores = {cores}\nspeed = 0.75\nidle_W = 2\nbusy_W = 8\n'
                        'link = "gigabit"\n')
     monkeypatch.setenv("SHOAL_PROFILES", str(profile))
     with cluster.open(emulate="1xquad", calibrate=False, dilation=1) as c:
@@ -295,7 +295,7 @@ def test_a_device_core_whose_budget_the_host_cannot_give_is_flagged(mpich, tmp_p
             cpufidelity.kernel_time(c, mpich, 1, cores, steps=4_000_000)  # ~2 s: several samples
             verdict = monitor.between(t0, time.monotonic())
     device = verdict["devices"]["quad1"]
-    assert not verdict["ok"] and device["shortfall"] > 0.2, verdict
+    assert not verdict["ok"] and device["shortfall"] > 0.1, (device, verdict["reasons"])
     assert "quad1 got" in verdict["reasons"][0]
     columns = slack.row_columns(verdict)
     assert columns["host_slack"] == "short" and columns["cpu_periods"] > 0

@@ -251,13 +251,18 @@ def paths(layout: CgroupLayout, cluster_id: str, node: str, cores: int,
 # The weight of shoal's own group against the host's other work (the largest each version
 # takes; a task's is 1024 in v1, 100 in v2): on a busy host the emulation's processes run
 # first, each device core still held to its quota, the rest of the host in what is left.
-PRIORITY = {1: ("cpu.shares", "262144"), 2: ("cpu.weight", "10000")}
+# Only while the devices' budgets fit the host: overcommitted, they would leave shoal's own
+# command (in the host's group) no CPU at all, so they share the host evenly instead.
+PRIORITY = {1: ("cpu.shares", "262144", "1024"), 2: ("cpu.weight", "10000", "100")}
 
 
-def _prioritise(layout: CgroupLayout) -> None:
-    knob, value = PRIORITY[layout.version]
+def prioritise(layout: CgroupLayout, first: bool) -> None:
+    """Weight shoal's group above the host's other work (``first``), or evenly with it."""
+    if not layout.version:
+        return
+    knob, high, even = PRIORITY[layout.version]
     try:
-        (layout.cpu_base / knob).write_text(value)
+        (layout.cpu_base / knob).write_text(high if first else even)
     except OSError:
         pass  # a delegated group may not allow it: the emulation then shares the host evenly
 
@@ -280,7 +285,6 @@ def create_host_group(layout: CgroupLayout, cluster_id: str, name: str) -> list[
 def _levels_up(layout: CgroupLayout, cluster_id: str) -> None:
     """shoal's group (weighted) and the cluster's, with the controllers their children need."""
     base = layout.cpu_base
-    fresh = not base.exists()
     if layout.version == 2:
         wanted = ["cpu", "cpuset"] if layout.cpuset_base else ["cpu"]
         for level in (base, base / cluster_id):
@@ -289,8 +293,6 @@ def _levels_up(layout: CgroupLayout, cluster_id: str) -> None:
         _enable_v2(base / cluster_id, wanted)
     else:
         (base / cluster_id).mkdir(parents=True, exist_ok=True)
-    if fresh or layout.version:
-        _prioritise(layout)
 
 
 def _set_quota(layout: CgroupLayout, group: Path, quota: int | None, period: int) -> None:

@@ -432,10 +432,12 @@ class EmulatedCluster:
             return {}
         record["cpu_limit"] = "cgroup"
         total = sum(self._busiest(budgets))
-        if total > len(cpus) * 1.001:
+        overcommitted = total > len(cpus) * 1.001
+        if overcommitted:
+            fits = dilation.choose(list(self._busiest(budgets)), len(cpus)) * d
             self._warn(f"the devices' CPU budgets add up to {total:.2f} CPUs at dilation {d:g} "
                        f"but this host has {len(cpus)}: when all devices compute at once they "
-                       "run slower than their profiles (raise --dilation)")
+                       f"run slower than their profiles (--dilation {fits:g} fits)")
         pinned = layout.cpuset_base is not None or proc.find("taskset") is not None
         for node in self.inventory.nodes:
             # Intent first: a kill between mkdir and the record must leave a record to reap.
@@ -451,6 +453,7 @@ class EmulatedCluster:
                                    node.profile.cores, pins[node.name], pinned)
             entry.update({"quota_us": made.quota_us, "period_us": made.period_us})
         self._group_helpers(record, layout)
+        cpulimit.prioritise(layout, first=not overcommitted)
         if not self.calibrate_cpu:
             return {}
         calibration: dict = {}
