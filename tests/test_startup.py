@@ -51,4 +51,6 @@ def test_help_cites_papers_by_title_not_by_number():
     for argv in ([], ["waitlab"], ["pallex"], ["pallex", "lab"], ["pallex", "lifetime"], ["run"],
                  ["dsm"], ["dsm", "lab"], ["work"]):
         text, _ = _loaded(*argv, "--help")
+        # seed003 is a contender's name (the issue's and the docs'), not a citation.
+        text = re.sub(r"\bseed003\b", "", text)
         assert not re.search(r"\b00[0-4]\b|seed", text), (argv, text)

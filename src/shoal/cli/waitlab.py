@@ -9,8 +9,8 @@ run directory (results.csv, load.csv, reaction.csv, PNG/SVG figures).
 ``--quick`` is a first look: busy, seed003 and backoff beside each MPI's first
 own option, every experiment but P10ms and P1s, fewer messages and shorter
 pauses (D: x1.25 steps from 1 us to 20 ms); about 2 minutes for both MPIs on
-a 2-core host. The full lab (every mode and option, every experiment at 003's
-lengths, about 80 s of experiments per contender) takes about 25 minutes for
+a 2-core host. The full lab (every mode and option, every experiment at the
+paper's lengths, about 80 s of experiments per contender) takes about 25 minutes for
 both.
 """
 
@@ -41,7 +41,8 @@ def register(subparsers) -> None:
                    help=f"comma list of MPIs ({', '.join(kinds.names())}, system or paths); "
                         "default every one shoal knows")
     p.add_argument("--modes", type=typed.text, default=None,
-                   help="semicolon or comma list of wait modes, and seed003 (003's adaptive receive as the seed ran it: "
+                   help="semicolon or comma list of wait modes, and seed003 (the adaptive receive of *Adaptive "
+                        "message passing polling for energy efficiency* as its authors ran it: "
                         "linear:0,1000,1 under the kernel's default timer slack) (default: "
                         f"{','.join(lab.DEFAULT_MODES)}; --quick: {','.join(lab.QUICK_MODES)})")
     p.add_argument("--experiments", type=typed.text, default=None,

@@ -4,9 +4,10 @@ Every device runs a launcher daemon and its ranks, each with its own memory and
 threads; the launcher in the head keeps pipes and sockets to every daemon, and
 the link forwarder one TAP descriptor per device. What one device costs was
 measured with one rank per device (set-top boxes on docsis-27m, 8-128 devices):
-MPICH's rank 13 MB resident with 2 threads and its proxy 3 MB; Open MPI's rank
-and PRRTE daemon about 45 MB with 9 threads together. The figures below round
-those up, so that a refusal names a limit the run would really reach.
+with one MPI a rank took 13 MB resident with 2 threads and its launcher daemon
+3 MB, with the other a rank and its daemon about 45 MB with 9 threads together
+(docs/cluster.md names them). The figures below round those up, so that a
+refusal names a limit the run would really reach.
 """
 
 from __future__ import annotations

@@ -246,8 +246,8 @@ def bench_bcast_s(link: LinkType, ranks: int, size_B: int, reps: int = 41, seed:
     broadcast that much longer. On a shared medium each grant wait is drawn (1 to 2 MAP
     intervals, ``seed``), and the slowest rank of a repetition is slower than the mean
     wait says: the median over ``reps`` repetitions (the first left out) is returned, as
-    the benchmark reports it. MPICH's trees for small messages (binomial; a
-    dissemination barrier).
+    the benchmark reports it. The trees are the default MPI's for small messages
+    (a binomial broadcast, a dissemination barrier).
     """
     import statistics
 
