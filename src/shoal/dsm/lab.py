@@ -32,7 +32,7 @@ EXPERIMENTS = ("E", "F", "G")
 DEFAULT_MODES = ("busy", "degraded", "linear:0,1000,1", "sleep:0", "sleep:100", "backoff", "auto")
 # A first look (--quick): Aggressive, Degraded, the seed's Adaptive as it ran (seed003: its
 # linear receive under the kernel's default timer slack) and libshoalwait's backoff, one
-# round, short runs. Each 7-rank launch costs 1-2 s here. (Under MPICH on two crowded
+# round, short runs. Each 7-rank launch costs 1-2 s here. (Under the default MPI on two crowded
 # cores the same linear receive with 1 ns slack took 41 s for the quick Hough, 1.0 s with
 # the default slack.)
 QUICK_MODES = ("busy", "degraded", "seed003", "backoff")

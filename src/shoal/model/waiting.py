@@ -1,6 +1,6 @@
 """What a device draws while its ranks wait: the two conditions a study reports.
 
-- ``spinning``: the MPI libraries' default (Open MPI and MPICH poll their
+- ``spinning``: the MPI libraries' default (both MPIs shoal ships poll their
   queues in a busy loop). A core that holds a rank is fully busy for the
   whole run, waiting or not; this is the condition of seed 000's
   measurements (its NUC drew 18.07-19.65 W under MPBench, Table 5.7).

@@ -51,7 +51,7 @@ LEARNING = 8   # first messages of a rhythm, left out of its reaction quantiles
 DEFAULT_MODES = ("busy", "yield", "sleep:100", "linear:1,1000,1", "seed003", "backoff", "auto")
 # A first look (--quick): the MPI's own waiting (busy and its first option), the seed's,
 # libshoalwait's default; one rhythm (100 ms) and Poisson arrivals beside A, D and the S-DSM
-# patterns. Every launch costs Open MPI 1-2 s here, so each contender more costs 15-20 s.
+# patterns. A launch costs one of the MPIs 1-2 s here, so each contender more costs 15-20 s.
 QUICK_MODES = ("busy", "seed003", "backoff")
 QUICK_EXPERIMENTS = tuple(e for e in EXPERIMENTS if e not in ("P10ms", "P1s"))
 
