@@ -144,6 +144,8 @@ def run(args: argparse.Namespace) -> int:
     with progress as events:
         study_run.measure(run_dir, study, events, progress.work_events())
     paths = study_report.write([run_dir], run_dir.path / "report")
+    if study_report.HOST_SPEED in paths["markdown"].read_text():
+        print(f"shoal: warning: {study_report.HOST_SPEED}", file=sys.stderr)
     print(f"report: {paths['html']}")
     return 0
 

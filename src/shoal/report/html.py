@@ -21,6 +21,7 @@ th { background: #eef; } td:first-child, th:first-child { text-align: left; }
 .modelled { color: #a35200; font-style: italic; }
 .modelled::after { content: " (modelled)"; font-size: .8em; }
 .verdict { font-size: 1.2em; padding: .8em; background: #f3f7ee; border-left: 4px solid #5a2; }
+.banner { font-size: 1.2em; padding: .8em; background: #fbeaea; border-left: 4px solid #b22; font-weight: bold; }
 .warning { padding: .6em; background: #fff4e5; border-left: 4px solid #e90; }
 td:last-child { text-align: left; }
 figure { margin: 1em 0; } figcaption { font-size: .85em; color: #555; }

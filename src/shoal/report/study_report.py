@@ -66,8 +66,15 @@ CHOICE = {"local": "process the data locally on the devices",
           "neither": "neither option keeps up with the data stream"}
 
 
+HOST_SPEED = ("The emulated devices ran at this host's speed, not their profiles' (no CPU limit "
+              "could be applied here): their times say nothing about the devices, so this run "
+              "makes no recommendation.")
+
+
 def headline_lines(f: dict[str, Any]) -> list[str]:
     """The first lines of a study's answer (plain text): sizes that were measured."""
+    if f.get("device_speed") == "host":
+        return [HOST_SPEED]
     heads = f.get("headline") or {}
     if heads:
         lines = [f"Best cluster size, {h['text'] if isinstance(h, dict) else h.text}"
@@ -199,7 +206,9 @@ def build(runs: list[Run]) -> tuple[str, str, dict[str, Any]]:
     labels = {name: f["cluster_label"] for name, f in findings.items()}
     names = list(findings)
     title = "shoal study: " + " vs ".join(f"{labels[n]} ({n})" for n in names)
-    intro = "".join(_verdict_html(n, findings[n]) for n in names)
+    intro = (f"<div class='banner'>{html.escape(HOST_SPEED)}</div>"
+             if any(f.get("device_speed") == "host" for f in findings.values()) else "")
+    intro += "".join(_verdict_html(n, findings[n]) for n in names)
     intro += ("<p>Performance is each test's own metric (bandwidth in B/s, or operations per second "
               "for latency and roundtrip tests). Numbers shown <span class='modelled'>like this</span> "
               "rest on modelled power: a device profile's idle/busy watts driven by measured CPU use, "
@@ -296,6 +305,8 @@ def _finish(runs: list[Run], findings: dict[str, dict[str, Any]], title: str, in
 
 def _markdown(findings: dict[str, dict[str, Any]]) -> str:
     lines = ["# shoal study summary", ""]
+    if any(f.get("device_speed") == "host" for f in findings.values()):
+        lines = [f"**{HOST_SPEED}**", ""] + lines  # the first line a reader sees
     for name, f in findings.items():
         verdict = f["offload"]["verdict"]
         lines += [f"## {name} ({f['cluster_label']}, reference: {f['reference']})", "",

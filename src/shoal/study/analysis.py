@@ -292,7 +292,19 @@ def analyse(run: Run) -> dict[str, Any]:
                               for f in (frame, work_frame) if "power_kind" in f),
         "unconverged_points": int((frame["converged"].astype(str).str.lower() != "true").sum())
         if not frame.empty else 0,
+        "device_speed": device_speed(manifest),
     }
+
+
+def device_speed(manifest: dict[str, Any]) -> str:
+    """How fast the study's devices computed: "profile" (emulated and held to their profiles'
+    speed), "host" (emulated but nothing could hold them: the host's speed, which says
+    nothing about the devices) or "device" (real devices, or this machine itself)."""
+    emulations = [c.get("emulation") for c in manifest.get("clusters", {}).values()
+                  if isinstance(c, dict) and c.get("mode") == "emulated"]
+    if any((e or {}).get("device_speed") == "host" for e in emulations):
+        return "host"
+    return "profile" if emulations else "device"
 
 
 def measured_stream(work: dict[str, Any]) -> dict[str, Any] | None:

@@ -1,0 +1,43 @@
+"""A study whose emulated devices ran at the host's speed says so first and recommends nothing."""
+
+from __future__ import annotations
+
+from shoal.report import study_report
+from shoal.study import analysis
+
+
+def _manifest(device_speed: str | None) -> dict:
+    emulation = {"cpu_limit": "none" if device_speed == "host" else "cgroup"}
+    if device_speed:
+        emulation["device_speed"] = device_speed
+    return {"clusters": {"4xminnowboard": {"mode": "emulated", "emulation": emulation},
+                         "reference": {"mode": "local"}}}
+
+
+def test_the_run_manifest_tells_how_fast_the_devices_computed():
+    assert analysis.device_speed(_manifest("host")) == "host"
+    assert analysis.device_speed(_manifest("profile")) == "profile"
+    assert analysis.device_speed({"clusters": {"lab": {"mode": "ssh"}}}) == "device"
+
+
+def _findings(device_speed: str) -> dict:
+    verdict = {"choice": "local", "reason": "cheaper per byte here"}
+    return {"device_speed": device_speed, "cluster_label": "4xminnowboard", "reference": "host",
+            "headline": {}, "overall_optimum": None, "tests": [], "workloads": [],
+            "offload": {"nodes_used": 3, "nodes_from": "the measured best size", "verdict": verdict},
+            "precision": {}, "measured_points": 8, "unconverged_points": 0, "modelled_power": True}
+
+
+def test_host_speed_is_the_first_line_and_no_size_or_offload_is_recommended():
+    lines = study_report.headline_lines(_findings("host"))
+    assert lines == [study_report.HOST_SPEED]
+    assert "no recommendation" in lines[0]
+    markdown = study_report._markdown({"study-1": _findings("host")})
+    assert markdown.splitlines()[0] == f"**{study_report.HOST_SPEED}**"
+    assert "Offload decision" not in markdown
+
+
+def test_devices_held_to_their_profiles_give_the_offload_decision():
+    lines = study_report.headline_lines(_findings("profile"))
+    assert any(line.startswith("Offload decision at 3 device(s)") for line in lines)
+    assert study_report.HOST_SPEED not in study_report._markdown({"s": _findings("profile")})
