@@ -10,14 +10,13 @@ def _manifest(device_speed: str | None) -> dict:
     emulation = {"cpu_limit": "none" if device_speed == "host" else "cgroup"}
     if device_speed:
         emulation["device_speed"] = device_speed
-    return {"clusters": {"4xminnowboard": {"mode": "emulated", "emulation": emulation},
-                         "reference": {"mode": "local"}}}
+    return {"clusters": {"4xminnowboard": {"emulation": emulation}, "reference": {}}}
 
 
 def test_the_run_manifest_tells_how_fast_the_devices_computed():
     assert analysis.device_speed(_manifest("host")) == "host"
     assert analysis.device_speed(_manifest("profile")) == "profile"
-    assert analysis.device_speed({"clusters": {"lab": {"mode": "ssh"}}}) == "device"
+    assert analysis.device_speed({"clusters": {"lab": {"nodes": []}}}) == "device"
 
 
 def _findings(device_speed: str) -> dict:

@@ -300,8 +300,9 @@ def device_speed(manifest: dict[str, Any]) -> str:
     """How fast the study's devices computed: "profile" (emulated and held to their profiles'
     speed), "host" (emulated but nothing could hold them: the host's speed, which says
     nothing about the devices) or "device" (real devices, or this machine itself)."""
-    emulations = [c.get("emulation") for c in manifest.get("clusters", {}).values()
-                  if isinstance(c, dict) and c.get("mode") == "emulated"]
+    # Only emulated clusters describe an emulation.
+    emulations = [c["emulation"] for c in manifest.get("clusters", {}).values()
+                  if isinstance(c, dict) and isinstance(c.get("emulation"), dict)]
     if any((e or {}).get("device_speed") == "host" for e in emulations):
         return "host"
     return "profile" if emulations else "device"
