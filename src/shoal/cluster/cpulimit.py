@@ -1,13 +1,13 @@
 """Limit an emulated device's CPU to its profile with cgroups, and check it.
 
-A device gets ``cores x speed / host_speed`` host CPUs of bandwidth (cgroup v2
-``cpu.max``, v1 ``cpu.cfs_quota_us``/``cpu.cfs_period_us``), over a short 10 ms
-period (longer for tiny budgets) so a throttled rank stalls for milliseconds, not a tenth of a second,
-and a cpuset of ``cores`` host CPUs where the host has that many. The
-calibration runs the same CPU-bound kernel on the host and inside the
-device's limits and reports the speed actually achieved.
+Each core of a device is a budget of its own: a group per core (cgroup v2
+``cpu.max``, v1 ``cpu.cfs_quota_us``/``cpu.cfs_period_us``) granting
+``speed / host_speed`` of a host core over short periods (10 ms, longer for
+tiny budgets), pinned to one host CPU where a cpuset can be divided. The
+device's group above its cores counts their sum; its launcher daemons have a
+core's budget of their own. The calibration runs a CPU-bound kernel in each
+core's groups and reports the share of a host core actually delivered.
 """
-
 from __future__ import annotations
 
 import math
