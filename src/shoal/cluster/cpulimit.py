@@ -8,6 +8,7 @@ device's group above its cores counts their sum; its launcher daemons have a
 core's budget of their own. The calibration runs a CPU-bound kernel in each
 core's groups and reports the share of a host core actually delivered.
 """
+
 from __future__ import annotations
 
 import math
