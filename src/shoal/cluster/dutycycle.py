@@ -154,6 +154,9 @@ class Controller:
                 core.tids[pid] = [int(t) for t in os.listdir(f"/proc/{pid}/task")]
             except OSError:
                 core.pids.discard(pid)
+        for core in self.cores():  # forget the run times of threads that ended
+            live = {tid for tids in core.tids.values() for tid in tids}
+            core.seen = {tid: run for tid, run in core.seen.items() if tid in live}
 
     def release(self) -> None:
         for core in self.cores():
