@@ -93,6 +93,27 @@ def write_core(group: Path, proc: Path, periods: int, throttled: int, throttled_
     return [str(group)]
 
 
+def test_a_core_that_wakes_often_is_forgiven_the_wake_up_an_idle_host_costs(tmp_path):
+    # 1000 wake-ups in 1 s, 20 us of waiting each beside 0.1 s of running: an idle host's
+    # wake-ups, not contention; 200 us each would be.
+    proc = tmp_path / "proc"
+    write_proc(proc, 1000, 5000, 0, 1, 0)
+    group = tmp_path / "cpu" / "dev1" / "core0"
+    cores = {"dev1": [write_core(group, proc, 0, 0, 0, {77: (0, 0)})]}
+    verdicts = []
+    for each_us in (20, 200):
+        first = slack.sample({}, proc, cores)
+        first.t_mono_s = 0.0
+        (proc / "77" / "schedstat").write_text(f"100000000 {each_us * 1000 * 1000} 1000\n")
+        (group / "cpu.stat").write_text("nr_periods 100\nnr_throttled 0\nthrottled_time 0\n")
+        last = slack.sample({}, proc, cores)
+        last.t_mono_s = 1.0
+        verdicts.append(slack.judge(first, last, host_cpus=2, core_quotas={"dev1": 0.0025}))
+        write_core(group, proc, 0, 0, 0, {77: (0, 0)})
+    assert verdicts[0]["ok"] and verdicts[0]["devices"]["dev1"]["shortfall"] == 0
+    assert not verdicts[1]["ok"]
+
+
 def _core_stretch(tmp_path, run_ns: int, delay_ns: int, periods: int, born: bool = False):
     """One device core over 1 s: its task ran ``run_ns`` and waited ``delay_ns`` to run."""
     proc = tmp_path / "proc"
@@ -129,11 +150,12 @@ def test_a_core_that_got_less_than_its_quota_while_it_wanted_to_run_is_flagged(t
 
 
 def test_a_wake_up_delayed_by_other_work_counts_and_a_task_born_inside_counts_whole(tmp_path):
-    # A rank that woke for messages: ran 10 ms, waited 1 ms more to run, well inside its quota.
-    verdict = _core_stretch(tmp_path, run_ns=10_000_000, delay_ns=1_000_000, periods=20, born=True)
+    # A rank that woke for messages 42 times: ran 10 ms and waited 10 ms more to run, well
+    # inside its quota; 42 idle-host wake-ups (2.1 ms) of that are forgiven.
+    verdict = _core_stretch(tmp_path, run_ns=10_000_000, delay_ns=10_000_000, periods=20, born=True)
     device = verdict["devices"]["dev1"]
-    assert device["owed_s"] == pytest.approx(0.011) and device["cpu_s"] == pytest.approx(0.010)
-    assert device["shortfall"] == pytest.approx(1 / 11)
+    assert device["owed_s"] == pytest.approx(0.020) and device["cpu_s"] == pytest.approx(0.010)
+    assert device["shortfall"] == pytest.approx((0.010 - 42 * slack.WAKE_ALLOWANCE_S) / 0.020)
 
 
 def test_core_samples_read_v2_threads_and_skip_tasks_that_ended(tmp_path):
@@ -146,7 +168,7 @@ def test_core_samples_read_v2_threads_and_skip_tasks_that_ended(tmp_path):
     (proc / "11").mkdir(parents=True)
     (proc / "11" / "schedstat").write_text("5000 6000 1\n")  # 12 has gone
     core = slack.read_core([str(group)], proc)
-    assert core.tasks == {11: (5e-6, 6e-6)}
+    assert core.tasks == {11: (5e-6, 6e-6, 1)}
     assert (core.nr_periods, core.nr_throttled, core.throttled_s) == (7, 2, 0.003)
 
 
