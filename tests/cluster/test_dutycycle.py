@@ -8,7 +8,6 @@ not here (no timed assertions).
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -18,8 +17,6 @@ import pytest
 
 from shoal import environment
 from shoal.cluster import dutycycle
-
-pytestmark = pytest.mark.skipif(shutil.which("unshare") is None, reason="util-linux's unshare is needed")
 
 BURN = "import time\nwhile True: pass\n"
 NAP = "import time\nwhile True: time.sleep(1)\n"

@@ -93,13 +93,18 @@ def write_core(group: Path, proc: Path, periods: int, throttled: int, throttled_
     return [str(group)]
 
 
-def test_a_core_that_wakes_often_is_forgiven_the_wake_up_an_idle_host_costs(tmp_path):
-    # 1000 wake-ups in 1 s, 20 us of waiting each beside 0.1 s of running: an idle host's
-    # wake-ups, not contention; 200 us each would be.
+def _one_core(tmp_path):
+    """A host and one device core holding task 77, nothing run yet: (proc, group, cores)."""
     proc = tmp_path / "proc"
     write_proc(proc, 1000, 5000, 0, 1, 0)
     group = tmp_path / "cpu" / "dev1" / "core0"
-    cores = {"dev1": [write_core(group, proc, 0, 0, 0, {77: (0, 0)})]}
+    return proc, group, {"dev1": [write_core(group, proc, 0, 0, 0, {77: (0, 0)})]}
+
+
+def test_a_core_that_wakes_often_is_forgiven_the_wake_up_an_idle_host_costs(tmp_path):
+    # 1000 wake-ups in 1 s, 20 us of waiting each beside 0.1 s of running: an idle host's
+    # wake-ups, not contention; 200 us each would be.
+    proc, group, cores = _one_core(tmp_path)
     verdicts = []
     for each_us in (20, 200):
         first = slack.sample({}, proc, cores)
@@ -185,10 +190,7 @@ def test_monitor_judges_a_stretch_of_a_real_run():
 
 
 def test_a_stretch_leaves_out_the_samples_between_which_a_task_ended(tmp_path):
-    proc = tmp_path / "proc"
-    write_proc(proc, 1000, 5000, 0, 1, 0)
-    group = tmp_path / "cpu" / "dev1" / "core0"
-    cores = {"dev1": [write_core(group, proc, 0, 0, 0, {77: (0, 0)})]}
+    proc, group, cores = _one_core(tmp_path)
     samples = []
     for t, periods, tasks in ((0.0, 0, {77: (0, 0)}),
                               (0.5, 50, {77: (125_000_000, 375_000_000)}),   # got its 25 %
