@@ -337,8 +337,10 @@ class EmulatedCluster:
         smallest = min(link.latency_s for link in links.values())  # never more than a link's delay
         polling, sleeping = min(host.polling_s, smallest), min(host.sleeping_s, smallest)
         budgets = self._budgets()
+        # Held to their budgets by cgroups, or else from user space (cluster.dutycycle).
+        limited = bool(layout.version) or dutycycle.available()
         by_device = {node.name: sleeping if _polling_stalls(
-            bool(layout.version), dilation.budget(budgets[node.name][0], self.dilation),
+            limited, dilation.budget(budgets[node.name][0], self.dilation),
             node.profile.cores, 1) else polling for node in nodes}
         # Port 0 is the head's; device i's is port i.
         linkemu.set_host_latency(self._control, polling,
@@ -506,9 +508,10 @@ class EmulatedCluster:
         forwarder = (record.get("forwarder") or {}).get("pid")
         # A forwarder that made itself real-time already runs before any of it (and a v1
         # group without real-time runtime would refuse it).
-        if forwarder and switch and os.sched_getscheduler(forwarder) == os.SCHED_OTHER:
+        if forwarder and switch:
             try:
-                Path(switch[0], "cgroup.procs").write_text(str(forwarder))
+                if os.sched_getscheduler(forwarder) == os.SCHED_OTHER:
+                    Path(switch[0], "cgroup.procs").write_text(str(forwarder))
             except OSError as exc:
                 self._warn(f"the link forwarder keeps the host's CPU weight: {exc.strerror}")
 
