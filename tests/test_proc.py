@@ -198,6 +198,40 @@ def test_a_signal_to_shoal_stops_every_running_command(signum):
     assert _with_marker(marker) == []
 
 
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_that_lands_while_a_child_starts_still_stops_the_child(signum):
+    # The signal arrives inside Popen, after the fork (the shell of a busy host can be that slow):
+    # raised there, nobody would hold the child's handle and it would outlive shoal.
+    marker = _marker()
+    program = textwrap.dedent(f"""
+        import os, signal, subprocess, sys
+        from shoal import proc
+        proc.install_signal_handlers()
+        real = subprocess.Popen
+
+        class SignalledWhileStarting(real):
+            def __init__(self, *args, **kwargs):
+                super().__init__(*args, **kwargs)
+                os.kill(os.getpid(), {int(signum)})
+                for _ in range(100):   # the handler runs between these bytecodes
+                    pass
+
+        subprocess.Popen = SignalledWhileStarting
+        try:
+            proc.start([sys.executable, "-c", {TREE!r}, {marker!r}], stdout=proc.PIPE)
+            print("not stopped", flush=True)
+        except KeyboardInterrupt as exc:
+            print("stopped by", type(exc).__name__, flush=True)
+        finally:
+            proc.stop_all()
+    """)
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(SRC)})
+    expected = "KeyboardInterrupt" if signum == signal.SIGINT else "Terminated"
+    assert done.stdout == f"stopped by {expected}\n", done.stderr
+    assert _with_marker(marker) == []
+
+
 def test_tests_can_substitute_a_command():
     seen = []
 

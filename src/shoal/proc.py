@@ -287,16 +287,19 @@ def start(argv: list[str], *, env: dict[str, str] | None = None,
     full_env = dict(os.environ if env is None else env)
     full_env.update(env_add or {})
     keep_tail = stderr == TAIL
-    try:
-        popen = subprocess.Popen(argv, env=full_env, stdin=stdin, stdout=stdout,
-                                 stderr=PIPE if keep_tail else stderr, text=text,
-                                 # a tool's stray non-UTF-8 byte must not become a traceback
-                                 errors="replace" if text else None,
-                                 bufsize=bufsize, pass_fds=tuple(pass_fds), cwd=cwd,
-                                 start_new_session=True)
-    except OSError as exc:
-        raise CannotStart(argv[0], exc.strerror or str(exc)) from None
-    process = Process(argv, popen, also)
+    # A stopping signal waits until the child is registered: raised inside Popen, after
+    # the fork, it would leave a child that nobody stops.
+    with _stopping_deferred():
+        try:
+            popen = subprocess.Popen(argv, env=full_env, stdin=stdin, stdout=stdout,
+                                     stderr=PIPE if keep_tail else stderr, text=text,
+                                     # a tool's stray non-UTF-8 byte must not become a traceback
+                                     errors="replace" if text else None,
+                                     bufsize=bufsize, pass_fds=tuple(pass_fds), cwd=cwd,
+                                     start_new_session=True)
+        except OSError as exc:
+            raise CannotStart(argv[0], exc.strerror or str(exc)) from None
+        process = Process(argv, popen, also)
     if keep_tail:
         process._pump_tail()
     return process
@@ -592,13 +595,45 @@ def stop_reason() -> str:
 _stopping = False
 
 
+#: Above zero while a child is being started; a stopping signal then waits in _pending.
+_deferring = 0
+_pending: BaseException | None = None
+
+
+@contextlib.contextmanager
+def _stopping_deferred() -> Iterator[None]:
+    """Let the first stopping signal take effect only at the end of the block.
+
+    Unlike signals_held, this leaves the signal mask alone, which children inherit."""
+    global _deferring, _pending
+    if threading.current_thread() is not threading.main_thread():
+        yield   # signals are handled in the main thread only
+        return
+    _deferring += 1
+    try:
+        yield
+    finally:
+        _deferring -= 1
+        if _deferring == 0 and _pending is not None:
+            pending, _pending = _pending, None
+            raise pending
+
+
+def _stop_with(exc: BaseException) -> None:
+    global _pending
+    if _deferring:
+        _pending = exc
+        return
+    raise exc
+
+
 def _raise_terminated(signum: int, frame: Any) -> None:
     global received, _stopping
     if _stopping:
         return
     _stopping = True
     received = signum
-    raise Terminated(signum)
+    _stop_with(Terminated(signum))
 
 
 def _interrupt_once(signum: int, frame: Any) -> None:
@@ -606,7 +641,7 @@ def _interrupt_once(signum: int, frame: Any) -> None:
     if _stopping:
         return
     _stopping = True
-    raise KeyboardInterrupt
+    _stop_with(KeyboardInterrupt())
 
 
 def settle_signals() -> None:

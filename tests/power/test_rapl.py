@@ -167,9 +167,14 @@ def test_session_measures_a_known_power_through_wraps(kernel, live_counter):
         (result,) = session.energy_between(t0, t1)
         session.stop()
     assert result["kind"] == "measured" and result["node"] == "dev0"
-    assert result["coverage"] == pytest.approx(1.0) and not result["partial"]
-    # the fake counter's writer thread may lag by tens of ms on a loaded machine
-    assert result["energy_J"] == pytest.approx(20.0 * (t1 - t0), rel=0.03)
     rows = session.samples()
     assert any(r["note"] == integrate.NOTE_WRAP for r in rows)
+    # A busy host can hold the sampler 25 ms (the range at the zone's 40 W maximum): that
+    # interval could hold two wraps, so it is left out, said so, and the window is partial.
+    ambiguous = [r for before, r in zip(rows, rows[1:])
+                 if r["note"] == integrate.NOTE_AMBIGUOUS and r["t_mono_s"] > t0 and before["t_mono_s"] < t1]
+    assert result["partial"] == (result["coverage"] < 0.999)
+    assert result["coverage"] == pytest.approx(1.0) if not ambiguous else 0.5 < result["coverage"] < 1.0
+    # the fake counter's writer thread may lag by tens of ms on a loaded machine
+    assert result["energy_J"] == pytest.approx(20.0 * (t1 - t0) * result["coverage"], rel=0.03)
     assert all(r["energy_J"] == "" or r["energy_J"] >= 0 for r in rows)
