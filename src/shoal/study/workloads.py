@@ -8,13 +8,15 @@ Repetitions run in rounds over the configurations (1, 2, 3, 4, reference, 1,
 2, ...), so a slow spell of a shared host touches every configuration alike
 instead of bending one of them. A point (a workload at one configuration)
 leaves the rounds once the 95 % CI of its median time is within the study's
-``ci`` of the median, or its repetitions or seconds are spent (``Precision``);
-the analysis flags the points that stopped for the second reason.
+``ci`` of the median, or its repetitions or seconds are spent, or the CI could
+not reach ``ci`` within them (``Precision``); the analysis flags the points
+that stopped for any reason but the first.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 from dataclasses import dataclass
 from typing import Any
@@ -70,6 +72,9 @@ def plan(request: Any, spec: str | None, devices: list, cluster_counts: list[int
 
 CONVERGED = "converged"
 OUT_OF_REPS = "repetitions spent"
+# The CI would stay above the target even at the most repetitions (shrinking as 1/sqrt(n)):
+# on a host whose CPU speed wanders more than the target, repeating spends time for nothing.
+OUT_OF_REACH = "out of reach on this host"
 OUT_OF_TIME = "time budget spent"
 MORE = "more"
 
@@ -94,7 +99,7 @@ class Precision:
         return rows[rows["rep"].astype(int) >= self.warmup] if self.warmup else rows
 
     def state(self, times_s: list[float], host_s: float) -> str:
-        """CONVERGED, OUT_OF_REPS, OUT_OF_TIME, or MORE (repeat it again)."""
+        """CONVERGED, OUT_OF_REPS, OUT_OF_REACH, OUT_OF_TIME, or MORE (repeat it again)."""
         if len(times_s) >= self.min_reps and ci_rel(times_s) <= self.ci:
             return CONVERGED
         if len(times_s) >= self.max_reps:
@@ -103,6 +108,8 @@ class Precision:
         # stopping before would spend its time without giving it a CI at all.
         if host_s >= self.budget_s and len(times_s) >= self.min_reps:
             return OUT_OF_TIME
+        if len(times_s) >= self.min_reps and ci_rel(times_s) * math.sqrt(len(times_s) / self.max_reps) > self.ci:
+            return OUT_OF_REACH
         return MORE
 
 
