@@ -54,3 +54,23 @@ def test_bench_refuses_before_anything_starts(tmp_path, args, limit):
     assert proc.returncode == 2 and limit in proc.stderr, proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
     assert not out.exists()
+
+
+def test_a_device_holds_as_many_ranks_as_its_profile_memory_allows():
+    stb = 256 * 2**20
+    # raytrace 8192: 192 MiB of image on rank 0, beside 40 MiB of MPI: fits a set-top box.
+    ranklimit.check_device(1, 8192 * 8192 * 3, stb, where="node stb1")
+    with pytest.raises(ShoalError, match=r"1 rank needs about 452 MiB .* node stb1 has 256 MiB; give "):
+        ranklimit.check_device(1, 12000 * 12000 * 3, stb, where="node stb1")
+    ranklimit.check_device(6, 0, stb, where="node stb1")  # 6 x 40 MiB
+    with pytest.raises(ShoalError, match=r"7 ranks need about 280 MiB .* give fewer ranks per node"):
+        ranklimit.check_device(7, 0, stb, where="node stb1")
+
+
+def test_work_refuses_a_size_beyond_a_devices_memory_before_anything_starts(tmp_path):
+    from shoal.work import runner
+
+    request = runner.WorkRequest(workload="raytrace", size="12000", emulate="2xstb", reps=1)
+    with pytest.raises(ShoalError, match=r"stb1 \(stb profile, memory_B\) has 256 MiB"):
+        runner.plan(request)
+    runner.plan(runner.WorkRequest(workload="raytrace", size="8192", emulate="2xstb", reps=1))

@@ -63,3 +63,6 @@ def check_ranks(request: Where, placements: list[Placement], buffer_B: float,
                         host_ranks=max(p.ranks for p in placements) if local else None,
                         host=None if local else ranklimit.HostLimits(node.slots, None, None),
                         smaller=smaller)
+        if node.profile.memory_B:  # the device's own memory, as on the real board
+            ranklimit.check_device(per_node, buffer_B, node.profile.memory_B, smaller=smaller,
+                                   where=f"node {node.name} ({node.profile.name} profile, memory_B)")

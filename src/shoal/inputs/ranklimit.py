@@ -9,6 +9,9 @@ each emulated device, whose ranks all run on this machine too):
   scheduler, not MPI);
 - memory: each rank's base footprint plus its message buffers must fit in
   this machine's available memory (``MemAvailable``);
+- a device's own memory: where its profile gives one (``memory_B``; a set-top
+  box has 256 MiB), the ranks on one device must fit in it, as on the real
+  board (an emulated device is held to it by a memory cgroup);
 - processes: each rank is several tasks (MPI progress threads) and all of
   them count against ``RLIMIT_NPROC`` and ``kernel.threads-max``.
 
@@ -72,6 +75,19 @@ def check(ranks: int, buffer_B: int = 0, *, slots: int | None = None, where: str
             f"{option} {ranks}: {total} ranks need about {total * TASKS_PER_RANK} processes and "
             f"threads, and this user may start only {host.tasks_left} more (ulimit -u, "
             "kernel.threads-max); give fewer ranks")
+
+
+def check_device(ranks: int, buffer_B: float, memory_B: float, *, where: str,
+                 option: str = "--ranks-per-node", smaller: str = "smaller --sizes") -> None:
+    """Refuse ``ranks`` ranks of ``buffer_B`` each on a device of ``memory_B`` bytes (its profile's)."""
+    need = ranks * (RANK_BASE_B + buffer_B)
+    if need > memory_B:
+        who = "1 rank needs" if ranks == 1 else f"{ranks} ranks need"
+        remedy = f"give {smaller}" if ranks == 1 else f"give fewer ranks per node or {smaller}"
+        raise ShoalError(
+            f"{option} {ranks}: {who} about {need / 2**20:.0f} MiB of memory "
+            f"({RANK_BASE_B / 2**20:.0f} MiB of MPI and {buffer_B / 2**20:.0f} MiB of data each) "
+            f"and {where} has {memory_B / 2**20:.0f} MiB; {remedy}")
 
 
 def _tasks_left() -> int | None:

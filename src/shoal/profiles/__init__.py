@@ -199,6 +199,8 @@ class DeviceProfile:
     pstates: tuple = ()
     # AES instructions in the CPU (None: not known): decides the edge workload's AES.
     aes_instructions: bool | None = None
+    # Memory of one device in bytes (None: not known, not limited).
+    memory_B: float | None = None
     per_test: PerTestWatts | None = None
     role: str = "node"
     # Boot phases where known ([boot.NAME]): what duty cycling (Pallex) needs.

@@ -41,6 +41,9 @@ class ProfileTable(Table):
     # Whether the CPU has AES instructions (None: not known); the edge workload
     # runs software AES on devices without them.
     aes_instructions: Optional[bool] = None
+    # Memory of one device (bytes): an emulated device's processes are held to it (a memory
+    # cgroup) and a run whose ranks would not fit in it is refused before it starts.
+    memory_B: Optional[Positive] = None
     per_test: Optional[PerTestTable] = None
 
     @model_validator(mode="after")
