@@ -185,3 +185,25 @@ def test_one_cluster_brought_up_once_serves_bench_work_dsm_and_study(tmp_path):
         status = json.loads(_shoal(tmp_path, "cluster", "status", "--json").stdout)
         assert [r["id"] for r in status if r["id"] == name] == [name]
 
+
+
+def test_device_memory_is_held_to_its_profile_where_a_memory_cgroup_allows_and_said_where_not(tmp_path):
+    from shoal.cluster import memlimit
+
+    name = f"m{os.getpid() % 100000}"
+    stb_B = profiles.load()["stb"].memory_B
+    up = _shoal(tmp_path, "cluster", "up", "--emulate", "1xstb", "--name", name, "--no-calibrate",
+                "--json", timeout=300)
+    try:
+        assert up.returncode == 0, up.stderr
+        memory = json.loads(up.stdout)["emulation"]["memory_limit"]
+        if os.geteuid() == 0 or memlimit.detect(cpulimit.detect()).version:
+            # A memory controller this user may divide: the box's 256 MiB, as the kernel holds it.
+            assert memory["how"] == "cgroup" and memory["limit_B"] == {"stb1": stb_B}, memory
+        else:
+            # None delegated (the usual case for a user): the run goes on, and says so.
+            assert memory["how"] == "none" and memory["why"], memory
+            assert "device memory is NOT limited" in up.stderr
+    finally:
+        down = _shoal(tmp_path, "cluster", "down", name)
+        assert down.returncode == 0 and f"removed {name}" in down.stdout, down.stderr

@@ -137,7 +137,7 @@ def _print_cluster(record: dict) -> None:
 
     emulation = record.get("emulation", {})
     table = Table(title=f"emulated cluster {record['id']}")
-    for col in ("node", "address", "profile", "link", "CPU budget", "speed (calibrated)"):
+    for col in ("node", "address", "profile", "link", "CPU budget", "speed (calibrated)", "memory"):
         table.add_column(col)
     described = {n["name"]: n for n in record["inventory"]["nodes"]}
     links = record["inventory"].get("links", {})
@@ -147,9 +147,11 @@ def _print_cluster(record: dict) -> None:
         link = links.get(d.get("link"), {})
         cal = calibration.get(d.get("profile"), {})
         speed = f"{cal['achieved_speed']:.3f}" if cal else "-"
+        memory = node.get("memory_limit_B")
         table.add_row(name, node.get("address", "?"), d.get("profile", "?"),
                       f"{d.get('link')} ({link.get('rate_bps', 0) / 1e6:g} Mbit/s)",
-                      f"{node.get('cpu_budget', 0):.2f} CPU", speed)
+                      f"{node.get('cpu_budget', 0):.2f} CPU", speed,
+                      f"{memory / 2**20:.0f} MiB" if memory else "not limited")
     Console().print(table)
     print(f"links: {emulation.get('link_emulator', 'tbf')}; time dilation "
           f"{emulation.get('dilation', 1):g} (CPU budgets and link rates / D, latencies x D)")

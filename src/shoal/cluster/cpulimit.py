@@ -134,12 +134,12 @@ def prepare_delegated(self_cgroup: str | None = None) -> bool:
     return False
 
 
-def _write(path: Path, value: str) -> None:
+def _write(path: Path, value: str, what: str = "device CPUs") -> None:
     try:
         path.write_text(value)
     except OSError as exc:
         raise ShoalError(f"cannot write {value!r} to {path}: {exc.strerror}; "
-                         "shoal needs root (or a delegated cgroup) to limit device CPUs") from exc
+                         f"shoal needs root (or a delegated cgroup) to limit {what}") from exc
 
 
 def _enable_v2(parent: Path, controllers: list[str]) -> None:

@@ -26,8 +26,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from shoal import environment, proc, verbose
-from shoal.cluster import (capacity, cpulimit, dilation, dutycycle, linkemu, shaping, slack, state,
-                           sysns)
+from shoal.cluster import (capacity, cpulimit, dilation, dutycycle, linkemu, memlimit, shaping, slack,
+                           state, sysns)
 from shoal.cluster.inventory import Inventory
 from shoal.errors import ShoalError
 
@@ -242,6 +242,7 @@ class EmulatedCluster:
 
         # 4. CPU limits, and the placement of each rank on a core of its device.
         calibration = self._limit_cpus(record, layout)
+        memory = self._limit_memory(record, layout)
         self._write_placement(record)
         record["emulation"] = {
             "link_emulator": emulator, "netem": emulator == "netem",
@@ -255,7 +256,7 @@ class EmulatedCluster:
             "cpu_limit": record.get("cpu_limit", "none"),
             "device_speed": "host" if record.get("cpu_limit") == "none" else "profile",
             "host_speed": self.inventory.host_speed, "host_cpus": len(cpulimit.host_cpus()),
-            "calibration": calibration, "warnings": self.warnings,
+            "calibration": calibration, "memory_limit": memory, "warnings": self.warnings,
         }
         for i, node in enumerate(self.inventory.nodes, start=1):
             record["nodes"][node.name].update(
@@ -475,6 +476,34 @@ class EmulatedCluster:
             calibration[name] = result
         record["host_check"] = self._host_check(record, per_core)
         return calibration
+
+    def _limit_memory(self, record: dict, layout: cpulimit.CgroupLayout) -> dict:
+        """Each device with a memory figure in its profile held to it (a memory cgroup); what
+        was set, or why nothing was, for the record."""
+        wanted = [n for n in self.inventory.nodes if n.profile.memory_B]
+        if not wanted:
+            return {"how": "none", "why": "no device profile gives memory_B"}
+        memory = memlimit.detect(layout)
+        if not memory.version:
+            self._warn(f"device memory is NOT limited to the profiles' ({memory.why}; run as root "
+                       "or in a cgroup with the memory controller delegated)")
+            return {"how": "none", "why": memory.why, **memory.describe()}
+        for node in wanted:
+            entry = record["nodes"][node.name]
+            extra = memlimit.paths(memory, self.id, node.name)
+            record["cgroups"] += [g for g in extra if g not in record["cgroups"]]
+            state.write(record)  # intent first
+            try:
+                group = memlimit.create(memory, self.id, node.name, int(node.profile.memory_B))
+            except ShoalError as exc:  # a controller that looked delegated but is not
+                self._warn(f"device memory is NOT limited to the profiles' ({exc})")
+                return {"how": "none", "why": str(exc), **memory.describe()}
+            entry["cgroups"] = entry.get("cgroups", []) + extra[:1]  # v1: joined with the daemons'
+            entry["memory_cgroup"] = group
+            entry["memory_limit_B"] = memlimit.read_limit(group, memory.version)
+        state.write(record)
+        return {"how": "cgroup", **memory.describe(),
+                "limit_B": {n.name: record["nodes"][n.name]["memory_limit_B"] for n in wanted}}
 
     def _host_check(self, record: dict, per_core: dict[str, float]) -> dict:
         """Every core of the devices that compute at once busy together: did each get its
