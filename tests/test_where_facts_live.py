@@ -119,3 +119,21 @@ def test_the_kind_grep_finds_comparisons():
     tree = ast.parse('if where.kind == "emulated" or mode in ("ssh", "slurm"):\n    pass\n'
                      'kind = getattr(where, "kind", "local")\nchoice = "local"\n')
     assert _kind_tests(tree) == [1, 1, 3]
+
+
+def _run_creations(tree: ast.AST) -> list[int]:
+    """Lines that call ``Run.create`` (a run directory made)."""
+    return [node.lineno for node in ast.walk(tree)
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "create" and isinstance(node.func.value, ast.Name)
+            and node.func.value.id == "Run"]
+
+
+def test_commands_make_no_runs_the_library_does():
+    """A command parses, calls one library entry point and renders: the run directory is made
+    by the library (power.run, pallex.run, dsm.lab, wait.lab, ...), so a call without the
+    command line measures and keeps the same."""
+    found = {str(p.relative_to(SRC)): lines for p in sorted((SRC / "cli").glob("*.py"))
+             if (lines := _run_creations(ast.parse(p.read_text())))}
+    assert found == {}
+    assert _run_creations(ast.parse("record = Run.create('x', [], None)")) == [1]

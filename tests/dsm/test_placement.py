@@ -44,3 +44,25 @@ def test_a_preset_must_fit():
         placement.check_fits(p, 7, devices_available=4)
     with pytest.raises(ShoalError, match="unknown placement preset"):
         placement.preset("recs")
+
+
+def test_a_preset_is_checked_against_the_program_it_places():
+    assert placement.for_program("exp-e", "burst", 3).app in ("full", "burst", "lock")
+    with pytest.raises(ShoalError, match="places video, not hough; use hough-hetero"):
+        placement.for_program("video-recs", "hough", 7)
+    with pytest.raises(ShoalError, match="places 7 ranks, not 3"):
+        placement.for_program("video-recs", "video", 3)
+
+
+def test_dsm_lab_plan_as_a_library_call(mpich):
+    """`dsm.lab.plan` without the command line: --quick's contenders and rounds, the launches
+    counted, bad rounds refused before anything runs."""
+    from shoal.dsm import lab
+
+    quick = lab.plan(lab.LabRequest(experiments=("E", "G"), mpis=("mpich",), quick=True))
+    assert quick.modes == lab.QUICK_MODES and quick.rounds == lab.QUICK_ROUNDS
+    assert quick.total == len(lab.QUICK_MODES) * (3 + 1)
+    full = lab.plan(lab.LabRequest(experiments=("F",), modes="busy;seed003;sleep:100", mpis=("mpich",)))
+    assert full.modes == ("busy", "seed003", "sleep:100") and full.rounds == 3 and full.total == 3 * 3 * 2
+    with pytest.raises(ShoalError, match="--rounds 0: need at least 1"):
+        lab.plan(lab.LabRequest(mpis=("mpich",), rounds=0))

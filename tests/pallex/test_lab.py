@@ -115,3 +115,26 @@ def test_profile_live_without_systemd_says_what_to_do(shoal):
     else:
         assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
         assert "--from DIR" in proc.stderr
+
+
+def test_a_cycle_as_a_library_call_keeps_its_run(tmp_path):
+    """`pallex.run.run` without the command line: the scenario's stages run, the run directory
+    holds each stage, the energy of the model and the outcome."""
+    from shoal.pallex import run as pallex_run
+    from shoal.runs.store import Run
+
+    notes = []
+    cycle = pallex_run.run(pallex_run.CycleRequest("ic", profile="rpi3", time_scale=0.1, power="model:1,2",
+                                                   out=tmp_path / "r"),
+                           ["shoal", "pallex", "run", "ic"], on_note=notes.append)
+    assert cycle.ok and cycle.run == tmp_path / "r"
+    run = Run.open(cycle.run)
+    assert {r["stage"] for r in run.rows("stages")} == set(cycle.app.order)
+    assert all(r["status"] == "ok" for r in run.rows("stages"))
+    manifest = json.loads((cycle.run / "manifest.json").read_text())
+    assert manifest["status"] == "complete" and manifest["command"] == ["shoal", "pallex", "run", "ic"]
+    (energy,) = cycle.energy
+    assert energy["kind"] == "modelled" and energy["energy_J"] > 0
+    assert json.loads(json.dumps(cycle.to_json()))["outcome"] == "done"
+    with pytest.raises(Exception, match="time-scale"):
+        pallex_run.run(pallex_run.CycleRequest("ic", time_scale=0), ["shoal"])

@@ -95,3 +95,12 @@ def test_lifetime_cli_json_and_figure(tmp_path, shoal):
     bad = shoal("pallex", "lifetime", "--capacity-mAh", "-1")
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
     assert not math.isnan(out["battery_J"])
+
+
+def test_lifetimes_as_a_library_call():
+    from shoal.pallex import lifetimes
+
+    out = lifetimes.run("rpi0w", [1.0, 60.0])
+    eu = next(r for r in out["boot_only"] if r["config"] == "EU")
+    assert eu["lifetime_h_at_60"] == pytest.approx(71.9, abs=0.1) and eu["lifetime_h_at_1"] > eu["lifetime_h_at_60"]
+    assert out["battery_J"] == pytest.approx(2.4 * 3600 * 5.0) and "figure" not in out

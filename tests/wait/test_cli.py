@@ -187,3 +187,21 @@ def test_waitlab_rhythm_experiments(tmp_path, capfd, monkeypatch):
     lines = capfd.readouterr().out.splitlines()
     assert sum(line.startswith("Rhythms: regular gaps, Poisson arrivals") for line in lines) == 1
     assert max(map(len, lines)) <= 80
+
+
+def test_waitlab_plan_as_a_library_call(mpich):
+    """`wait.lab.plan` without the command line: the defaults of --quick, modes with commas
+    kept whole, the launches counted; a bad request refused before anything runs."""
+    from shoal.errors import ShoalError
+    from shoal.wait import lab
+
+    quick = lab.plan(lab.LabRequest(mpis=("mpich",), quick=True))
+    assert quick.modes == lab.QUICK_MODES and quick.experiments == lab.QUICK_EXPERIMENTS
+    assert quick.total == (len(lab.QUICK_MODES) + 1) * len(lab.QUICK_EXPERIMENTS)   # + MPICH's first knob
+    mine = lab.plan(lab.LabRequest(modes="busy,linear:1,1000,1", experiments="A,lock", mpis=("mpich",),
+                                   native=False))
+    assert mine.modes == ("busy", "linear:1,1000,1") and mine.total == 4
+    with pytest.raises(ShoalError, match="no MPI given"):
+        lab.plan(lab.LabRequest(mpis=("",)))
+    with pytest.raises(ShoalError, match="unknown waitlab experiment 'Z'"):
+        lab.plan(lab.LabRequest(experiments="A,Z", mpis=("mpich",)))

@@ -21,13 +21,11 @@ import argparse
 import dataclasses
 import json
 
-from shoal import proc
-from shoal.errors import Interrupted, ShoalError
+from shoal.errors import ShoalError
 from shoal.inputs import options as typed
 from shoal.inputs import ranklimit
 from shoal.inputs.grammar import Bounds
 from shoal.mpi import discover, kinds
-from shoal.runs.store import Run
 from shoal.wait.modes import MODES_HELP, parse_mode
 
 ORDER = 37
@@ -125,24 +123,13 @@ def _plan(args) -> _RunPlan:
     from shoal.dsm import apps, placement
 
     extra = _split_rest(args)
-    app = apps.app(args.app)
+    apps.app(args.app)
     mode = parse_mode(args.wait).text
-    ranks = args.ranks or (1 if args.impl == "seq" else
-                           app.default_ranks + (app.mpi_ranks_delta or 0) if args.impl == "mpi"
-                           else app.default_ranks)
+    ranks = args.ranks or apps.default_ranks(args.app, args.impl)
     apps.check_args(args.app, args.impl, ranks, _bytes_arg(extra))
     ranklimit.check(ranks, option="-n", smaller="a smaller problem",
                     oversubscribe=args.oversubscribe or ranklimit.DEFAULT_OVERSUBSCRIBE)
-    chosen = None
-    if args.preset:
-        chosen = placement.preset(args.preset)
-        patterns = ("full", "burst", "lock")
-        if not (chosen.app == args.app or (chosen.app in patterns and args.app in patterns)):
-            fitting = [n for n, q in placement.PRESETS.items()
-                       if q.app == args.app or (q.app in patterns and args.app in patterns)]
-            raise ShoalError(f"preset {chosen.name} places {chosen.app}, not {args.app}; use "
-                             f"{' or '.join(fitting) or 'no preset'}")
-        placement.check_fits(chosen, ranks)
+    chosen = placement.for_program(args.preset, args.app, ranks) if args.preset else None
     plan = _RunPlan(extra, mode, ranks, chosen)
     from shoal.execute.where import Where
 
@@ -239,57 +226,24 @@ def _render_run(result, split, devices, mode: str, mpi: str) -> None:
         console.print(dt)
 
 
-def _modes(text: str | None) -> tuple[str, ...]:
-    from shoal.dsm import lab
-
-    if not text:
-        return lab.DEFAULT_MODES
-    items = [m for m in text.split(";") if m]
-    return tuple(m if m in ("degraded", *lab.wait_lab.NAMED) else parse_mode(m).text for m in items)
-
-
 def run_lab(args) -> int:
     from shoal.dsm import lab
 
-    experiments = tuple(e for e in args.experiments.split(",") if e)
-    for e in experiments:
-        lab.scenarios(e, args.quick)
-    if args.rounds is None:
-        args.rounds = lab.QUICK_ROUNDS if args.quick else 3
-    if args.rounds < 1:
-        raise ShoalError(f"--rounds {args.rounds}: need at least 1")
-    modes = _modes(args.modes) if args.modes or not args.quick else lab.QUICK_MODES
-    mpis = [discover.resolve(s) for s in args.mpi.split(",") if s]
-    if not mpis:
-        raise ShoalError(f"no MPI given; use --mpi {','.join(kinds.names())}")
-    from shoal import hostfacts
-
-    record = Run.create("dsm-lab", ["shoal", "dsm", "lab"], args.out,
-                        mpis=[m.describe() for m in mpis], modes=list(modes),
-                        experiments=list(experiments), rounds=args.rounds, quick=args.quick,
-                        host=hostfacts.collect())
+    request = lab.LabRequest(experiments=tuple(e for e in args.experiments.split(",") if e),
+                             modes=args.modes, mpis=tuple(args.mpi.split(",")), rounds=args.rounds,
+                             quick=args.quick, out=args.out)
+    planned = lab.plan(request)
     from rich.progress import Progress
 
-    total = args.rounds * len(mpis) * len(modes) * sum(len(lab.scenarios(e, args.quick))
-                                                        for e in experiments)
-    try:
-        with Progress(transient=True) as progress:
-            task = progress.add_task("dsm lab", total=total)
-            lab.run_lab(record, mpis, experiments, modes, args.rounds, args.quick,
-                        on_done=lambda row: progress.advance(task))
-    except KeyboardInterrupt:
-        record.finish("interrupted", reason=proc.stop_reason())
-        raise Interrupted(f"interrupted; finished runs are in {record.path}") from None
-    rows = record.rows("results")
-    failed = [r for r in rows if r["status"] != "ok"]
-    tables = {m.name: lab.table2(rows, m.name) for m in mpis} if "G" in experiments else {}
-    record.finish("complete" if not failed else "partial", failed=len(failed))
+    with Progress(transient=True) as progress:
+        task = progress.add_task("dsm lab", total=planned.total)
+        result = lab.run(planned, ["shoal", "dsm", "lab"], on_done=lambda row: progress.advance(task))
     if args.json:
-        print(json.dumps({"run": str(record.path), "results": rows, "table2": tables}))
+        print(json.dumps(result.to_json()))
     else:
-        _render_lab(rows, tables)
-        print(f"run: {record.path}")
-    return 0 if not failed else 1
+        _render_lab(result.results, result.table2)
+        print(f"run: {result.run}")
+    return 0 if not result.failed else 1
 
 
 _COLUMNS = {

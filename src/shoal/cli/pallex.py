@@ -12,7 +12,6 @@ and Improving the Duty-Cycling Performance of Linux-based IoT Devices".
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import sys
 from pathlib import Path
@@ -170,138 +169,55 @@ def cmd_units(args) -> int:
 
 
 # -- run -------------------------------------------------------------------------------
-def _power_spec(spec: str, device: str) -> str:
-    """``auto``: a sensor where this machine has one, else the model with the device profile's watts."""
-    if spec != "auto":
-        return spec
-    from shoal import profiles as device_profiles
-    from shoal.power import spec as power_spec
-
-    found, _ = power_spec.detect()
-    for source in found:
-        source.close()
-    profile = device_profiles.load().get(device)
-    if found or profile is None:
-        return "auto"
-    return f"model:{profile.idle_W},{profile.busy_W},cores={profile.cores}"
-
-
 def cmd_run(args) -> int:
-    from shoal import hostfacts
-    from shoal.pallex import boot, cloud, project, runner, stagefile
-    from shoal.runs.store import Run
+    from shoal.pallex import run as pallex_run
 
-    app = stagefile.resolve(args.stages)
-    profile = boot.load(args.profile)
-    if args.time_scale <= 0:
-        raise ShoalError("--time-scale must be above 0")
-    s = args.time_scale
-    timeline = {u: profile.unit_ready_s(u) * s for u in app.units()}
-    not_before = project.userspace_end_s(app, profile) * s if args.mode == "baseline" else 0.0
-    session = None
-    if args.power != "none":
-        from shoal import power
-
-        session = power.open_session(_power_spec(args.power, profile.device)).start()
-    record = Run.create("pallex-run", ["shoal", "pallex", "run", args.stages], args.out, app=app.name,
-                        stage_file=app.path, profile=profile.describe(), mode=args.mode, time_scale=s,
-                        host=hostfacts.collect())
-    params = _params(args.param)
-    with contextlib.ExitStack() as stack:
-        sinks = cloud.sinks_for({**app.params, **params}, stack)
-        for sink in sinks:
-            print(f"nothing listened at {sink.url}: started shoal's loopback upload sink there for this run",
-                  file=sys.stderr)
-        try:
-            result = runner.Runner(app, timeline, systemd_ready_s=profile.systemd_ready_s * s,
-                                   not_before_s=not_before, mode=args.mode, eager=args.eager, params=params).run()
-        finally:
-            if session is not None:
-                session.stop()
-        sinks = [{"url": c.url, "uploads": len(c.received), "bytes": sum(r["bytes"] for r in c.received)}
-                 for c in sinks]
-    rows = [{"stage": r.name, "status": r.status, "ready_s": r.ready_s, "trigger_s": r.trigger_s,
-             "start_s": r.start_s, "end_s": r.end_s, "cpu_s": r.cpu_s, "exit_code": r.exit_code,
-             "reason": r.reason} for r in result.stages.values()]
-    record.append("stages", rows)
-    record.append("edges", result.edges)
-    energy = None
-    if session is not None:
-        from shoal.power import COLUMNS
-
-        record.append("power", session.samples(), columns=COLUMNS)
-        energy = [{k: e[k] for k in ("key", "kind", "energy_J", "mean_power_W", "coverage")}
-                  for e in session.energy_between(result.t0_mono, result.t0_mono + max(result.end_s, 1e-3), wait=False)]
-    for rec in result.stages.values():
-        (record.path / f"{rec.name}.log").write_text(rec.log)
-    record.finish("complete" if result.outcome == "done" else result.outcome, outcome=result.outcome,
-                  end_s=result.end_s, problems=result.problems, done_reports=result.done_reports, energy=energy,
-                  upload_sinks=sinks)
+    request = pallex_run.CycleRequest(stages=args.stages, profile=args.profile, mode=args.mode, eager=args.eager,
+                                      time_scale=args.time_scale, params=_params(args.param), power=args.power,
+                                      out=args.out)
+    cycle = pallex_run.run(request, ["shoal", "pallex", "run", args.stages],
+                           on_note=lambda note: print(note, file=sys.stderr))
     if args.json:
-        print(json.dumps({**result.describe(), "energy": energy, "upload_sinks": sinks, "run": str(record.path)}))
+        print(json.dumps(cycle.to_json()))
     else:
-        table = render.narrow_table(["stage", "status", "ready", "data", "start", "end", "CPU"], left=("stage", "status"),
-                                    title=f"{app.name} ({args.mode}) on {profile.device}: {result.outcome} "
-                                          f"at {render.seconds(result.end_s)}")
-        for r in result.stages.values():
-            table.add_row(r.name, r.status, *(render.seconds(v) if v is not None else "-" for v in
-                                              (r.ready_s, r.trigger_s, r.start_s, r.end_s, r.cpu_s)))
-        from rich.console import Console
+        _render_cycle(cycle)
+    return 0 if cycle.ok else 1
 
-        console = Console()
-        console.print(table)
-        for e in result.edges:
-            console.print(f"edge {e['from']} -> {e['to']}: {e['sent_bytes']} B sent, {e['received_bytes']} B "
-                          f"received, {'identical' if e['identical'] else 'NOT identical'}", highlight=False)
-        for sink in sinks:
-            console.print(f"loopback upload sink {sink['url']}: {sink['uploads']} upload(s), {sink['bytes']} B",
-                          highlight=False)
-        for line in result.problems:
-            console.print(f"problem: {line}", highlight=False)
-        for e in energy or []:
-            if e["energy_J"] is not None:
-                console.print(f"energy here ({e['kind']}, {e['key']}): {render.joules(e['energy_J'])}", highlight=False)
-        console.print(f"run: {record.path}", highlight=False)
-    return 0 if result.outcome == "done" else 1
+
+def _render_cycle(cycle) -> None:
+    result = cycle.result
+    table = render.narrow_table(["stage", "status", "ready", "data", "start", "end", "CPU"], left=("stage", "status"),
+                                title=f"{cycle.app.name} ({cycle.mode}) on {cycle.profile.device}: {result.outcome} "
+                                      f"at {render.seconds(result.end_s)}")
+    for r in result.stages.values():
+        table.add_row(r.name, r.status, *(render.seconds(v) if v is not None else "-" for v in
+                                          (r.ready_s, r.trigger_s, r.start_s, r.end_s, r.cpu_s)))
+    from rich.console import Console
+
+    console = Console()
+    console.print(table)
+    for e in result.edges:
+        console.print(f"edge {e['from']} -> {e['to']}: {e['sent_bytes']} B sent, {e['received_bytes']} B "
+                      f"received, {'identical' if e['identical'] else 'NOT identical'}", highlight=False)
+    for sink in cycle.upload_sinks:
+        console.print(f"loopback upload sink {sink['url']}: {sink['uploads']} upload(s), {sink['bytes']} B",
+                      highlight=False)
+    for line in result.problems:
+        console.print(f"problem: {line}", highlight=False)
+    for e in cycle.energy or []:
+        if e["energy_J"] is not None:
+            console.print(f"energy here ({e['kind']}, {e['key']}): {render.joules(e['energy_J'])}", highlight=False)
+    console.print(f"run: {cycle.run}", highlight=False)
 
 
 # -- lifetime ---------------------------------------------------------------------------
 def cmd_lifetime(args) -> int:
-    from shoal.model import lifetime
-    from shoal.pallex import boot, seedtables
+    from shoal.pallex import lifetimes
 
-    profile = boot.load(args.profile)
-    battery = lifetime.battery_J(args.capacity_mAh, args.voltage, args.usable)
     rates = _rates(args.rates)
-    rows = []
-    for name, us in sorted(profile.userspace.items()):
-        energy = profile.bootloader_kernel_J + us.energy_J + profile.shutdown_J
-        seconds = profile.bootloader_kernel_s + us.duration_s + profile.shutdown_s
-        rows.append({"config": name, "cycle_J": energy, "cycle_s": seconds,
-                     "max_cycles_per_h": lifetime.max_cycles_per_h(seconds),
-                     **{f"lifetime_h_at_{n:g}": lifetime.lifetime_h(battery, energy, n, args.sleep_W, seconds)
-                        for n in rates}})
-    implied = []
-    for scenario, (dur, en, life) in seedtables.GAINS.get(profile.device, {}).items():
-        if en is not None and life is not None:
-            fixed = profile.bootloader_kernel_J + profile.shutdown_J
-            ratio = seedtables.implied_post_kernel_ratio(en / 100, life / 100)
-            implied.append({"scenario": scenario, "paper_energy_gain": en / 100, "paper_lifetime_gain": life / 100,
-                            "implied_U_over_B": ratio, "implied_baseline_cycle_J": fixed * (1 + ratio),
-                            "implied_pallex_cycle_J": fixed * (1 + (1 - en / 100) * ratio)})
-    out = {"profile": profile.device, "battery_J": battery, "sleep_W": args.sleep_W, "boot_only": rows,
-           "seed_gains_implied": implied, "table_problems": seedtables.check_tables()}
-    if args.plot:
-        from shoal.pallex import figures
-
-        cycles = {i["scenario"]: {"baseline": (i["implied_baseline_cycle_J"], 0.0),
-                                  "pallex": (i["implied_pallex_cycle_J"], 0.0)} for i in implied}
-        fig = figures.lifetime_figure(cycles, battery, 0.0, [float(n) for n in range(1, 61)],
-                                      f"{profile.device}: lifetimes implied by seed 004's reported gains")
-        Path(args.plot).mkdir(parents=True, exist_ok=True)
-        path = Path(args.plot) / f"lifetime-{profile.device}.png"
-        fig.savefig(path, dpi=120)
-        out["figure"] = str(path)
+    out = lifetimes.run(args.profile, rates, capacity_mAh=args.capacity_mAh, voltage=args.voltage,
+                        usable=args.usable, sleep_W=args.sleep_W, plot=args.plot)
+    battery, rows, implied = out["battery_J"], out["boot_only"], out["seed_gains_implied"]
     if args.json:
         print(json.dumps(out))
         return 0
@@ -312,7 +228,7 @@ def cmd_lifetime(args) -> int:
                   f"{args.usable:g}), off-state draw {render.watts(args.sleep_W)}", highlight=False)
     shown = [n for n in rates if n in (1, 12, 60)] or rates[:3]
     table = render.narrow_table(["config", "cycle\nenergy", "cycle\ntime", *[f"at {n:g}/h" for n in shown]],
-                                left=("config",), title=f"{profile.device}: boot-only cycle (no application)")
+                                left=("config",), title=f"{out['profile']}: boot-only cycle (no application)")
     for r in rows:
         table.add_row(r["config"], render.joules(r["cycle_J"]), render.seconds(r["cycle_s"]),
                       *[f"{r[f'lifetime_h_at_{n:g}']:.1f} h" for n in shown])
@@ -333,62 +249,26 @@ def cmd_lifetime(args) -> int:
 
 # -- lab ---------------------------------------------------------------------------------
 def cmd_lab(args) -> int:
-    from shoal import hostfacts
-    from shoal import profiles as device_profiles
-    from shoal.model import lifetime
-    from shoal.pallex import boot, figures, lab, stagefile
-    from shoal.runs.store import Run
+    from shoal.pallex import lab
 
-    profile = boot.load(args.profile)
-    devices = device_profiles.load()
-    if profile.device not in devices:
-        raise ShoalError(f"no device profile {profile.device!r} for the boot profile; add [profiles.{profile.device}]")
-    device = devices[profile.device]
-    scenarios = [s for s in args.scenarios.split(",") if s]
-    for s in scenarios:
-        if s not in stagefile.SCENARIOS:
-            raise ShoalError(f"unknown scenario {s!r} (known: {', '.join(stagefile.SCENARIOS)})")
-    rounds = 1 if args.quick else args.rounds
-    scale = args.time_scale or (0.3 if args.quick else 1.0)
-    if rounds < 1 or scale <= 0 or args.host_speed <= 0:
-        raise ShoalError("--rounds must be >= 1, --time-scale and --host-speed above 0")
-    battery = lifetime.battery_J(args.capacity_mAh, args.voltage, args.usable)
-    links = device_profiles.load_links()
-    if args.link not in links:
-        raise ShoalError(f"unknown link {args.link!r} (known: {', '.join(sorted(links))})")
-    link = links[args.link]
-    record = Run.create("pallex-lab", ["shoal", "pallex", "lab", *sys.argv[3:]], args.out,
-                        profile=profile.describe(), device=device.describe(), scenarios=scenarios, rounds=rounds,
-                        time_scale=scale, host_speed=args.host_speed, battery_J=battery, sleep_W=args.sleep_W,
-                        link=link.describe(), host=hostfacts.collect())
-    outcomes = []
-    for s in scenarios:
-        print(f"pallex lab: {s} ({rounds} round(s), baseline and pallex)", file=sys.stderr)
-        o = lab.run_scenario(s, profile, device, rounds=rounds, time_scale=scale, host_speed=args.host_speed,
-                             battery_J=battery, sleep_W=args.sleep_W, link_bps=link.rate_bps)
-        record.append("cycles", [{k: v for k, v in c.items() if k != "demands"} | {"demands": json.dumps(c.get("demands"))}
-                                 for c in o.cycles])
-        record.append("stages", o.stages)
-        outcomes.append(o)
-    summary = lab.summarise(outcomes, profile.device)
-    record.rewrite("summary", summary, list(summary[0].keys()))
-    order = lab.ordering(summary)
-    cycles = {r["scenario"]: {m: (r[f"{m}_device_energy_J"], r[f"{m}_device_duration_s"]) for m in ("baseline", "pallex")}
-              for r in summary if r["baseline_device_energy_J"] is not None}
-    fig = figures.lifetime_figure(cycles, battery, args.sleep_W, _rates("1..60"),
-                                  f"{profile.device}: lifetime, baseline (dashed) and Pallex (solid)")
-    fig.savefig(record.path / "lifetime.png", dpi=120)
-    problems = [p for o in outcomes for p in o.problems]
-    record.finish("complete" if not problems else "problems", ordering=order, problems=problems)
+    request = lab.LabRequest(profile=args.profile, scenarios=tuple(s for s in args.scenarios.split(",") if s),
+                             rounds=1 if args.quick else args.rounds,
+                             time_scale=args.time_scale or (0.3 if args.quick else 1.0),
+                             host_speed=args.host_speed, link=args.link, capacity_mAh=args.capacity_mAh,
+                             voltage=args.voltage, usable=args.usable, sleep_W=args.sleep_W, out=args.out)
+    result = lab.run(request, ["shoal", "pallex", "lab", *sys.argv[3:]],
+                     on_scenario=lambda s, rounds: print(f"pallex lab: {s} ({rounds} round(s), baseline and pallex)",
+                                                         file=sys.stderr))
+    summary, order, problems = result.summary, result.ordering, result.problems
     if args.json:
-        print(json.dumps({"summary": summary, "ordering": order, "problems": problems, "run": str(record.path)}))
+        print(json.dumps(result.to_json()))
         return 0 if not problems else 1
     from rich.console import Console
 
     console = Console()
     t = render.narrow_table(["scenario", "duration\ngain", "energy\ngain", "lifetime\ngain", "paper\nlifetime",
                              "ratio", "pallex\n@1/h", "pallex\n@60/h"], left=("scenario",),
-                            title=f"{profile.device}: Pallex against baseline (device energy modelled)")
+                            title=f"{result.device}: Pallex against baseline (device energy modelled)")
     for r in summary:
         if r["lifetime_gain"] is None:
             t.add_row(r["scenario"], *["-"] * 7)
@@ -404,7 +284,7 @@ def cmd_lab(args) -> int:
     console.print(f"ordering: {json.dumps(order)}", highlight=False)
     for p in problems:
         console.print(f"problem: {p}", highlight=False)
-    console.print(f"run: {record.path}", highlight=False)
+    console.print(f"run: {result.run}", highlight=False)
     return 0 if not problems else 1
 
 

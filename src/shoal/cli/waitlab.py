@@ -18,10 +18,8 @@ from __future__ import annotations
 
 import argparse
 
-from shoal import proc
-from shoal.errors import Interrupted, ShoalError
 from shoal.inputs import options as typed
-from shoal.mpi import discover, kinds
+from shoal.mpi import kinds
 from shoal.runs import jsonout
 from shoal.runs.store import Run
 from shoal.wait import lab
@@ -58,72 +56,22 @@ def register(subparsers) -> None:
     p.set_defaults(func=run)
 
 
-def _modes(text: str) -> tuple[str, ...]:
-    # "linear:1,1000,1" contains commas: split on ';' when given, else on ','
-    # but keep numeric parameter runs attached to their mode.
-    if ";" in text:
-        items = [m for m in text.split(";") if m]
-    else:
-        items = []
-        for part in text.split(","):
-            if items and part and (part[0].isdigit() or part[0] == "."):
-                items[-1] += "," + part
-            elif part:
-                items.append(part)
-    return tuple(lab.contender_names(m) for m in items)
-
-
 def run(args) -> int:
-    modes = _modes(args.modes) if args.modes else (lab.QUICK_MODES if args.quick else lab.DEFAULT_MODES)
-    experiments = (tuple(e for e in args.experiments.split(",") if e) if args.experiments else
-                   lab.QUICK_EXPERIMENTS if args.quick else lab.EXPERIMENTS)
-    for e in experiments:
-        lab.scenario(e, args.quick)
-    mpis = [discover.resolve(s) for s in args.mpi.split(",") if s]
-    if not mpis:
-        raise ShoalError(f"no MPI given; use --mpi {','.join(kinds.names())}")
-    session = None
-    if args.power:
-        from shoal import power
-
-        session = power.open_session(args.power).start()
-    if args.resume:
-        record = Run.open(args.resume)
-    else:
-        from shoal.hostfacts import collect
-
-        record = Run.create("waitlab", ["shoal", "waitlab", *_argv(args)], args.out,
-                            mpis=[m.describe() for m in mpis], modes=list(modes),
-                            experiments=list(experiments), quick=args.quick,
-                            host=collect(), power=args.power)
+    request = lab.LabRequest(modes=args.modes, experiments=args.experiments, mpis=tuple(args.mpi.split(",")),
+                             native=not args.no_native, quick=args.quick, power=args.power, out=args.out,
+                             resume=args.resume)
+    planned = lab.plan(request)
     from rich.progress import Progress
 
-    total = lab.planned(mpis, experiments, modes, not args.no_native, args.quick)
-    try:
-        with Progress(transient=True) as progress:
-            task = progress.add_task("waitlab", total=total)
-            lab.run_lab(record, mpis, experiments, modes, args.quick, not args.no_native,
-                        session, on_done=lambda row: progress.advance(task))
-    except KeyboardInterrupt:
-        record.finish("interrupted", reason=proc.stop_reason())
-        raise Interrupted(f"interrupted; finished runs are in {record.path} "
-                          f"(continue with --resume {record.path})") from None
-    finally:
-        if session is not None:
-            record.append("power", session.new_samples())
-            session.stop()
-    from shoal.wait import plots   # matplotlib: only once there is something to plot
-
-    figures = plots.plot_all(record)
-    failed = [r for r in record.rows("results") if r["status"] != "ok"]
-    record.finish("complete" if not failed else "partial",
-                  figures=[f.name for f in figures], failed=len(failed))
+    with Progress(transient=True) as progress:
+        task = progress.add_task("waitlab", total=planned.total)
+        result = lab.run(planned, ["shoal", "waitlab", *_argv(args)], on_done=lambda row: progress.advance(task))
     if args.json:
-        print(jsonout.dumps({"run": str(record.path), "results": jsonout.typed_rows(record.rows("results"))}))
+        print(jsonout.dumps({"run": str(result.run.path), "results": jsonout.typed_rows(result.results)}))
     else:
-        _table(record)
-        print(f"run: {record.path}")
-    return 0 if not failed else 1
+        _table(result.run)
+        print(f"run: {result.run.path}")
+    return 0 if not result.failed else 1
 
 
 def _argv(args) -> list[str]:

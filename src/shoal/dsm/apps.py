@@ -131,6 +131,16 @@ def program(mpi: MPIInstall) -> Path:
     return build.build(TARGET, mpi)
 
 
+def default_ranks(name: str, impl: str) -> int:
+    """Ranks of a program when none are asked for: one sequential, the plain-MPI version's own."""
+    program = app(name)
+    if impl == "seq":
+        return 1
+    if impl == "mpi":
+        return program.default_ranks + (program.mpi_ranks_delta or 0)
+    return program.default_ranks
+
+
 def check_args(name: str, impl: str, ranks: int, chunk_bytes: int | None = None) -> None:
     """Refuse bad input before anything is launched (one line, exit 2)."""
     a = app(name)

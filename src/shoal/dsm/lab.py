@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable
 
 from shoal import environment
@@ -27,6 +28,7 @@ from shoal.errors import ShoalError
 from shoal.mpi.base import MPIInstall
 from shoal.runs.store import Run
 from shoal.wait import lab as wait_lab
+from shoal.wait.modes import parse_mode
 
 EXPERIMENTS = ("E", "F", "G")
 DEFAULT_MODES = ("busy", "degraded", "linear:0,1000,1", "sleep:0", "sleep:100", "backoff", "auto")
@@ -277,3 +279,95 @@ def seed_ratio(metric: str) -> float:
     key = {"power_W": "power_W", "fps": "fps", "fps_per_W": "fps_per_W",
            "energy_J": "energy_kJ", "time_s": "time_s"}[metric]
     return SEED_TABLE2["Adaptive Aggressive"][key] / SEED_TABLE2["Aggressive"][key] - 1
+
+
+# ---------------------------------------------------------------- the command as a call
+@dataclass
+class LabRequest:
+    """Which experiments, contenders and MPIs; ``modes`` as given (None: the defaults)."""
+
+    experiments: tuple[str, ...] = EXPERIMENTS
+    modes: str | None = None            # a semicolon list of contenders
+    mpis: tuple[str, ...] = ()          # MPI names or paths
+    rounds: int | None = None           # None: 3, or 1 with ``quick``
+    quick: bool = False
+    out: Path | None = None
+
+
+@dataclass
+class LabPlan:
+    """A request checked: its MPIs found, its contenders and rounds decided; nothing run yet."""
+
+    request: LabRequest
+    mpis: list[MPIInstall]
+    modes: tuple[str, ...]
+    rounds: int
+
+    @property
+    def total(self) -> int:
+        """Launches the lab makes."""
+        return self.rounds * len(self.mpis) * len(self.modes) * sum(
+            len(scenarios(e, self.request.quick)) for e in self.request.experiments)
+
+
+@dataclass
+class LabResult:
+    """The rows of every launch, Table 2 per MPI (when G ran), and where the run is kept."""
+
+    run: Path
+    results: list[dict[str, Any]]
+    table2: dict[str, list[dict[str, Any]]]
+
+    @property
+    def failed(self) -> list[dict[str, Any]]:
+        return [r for r in self.results if r["status"] != "ok"]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"run": str(self.run), "results": self.results, "table2": self.table2}
+
+
+def parse_contenders(text: str | None) -> tuple[str, ...]:
+    """A semicolon list of wait modes, ``degraded`` and the named contenders (``seed003``)."""
+    if not text:
+        return DEFAULT_MODES
+    items = [m for m in text.split(";") if m]
+    return tuple(m if m in ("degraded", *wait_lab.NAMED) else parse_mode(m).text for m in items)
+
+
+def plan(request: LabRequest) -> LabPlan:
+    """Check every input: experiments, rounds, contenders, MPIs."""
+    from shoal.mpi import discover
+
+    for e in request.experiments:
+        scenarios(e, request.quick)
+    rounds = request.rounds
+    if rounds is None:
+        rounds = QUICK_ROUNDS if request.quick else 3
+    if rounds < 1:
+        raise ShoalError(f"--rounds {rounds}: need at least 1")
+    modes = parse_contenders(request.modes) if request.modes or not request.quick else QUICK_MODES
+    mpis = discover.resolve_each(request.mpis)
+    return LabPlan(request, mpis, modes, rounds)
+
+
+def run(lab: LabPlan, argv: list[str],
+        on_done: Callable[[dict[str, Any]], None] | None = None) -> LabResult:
+    """Run the planned lab and keep it as a run; an interrupted lab keeps the rows it finished."""
+    from shoal import hostfacts, proc
+    from shoal.errors import Interrupted
+
+    request = lab.request
+    record = Run.create("dsm-lab", argv, request.out,
+                        mpis=[m.describe() for m in lab.mpis], modes=list(lab.modes),
+                        experiments=list(request.experiments), rounds=lab.rounds, quick=request.quick,
+                        host=hostfacts.collect())
+    try:
+        run_lab(record, lab.mpis, request.experiments, lab.modes, lab.rounds, request.quick, on_done=on_done)
+    except KeyboardInterrupt:
+        record.finish("interrupted", reason=proc.stop_reason())
+        raise Interrupted(f"interrupted; finished runs are in {record.path}") from None
+    rows = record.rows("results")
+    failed = [r for r in rows if r["status"] != "ok"]
+    tables = {m.name: table2(rows, m.name) for m in lab.mpis} if "G" in request.experiments else {}
+    record.finish("complete" if not failed else "partial", failed=len(failed))
+    return LabResult(record.path, rows, tables)

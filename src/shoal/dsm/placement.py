@@ -82,6 +82,23 @@ def check_fits(p: Preset, ranks: int, devices_available: int | None = None) -> N
                          f"{devices_available}; use a larger cluster or another preset")
 
 
+def for_program(name: str, app: str, ranks: int) -> Preset:
+    """The preset ``name`` checked against the program it is to place and its ranks: the three
+    patterns (full, burst, lock) share their presets, the other programs have their own."""
+    chosen = preset(name)
+    patterns = ("full", "burst", "lock")
+
+    def places(p: Preset) -> bool:
+        return p.app == app or (p.app in patterns and app in patterns)
+
+    if not places(chosen):
+        fitting = [n for n, q in PRESETS.items() if places(q)]
+        raise ShoalError(f"preset {chosen.name} places {chosen.app}, not {app}; use "
+                         f"{' or '.join(fitting) or 'no preset'}")
+    check_fits(chosen, ranks)
+    return chosen
+
+
 def on_nodes(p: Preset | None, ranks: int, nodes: list[str]) -> list[tuple[str, int]]:
     """(node, ranks on it) in rank order, for a run on a cluster's ``nodes``.
 

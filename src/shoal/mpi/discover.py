@@ -80,6 +80,14 @@ def resolve(spec: str | None = None) -> MPIInstall:
         f"give the MPI's bin directory or use --mpi {'|'.join(KINDS)}")
 
 
+def resolve_each(specs: tuple[str, ...] | list[str]) -> list[MPIInstall]:
+    """Resolve a list of ``--mpi`` specs (the labs compare several); an empty list is refused."""
+    found = [resolve(s) for s in specs if s]
+    if not found:
+        raise ShoalError(f"no MPI given; use --mpi {','.join(kinds.names())}")
+    return found
+
+
 def available() -> list[MPIInstall]:
     """Every MPI shoal can use here, bundled first (for doctor and tests)."""
     seen: list[MPIInstall] = []

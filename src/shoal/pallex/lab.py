@@ -10,9 +10,13 @@ post-kernel part, lifetime from the whole cycle's energy (eq. 3).
 
 from __future__ import annotations
 
+import json
 import statistics
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
 
+from shoal.errors import ShoalError
 from shoal.model import lifetime
 from shoal.pallex import project, seedtables, stagefile
 from shoal.profiles import BootPhases, DeviceProfile
@@ -146,3 +150,87 @@ def ordering(summary: list[dict]) -> dict:
     if "icc" in independent and len(independent) > 1:
         out["icc_least_of_independent"] = independent["icc"] == min(independent.values())
     return out
+
+
+@dataclass
+class LabRequest:
+    """The scenarios to compare, on which device, and the battery their lifetimes drain."""
+
+    profile: str = "rpi3"               # a device's boot profile, or a file
+    scenarios: tuple[str, ...] = stagefile.SCENARIOS
+    rounds: int = 3
+    time_scale: float = 1.0
+    host_speed: float = 1.0
+    link: str = "wifi-n"
+    capacity_mAh: float = 2400.0
+    voltage: float = 5.0
+    usable: float = 1.0
+    sleep_W: float = 0.0
+    out: Path | None = None
+
+
+@dataclass
+class LabResult:
+    """The lab's summary per scenario, the seed's ordering checked, what went wrong, where it is kept."""
+
+    device: str
+    summary: list[dict]
+    ordering: dict
+    problems: list[str]
+    run: Path
+
+    def to_json(self) -> dict:
+        return {"summary": self.summary, "ordering": self.ordering, "problems": self.problems,
+                "run": str(self.run)}
+
+
+def run(request: LabRequest, argv: list[str],
+        on_scenario: Callable[[str, int], None] | None = None) -> LabResult:
+    """Every scenario, baseline against Pallex, kept as a run (``cycles``, ``stages``, ``summary``
+    tables and the lifetime figure); ``on_scenario(name, rounds)`` hears each scenario start."""
+    from shoal import hostfacts
+    from shoal import profiles as device_profiles
+    from shoal.pallex import boot, figures
+    from shoal.runs.store import Run
+
+    profile = boot.load(request.profile)
+    devices = device_profiles.load()
+    if profile.device not in devices:
+        raise ShoalError(f"no device profile {profile.device!r} for the boot profile; add [profiles.{profile.device}]")
+    device = devices[profile.device]
+    for s in request.scenarios:
+        if s not in stagefile.SCENARIOS:
+            raise ShoalError(f"unknown scenario {s!r} (known: {', '.join(stagefile.SCENARIOS)})")
+    rounds, scale = request.rounds, request.time_scale
+    if rounds < 1 or scale <= 0 or request.host_speed <= 0:
+        raise ShoalError("--rounds must be >= 1, --time-scale and --host-speed above 0")
+    battery = lifetime.battery_J(request.capacity_mAh, request.voltage, request.usable)
+    links = device_profiles.load_links()
+    if request.link not in links:
+        raise ShoalError(f"unknown link {request.link!r} (known: {', '.join(sorted(links))})")
+    link = links[request.link]
+    record = Run.create("pallex-lab", argv, request.out,
+                        profile=profile.describe(), device=device.describe(), scenarios=list(request.scenarios),
+                        rounds=rounds, time_scale=scale, host_speed=request.host_speed, battery_J=battery,
+                        sleep_W=request.sleep_W, link=link.describe(), host=hostfacts.collect())
+    outcomes = []
+    for s in request.scenarios:
+        if on_scenario:
+            on_scenario(s, rounds)
+        o = run_scenario(s, profile, device, rounds=rounds, time_scale=scale, host_speed=request.host_speed,
+                         battery_J=battery, sleep_W=request.sleep_W, link_bps=link.rate_bps)
+        record.append("cycles", [{k: v for k, v in c.items() if k != "demands"} | {"demands": json.dumps(c.get("demands"))}
+                                 for c in o.cycles])
+        record.append("stages", o.stages)
+        outcomes.append(o)
+    summary = summarise(outcomes, profile.device)
+    record.rewrite("summary", summary, list(summary[0].keys()))
+    order = ordering(summary)
+    cycles = {r["scenario"]: {m: (r[f"{m}_device_energy_J"], r[f"{m}_device_duration_s"]) for m in ("baseline", "pallex")}
+              for r in summary if r["baseline_device_energy_J"] is not None}
+    fig = figures.lifetime_figure(cycles, battery, request.sleep_W, [float(n) for n in range(1, 61)],
+                                  f"{profile.device}: lifetime, baseline (dashed) and Pallex (solid)")
+    fig.savefig(record.path / "lifetime.png", dpi=120)
+    problems = [p for o in outcomes for p in o.problems]
+    record.finish("complete" if not problems else "problems", ordering=order, problems=problems)
+    return LabResult(profile.device, summary, order, problems, record.path)

@@ -244,3 +244,118 @@ def run_lab(run: Run, mpis: list[MPIInstall], experiments: tuple[str, ...],
 
 def planned(mpis: list[MPIInstall], experiments, modes, native: bool, quick: bool = False) -> int:
     return sum(len(contenders(m, modes, native, quick)) for m in mpis) * len(experiments)
+
+
+# ---------------------------------------------------------------- the command as a call
+@dataclass
+class LabRequest:
+    """Which contenders, experiments and MPIs; ``modes`` and ``experiments`` as given (None:
+    the defaults, or the quick ones)."""
+
+    modes: str | None = None            # semicolon or comma list of modes and named contenders
+    experiments: str | None = None      # comma list
+    mpis: tuple[str, ...] = ()          # MPI names or paths
+    native: bool = True                 # also each MPI's own wait options
+    quick: bool = False
+    power: str | None = None            # a power spec: energy of each launch
+    out: Path | None = None
+    resume: Path | None = None          # an interrupted lab to continue
+
+
+@dataclass
+class LabPlan:
+    """A request checked: its contenders, experiments and MPIs decided; nothing run yet."""
+
+    request: LabRequest
+    modes: tuple[str, ...]
+    experiments: tuple[str, ...]
+    mpis: list[MPIInstall]
+
+    @property
+    def total(self) -> int:
+        """Launches the lab makes (a resumed lab skips those it has)."""
+        return planned(self.mpis, self.experiments, self.modes, self.request.native, self.request.quick)
+
+
+@dataclass
+class LabResult:
+    """The run with its ``results`` rows, and which of them failed."""
+
+    run: Run
+    results: list[dict[str, Any]]
+
+    @property
+    def failed(self) -> list[dict[str, Any]]:
+        return [r for r in self.results if r["status"] != "ok"]
+
+
+def parse_modes(text: str | None, quick: bool = False) -> tuple[str, ...]:
+    """Contenders from ``--modes``: split on ';' when given, else on ',' keeping numeric
+    parameter runs with their mode ("linear:1,1000,1" holds commas)."""
+    if not text:
+        return QUICK_MODES if quick else DEFAULT_MODES
+    if ";" in text:
+        items = [m for m in text.split(";") if m]
+    else:
+        items = []
+        for part in text.split(","):
+            if items and part and (part[0].isdigit() or part[0] == "."):
+                items[-1] += "," + part
+            elif part:
+                items.append(part)
+    return tuple(contender_names(m) for m in items)
+
+
+def plan(request: LabRequest) -> LabPlan:
+    """Check every input: contenders, experiments, MPIs."""
+    from shoal.mpi import discover
+
+    modes = parse_modes(request.modes, request.quick)
+    experiments = (tuple(e for e in request.experiments.split(",") if e) if request.experiments else
+                   QUICK_EXPERIMENTS if request.quick else EXPERIMENTS)
+    for e in experiments:
+        scenario(e, request.quick)
+    mpis = discover.resolve_each(request.mpis)
+    return LabPlan(request, modes, experiments, mpis)
+
+
+def run(lab: LabPlan, argv: list[str],
+        on_done: Callable[[dict[str, Any]], None] | None = None) -> LabResult:
+    """Run the planned lab (or the rest of a resumed one), with its figures, kept as a run; an
+    interrupted lab keeps what it finished and says how to continue."""
+    from shoal.errors import Interrupted
+
+    request = lab.request
+    session = None
+    if request.power:
+        from shoal import power
+
+        session = power.open_session(request.power).start()
+    if request.resume:
+        record = Run.open(request.resume)
+    else:
+        from shoal.hostfacts import collect
+
+        record = Run.create("waitlab", argv, request.out,
+                            mpis=[m.describe() for m in lab.mpis], modes=list(lab.modes),
+                            experiments=list(lab.experiments), quick=request.quick,
+                            host=collect(), power=request.power)
+    try:
+        run_lab(record, lab.mpis, lab.experiments, lab.modes, request.quick, request.native,
+                session, on_done=on_done)
+    except KeyboardInterrupt:
+        record.finish("interrupted", reason=proc.stop_reason())
+        raise Interrupted(f"interrupted; finished runs are in {record.path} "
+                          f"(continue with --resume {record.path})") from None
+    finally:
+        if session is not None:
+            record.append("power", session.new_samples())
+            session.stop()
+    from shoal.wait import plots   # matplotlib: only once there is something to plot
+
+    figures = plots.plot_all(record)
+    rows = record.rows("results")
+    failed = [r for r in rows if r["status"] != "ok"]
+    record.finish("complete" if not failed else "partial",
+                  figures=[f.name for f in figures], failed=len(failed))
+    return LabResult(record, rows)
