@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import pytest
 
-from work_helpers import SMALL, WORKLOADS, launch, work_program
+from work_helpers import launch, small, work_program, workloads
 
 
 def serial_digests(mpi, cache):
     """Each workload's result digest at one rank (the serial run)."""
     key = ("serial", mpi.kind)
     if key not in cache:
-        code, results, stderr = launch(mpi, work_program(mpi, cache), 1, ["--runs", SMALL])
+        program = work_program(mpi, cache)
+        code, results, stderr = launch(mpi, program, 1, ["--runs", small(program)])
         assert code == 0, stderr
         cache[key] = {name: r["digest"] for name, r in results.items()}
     return cache[key]
@@ -21,9 +22,9 @@ def serial_digests(mpi, cache):
 @pytest.mark.parametrize("ranks", [1, 2, 3, 4])
 def test_every_workload_passes_its_check(any_mpi, work_programs, ranks):
     program = work_program(any_mpi, work_programs)
-    code, results, stderr = launch(any_mpi, program, ranks, ["--runs", SMALL, "--check"])
+    code, results, stderr = launch(any_mpi, program, ranks, ["--runs", small(program), "--check"])
     assert code == 0, stderr
-    assert sorted(results) == sorted(WORKLOADS)
+    assert sorted(results) == sorted(workloads(program))
     for name, result in results.items():
         assert result["check"] == "pass", f"{name} at {ranks} ranks: {result['check_detail']}"
         assert result["ranks"] == ranks
@@ -39,9 +40,9 @@ def test_every_workload_passes_its_check(any_mpi, work_programs, ranks):
 
 def test_a_damaged_result_fails_the_check(mpich, work_programs):
     program = work_program(mpich, work_programs)
-    code, results, stderr = launch(mpich, program, 2, ["--runs", SMALL, "--check", "--corrupt"])
+    code, results, stderr = launch(mpich, program, 2, ["--runs", small(program), "--check", "--corrupt"])
     assert code == 0, stderr
-    for name in WORKLOADS:
+    for name in workloads(program):
         assert results[name]["check"] == "fail", f"{name}: the damaged result passed"
         assert results[name]["check_detail"]
     # Without --check nothing is compared.

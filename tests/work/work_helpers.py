@@ -7,11 +7,17 @@ import subprocess
 
 from shoal.mpi import build
 from shoal.mpi.launch import Job
-from shoal.work.catalog import SMALL_SIZES
+from shoal.work import catalog
 
-# Every workload at a size that takes well under a second at any rank count.
-SMALL = ",".join(f"{name}:{size}" for name, size in SMALL_SIZES.items())
-WORKLOADS = tuple(SMALL_SIZES)
+
+def small(program) -> str:
+    """Every workload at its small size (well under a second at any rank count), as the
+    program's --list gives them."""
+    return ",".join(f"{w.name}:{w.small_size}" for w in catalog.load(program))
+
+
+def workloads(program) -> list[str]:
+    return [w.name for w in catalog.load(program)]
 
 
 def work_program(mpi, cache):

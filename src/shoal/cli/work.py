@@ -57,7 +57,7 @@ def _list() -> int:
 
     program = build.build("work", discover.resolve(None))
     for w in catalog.load(program):
-        print(f"{w.name:12} --size {w.default_size} (small: {catalog.SMALL_SIZES.get(w.name, '-')})")
+        print(f"{w.name:12} --size {w.default_size} (small: {w.small_size})")
         print(f"{'':12} {w.description}")
     return 0
 

@@ -1,9 +1,11 @@
 """The workloads shoal can run, as the workload program describes them.
 
 The program's ``--list`` output names every workload, what its work is
-counted in and its default size; ``--describe NAME:SIZE`` checks a size and
-says how much memory a rank needs for it. Sizes have two aliases here:
-``default`` and ``small`` (seconds on one core, and a size for tests).
+counted in, its default size and its small one; ``--describe NAME:SIZE``
+checks a size and says how much memory a rank needs for it. Sizes have two
+aliases here: ``default`` and ``small`` (seconds on one core, and well under
+a second at any rank count: tests, quick looks). Everything about one
+workload lives in its C file (docs/work.md: adding a workload).
 """
 
 from __future__ import annotations
@@ -16,15 +18,6 @@ from pathlib import Path
 from shoal import proc
 from shoal.errors import ShoalError
 
-# Sizes that run in well under a second at any rank count (tests, quick looks).
-SMALL_SIZES = {
-    "raytrace": "48",
-    "msa": "S12-L40",
-    "videostream": "96x64x6",
-    "edge": "6@64x48",
-    "ep": "M18",
-    "is": "S",
-}
 # Short unit names for rendering; the data keep units per second.
 SHORT_UNITS = {"pixel": "px", "alignment": "aln", "frame": "frames", "image": "img", "op": "op",
                "key": "keys"}
@@ -35,6 +28,7 @@ class Workload:
     name: str
     unit: str  # what one unit of work is: pixel, alignment, frame, image, op, key
     default_size: str
+    small_size: str
     description: str
 
     def metric(self, per_second: float) -> str:
@@ -49,7 +43,8 @@ class Workload:
 @functools.lru_cache(maxsize=8)
 def load(program: Path) -> tuple[Workload, ...]:
     entries = _ask(program, ["--list"])
-    return tuple(Workload(e["name"], e["unit"], e["default_size"], e["description"]) for e in entries)
+    return tuple(Workload(e["name"], e["unit"], e["default_size"], e["small_size"], e["description"])
+                 for e in entries)
 
 
 def find(workloads: tuple[Workload, ...], name: str) -> Workload:
@@ -64,7 +59,7 @@ def resolve_size(workload: Workload, size: str | None) -> str:
     if size in (None, "", "default"):
         return workload.default_size
     if size == "small":
-        return SMALL_SIZES[workload.name]
+        return workload.small_size
     return size
 
 

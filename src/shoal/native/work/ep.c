@@ -152,5 +152,5 @@ static void ep_run(const wk_opts *opts, wk_result *res, MPI_Comm comm)
     free(x);
 }
 
-WK_WORKLOAD(wk_ep, "ep", "op", "W", ep_parse, ep_run,
+WK_WORKLOAD(ep, "op", "W", "M18", ep_parse, ep_run,
             "NPB EP: Gaussian pairs, one reduction at the end (the f ~ 1 control); Mop/s");

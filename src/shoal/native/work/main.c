@@ -14,9 +14,20 @@
 #include <string.h>
 #include <time.h>
 
-static const wk_workload *const workloads[] = {
-    &wk_raytrace, &wk_msa, &wk_videostream, &wk_edge, &wk_ep, &wk_is,
-};
+/* The catalog: one line per workload, in the order --list shows them. Each is a C file
+ * here whose WK_WORKLOAD(NAME, ...) defines wk_NAME (docs/work.md: adding a workload). */
+#define WK_CATALOG(X) \
+    X(raytrace)       \
+    X(msa)            \
+    X(videostream)    \
+    X(edge)           \
+    X(ep)             \
+    X(is)
+
+#define WK_DECLARE(name) extern const wk_workload wk_##name;
+WK_CATALOG(WK_DECLARE)
+#define WK_ENTRY(name) &wk_##name,
+static const wk_workload *const workloads[] = {WK_CATALOG(WK_ENTRY)};
 #define NWORKLOADS (sizeof workloads / sizeof workloads[0])
 
 static const char usage[] =
@@ -81,6 +92,8 @@ static void print_list(void)
         json_string(w->unit);
         fputs(",\"default_size\":", stdout);
         json_string(w->default_size);
+        fputs(",\"small_size\":", stdout);
+        json_string(w->small_size);
         fputs(",\"description\":", stdout);
         json_string(w->description);
         printf("}%s\n", i + 1 < NWORKLOADS ? "," : "");

@@ -474,6 +474,6 @@ static void msa_run(const wk_opts *opts, wk_result *res, MPI_Comm comm)
     free(s.seq), free(s.len);
 }
 
-WK_WORKLOAD(wk_msa, "msa", "alignment", "S100-L200", msa_parse, msa_run,
+WK_WORKLOAD(msa, "alignment", "S100-L200", "S12-L40", msa_parse, msa_run,
             "multiple sequence alignment (seed 002, ClustalW/MASON): pairwise alignments in "
             "parallel, guide tree and progressive alignment on rank 0; alignments/s");

@@ -248,5 +248,5 @@ static void rt_run(const wk_opts *opts, wk_result *res, MPI_Comm comm)
     free(row);
 }
 
-WK_WORKLOAD(wk_raytrace, "raytrace", "pixel", "1024", rt_parse, rt_run,
+WK_WORKLOAD(raytrace, "pixel", "1024", "48", rt_parse, rt_run,
             "ray tracer (seed 002, Tachyon-like): rows round-robin, each row sent to rank 0; pixels/s");

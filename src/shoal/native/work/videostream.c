@@ -287,6 +287,6 @@ static void vs_run(const wk_opts *opts, wk_result *res, MPI_Comm comm)
     free(results), free(local), free(fm.slot), free(fm.slot_frame), free(fm.req), free(acc);
 }
 
-WK_WORKLOAD(wk_videostream, "videostream", "frame", "640x360x32", vs_parse, vs_run,
+WK_WORKLOAD(videostream, "frame", "640x360x32", "96x64x6", vs_parse, vs_run,
             "video stream (seed 003): Sobel edges and a Hough line transform per frame, a frame "
             "farm from rank 0; frames/s");

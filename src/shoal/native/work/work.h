@@ -44,6 +44,7 @@ typedef struct {
     const char *name;
     const char *unit;         /* what "work" counts, singular */
     const char *default_size;
+    const char *small_size;   /* runs in well under a second at any rank count (tests, quick looks) */
     const char *description;
     /* Check the size text; 0 if valid, else fill err. Sets *memory_B to the
      * most one rank holds (for "does it fit the device"). */
@@ -51,12 +52,12 @@ typedef struct {
     void (*run)(const wk_opts *opts, wk_result *res, MPI_Comm comm);
 } wk_workload;
 
-extern const wk_workload wk_raytrace, wk_msa, wk_videostream, wk_edge, wk_ep, wk_is;
-
-/* A workload's catalog entry, in the file that implements it (main.c lists them). */
-#define WK_WORKLOAD(var, name_, unit_, size_, parse_, run_, description_)                        \
-    const wk_workload var = {.name = name_, .unit = unit_, .default_size = size_,                 \
-                             .description = description_, .parse = parse_, .run = run_}
+/* A workload's descriptor, in the file that implements it: defines wk_NAME, which main.c's
+ * catalog (one line per workload) lists. */
+#define WK_WORKLOAD(name_, unit_, size_, small_, parse_, run_, description_)                     \
+    const wk_workload wk_##name_ = {.name = #name_, .unit = unit_, .default_size = size_,       \
+                                    .small_size = small_, .description = description_,           \
+                                    .parse = parse_, .run = run_}
 
 /* Timing helpers: the shoal clock (shoal_clock.h). */
 double wk_now(void);
