@@ -21,13 +21,8 @@ from typing import Any, Callable, Protocol
 from shoal import proc
 from shoal.bench import records
 from shoal.errors import Interrupted, ShoalError
-from shoal.mpi.launch import Job
+from shoal.mpi.launch import Job, startup_grace_s
 from shoal.runs.store import Run
-
-# Time for MPI to start (and, on emulated devices, for ssh-like proxies) before
-# the first record is due.
-STARTUP_GRACE_S = 60.0
-
 
 @dataclass
 class Options:
@@ -179,7 +174,7 @@ class Sweep:
         finished = 0
         timeout_s = self.options.timeout_s * config.dilation  # dilated: D times longer
         # Starting MPI runs on the devices' CPUs too: dilated like the points.
-        deadline = time.monotonic() + STARTUP_GRACE_S * config.dilation + timeout_s
+        deadline = time.monotonic() + startup_grace_s(config.ranks) * config.dilation + timeout_s
         if finished < len(todo):
             self.events.point_started(config, todo[0])
         try:

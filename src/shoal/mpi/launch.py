@@ -20,6 +20,20 @@ from shoal.errors import ShoalError
 from shoal.mpi.base import MPIInstall
 
 
+# Time MPI gets to start before the first record of a job is due, in device seconds
+# (an emulated cluster's dilation multiplies it). MPI_Init costs every rank CPU time
+# that grows with the job: with one MPICH rank per set-top box, the last MPI_Init
+# returned 1.7 s after launch at 8 boxes, and shoal bench's first point came 76-81 s
+# after its start at 128, where a fixed 60 s left 8-16 s of the point's own timeout.
+STARTUP_GRACE_S = 60.0
+STARTUP_GRACE_PER_RANK_S = 1.0
+
+
+def startup_grace_s(ranks: int) -> float:
+    """How long a job of ``ranks`` ranks may take to start, in device seconds."""
+    return STARTUP_GRACE_S + STARTUP_GRACE_PER_RANK_S * max(0, ranks)
+
+
 @dataclass(frozen=True)
 class HostSlots:
     """A host as the launcher reaches it, and how many ranks it takes."""

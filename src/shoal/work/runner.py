@@ -24,7 +24,7 @@ from shoal.execute.placement import Placement, check_ranks, config_placements
 from shoal.execute.waiting import wait_mode, wait_setup
 from shoal.execute.where import Where
 from shoal.mpi import build, discover
-from shoal.mpi.launch import Job
+from shoal.mpi.launch import Job, startup_grace_s
 from shoal.cluster import dilation
 from shoal.cluster import slack as host_slack
 from shoal.runs.store import Run
@@ -32,8 +32,6 @@ from shoal.work import catalog, records
 
 # Seconds a run may take beyond its start-up before it counts as hung.
 DEFAULT_TIMEOUT_S = 900.0
-# Time for MPI (and an emulated cluster's launcher) to start the ranks.
-STARTUP_GRACE_S = 60.0
 
 
 @dataclass
@@ -206,7 +204,8 @@ def measure_batch(run: Run, plans: list[Plan], placement: Placement, rep: int, w
     node_names = names or where.node_names(placement.nodes)
     d = where.dilation
     cmd, env_add = job.command()
-    timeout_s = dilation.timeout(sum(p.request.timeout_s for p in plans) + STARTUP_GRACE_S, d)
+    timeout_s = dilation.timeout(sum(p.request.timeout_s for p in plans)
+                                 + startup_grace_s(placement.ranks), d)
     found: dict[tuple[str, str], dict[str, Any]] = {}
     why = None
     # Whether the devices got their CPU budgets during the launch (emulated clusters only).
