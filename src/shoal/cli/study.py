@@ -59,6 +59,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help=f"benchmarks measured after the workloads: {defaults.DEFAULT_SUITE} (default), "
                         "imb, mpbench,imb or none")
     p.add_argument("--sizes", default=None, type=typed.SIZES, help="message sizes (default 8,128,2K,32K,512K)")
+    p.add_argument("--preset", type=typed.text, default=None, metavar="NAME",
+                   help="a seed's experiments as one study, its options filling those not given: "
+                        "seed002 (set-top boxes on DOCSIS; with --quick: 8-32 boxes, IMB at 64 B "
+                        "and 256 KiB, ray tracing and sequence alignment)")
     p.add_argument("--quick", action="store_true", default=None,
                    help=f"three sizes and a {defaults.QUICK_TIME_BUDGET_S:g} s budget")
     p.add_argument("--time-budget", type=typed.SECONDS_NUMBER, default=None, metavar="SECONDS",
@@ -115,7 +119,7 @@ def _request(args: argparse.Namespace) -> StudyRequest:
         nodes=args.nodes, suite=args.suite, sizes=args.sizes, quick=args.quick,
         time_budget_s=args.time_budget, mpi=args.mpi, power=args.power, offload=offload,
         dilation=args.dilation, workloads=args.workloads, work_sizes=_work_sizes(args.work_size),
-        work_reps=args.work_reps, ci=args.ci, mix=args.mix)
+        work_reps=args.work_reps, ci=args.ci, mix=args.mix, preset=args.preset)
 
 
 def _work_sizes(items: list[str]) -> dict[str, str]:

@@ -84,12 +84,28 @@ class StudyRequest:
     # (None: event on emulated devices whose CPU quota polling would use up, else backoff).
     work_wait: str | None = None
     explicit_budget: bool = False  # --time-budget given: the benchmarks take all of it
+    # The named study whose options fill those not given (shoal.study.presets), if any.
+    preset: str | None = None
+    # Ranks per cluster device of the workloads (None: one per core of the device).
+    work_ranks_per_node: int | None = None
 
     @classmethod
     def create(cls, **given: Any) -> "StudyRequest":
         """A request from the options a user gave (None: not given); the defaults that
         depend on other options are decided here and nowhere else."""
-        given = {k: v for k, v in given.items() if v is not None}
+        given = {k: v for k, v in given.items() if v is not None and v != {}}
+        if given.get("preset"):
+            from shoal.study import presets
+
+            preset = presets.values(given["preset"], bool(given.get("quick")))
+            mine = given.get("work_sizes", {})
+            if given.get("cluster") or given.get("attach"):
+                preset.pop("emulate", None)  # the user's own devices instead of the preset's
+            given = {**preset, **given}
+            # Sizes of the preset's workloads that still run, beside (under) the user's own.
+            running = [w.strip() for w in str(given.get("workloads", "")).split(",")]
+            given["work_sizes"] = {**{k: v for k, v in preset.get("work_sizes", {}).items()
+                                      if k in running}, **mine}
         cluster = given.get("cluster") or given.get("attach")
         if "emulate" not in given and cluster:
             given["emulate"] = None
@@ -103,8 +119,11 @@ class StudyRequest:
         return cls(**given)
 
     def validate(self) -> None:
-        if self.suite not in SUITES:
-            raise ShoalError(f"--suite {self.suite}: choose mpbench, imb or mpbench,imb")
+        if self.suite not in SUITES and not all(
+                word.strip().split(".")[0] in ("imb", "mpbench") and "." in word
+                for word in self.suite.split(",")):
+            raise ShoalError(f"--suite {self.suite}: choose mpbench, imb, mpbench,imb, none or "
+                             "tests of them such as imb.PingPong,imb.Bcast")
         self.where().validate()
         if not (self.emulate or self.cluster or self.attach):
             raise ShoalError("a study needs devices: --emulate 4xminnowboard, --cluster FILE or --attach ID")

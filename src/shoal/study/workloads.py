@@ -1,5 +1,6 @@
 """The workloads of a study: each one timed at every node count of the cluster
-and on the reference, with the same program and size, ranks per device = its cores.
+and on the reference, with the same program and size, ranks per device = its cores (on the
+cluster, or ``work_ranks_per_node``: one per box, as seed 002 ran).
 
 Rows go to the study run's ``work`` table (``work_failures`` for runs that
 failed), in the columns of ``shoal work`` (shoal.work.records).
@@ -54,8 +55,10 @@ def plan(request: Any, spec: str | None, devices: list, cluster_counts: list[int
                 power="model" if spec or request.attach else request.power,
                 wait=request.work_wait, wait_otherwise="backoff", dilation=request.dilation)
             emulated = bool(spec or request.attach)
-            placements = [Placement(label, n, devices[0].profile.cores if emulated else devices[0].slots,
-                                    tuple(d.name for d in devices[:n])) for n in cluster_counts]
+            per_node = request.work_ranks_per_node or (devices[0].profile.cores if emulated
+                                                       else devices[0].slots)
+            placements = [Placement(label, n, per_node, tuple(d.name for d in devices[:n]))
+                          for n in cluster_counts]
             if reference_node is not None:
                 placements.append(Placement(reference_label, 1, reference_node.profile.cores,
                                             (reference_node.name,), with_shared=False))

@@ -1,0 +1,46 @@
+"""A study preset fills the options a user did not give, and is saved for --resume."""
+
+from __future__ import annotations
+
+import pytest
+
+from shoal.errors import ShoalError
+from shoal.study import presets, run
+from shoal.study.request import StudyRequest
+
+
+def test_seed002_quick_is_32_boxes_two_imb_sizes_and_the_seeds_two_workloads():
+    request = StudyRequest.create(preset="seed002", quick=True)
+    request.validate()
+    assert (request.emulate, request.nodes, str(request.reference)) == ("32xstb", "8,16,32", "none")
+    assert request.size_list == "64,256K" and request.suite == "imb.PingPong,imb.Bcast,imb.Allreduce"
+    assert request.work_size_list("raytrace") == ["512"]
+    assert request.work_size_list("msa") == ["S20-L300", "S100-L40"]
+    # Planned as one cluster of 32 set-top boxes, one rank each, at 8, 16 and 32 boxes.
+    study = run.plan(request)
+    assert [(p.nodes, p.ranks_per_node) for p in study.plans[0].placements] == [(8, 1), (16, 1), (32, 1)]
+    assert {t.name for t in study.plans[0].tests} == {"imb.PingPong", "imb.Bcast", "imb.Allreduce"}
+    # The workloads too run one rank per box, as the seed did (not one per core).
+    assert {(p.nodes, p.ranks_per_node) for w in study.work.cluster for p in w.placements} == {
+        (8, 1), (16, 1), (32, 1)}
+    # Saved and read back for --resume: the same study.
+    assert StudyRequest.from_manifest(request.to_manifest()) == request
+
+
+def test_options_given_win_over_the_preset_and_drop_what_no_longer_runs():
+    request = StudyRequest.create(preset="seed002", quick=True, nodes="8,16", workloads="raytrace",
+                                  work_sizes={"raytrace": "256"})
+    request.validate()
+    assert request.nodes == "8,16" and request.work_sizes == {"raytrace": "256"}
+    attached = StudyRequest.create(preset="seed002", quick=True, attach="plant")
+    assert attached.emulate is None and attached.attach == "plant"
+
+
+def test_an_unknown_preset_or_the_full_seed002_is_refused_with_what_to_do():
+    with pytest.raises(ShoalError, match=r"--preset seed003: no such study preset; known: seed002"):
+        StudyRequest.create(preset="seed003", quick=True)
+    with pytest.raises(ShoalError, match=r"--preset seed002: .* add --quick$"):
+        StudyRequest.create(preset="seed002")
+    # The preset's own table is not changed by a request.
+    StudyRequest.create(preset="seed002", quick=True, work_sizes={"msa": "S12-L40"})
+    assert presets.PRESETS["seed002"]["work_sizes"]["msa"] == "S20-L300,S100-L40"
