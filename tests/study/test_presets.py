@@ -44,3 +44,26 @@ def test_an_unknown_preset_or_the_full_seed002_is_refused_with_what_to_do():
     # The preset's own table is not changed by a request.
     StudyRequest.create(preset="seed002", quick=True, work_sizes={"msa": "S12-L40"})
     assert presets.PRESETS["seed002"]["work_sizes"]["msa"] == "S20-L300,S100-L40"
+
+
+def test_the_headline_reads_node_counts_that_start_above_one_and_skip():
+    from shoal.model.resample import Interval
+    from shoal.study import work_analysis
+    from shoal.study.findings import Combined
+
+    def head(energy):
+        best = min(energy, key=energy.get)
+        combined = Combined("sleeping", {"raytrace 512": 1.0}, {}, energy, best,
+                            Interval(45.2, 31.6, 81.6, 200, 0), [], [])
+        return work_analysis.headline(combined, [])
+
+    # seed002's 8, 16, 32 boxes, perf/W still rising at 32: compared with 16, the next measured.
+    rising = head({8: 1.0, 16: 0.9, 32: 0.75})
+    assert rising.at_least and rising.size == 32 and rising.rising_by == pytest.approx(0.9 / 0.75 - 1)
+    assert "+20.0% over N = 16" in rising.text
+    best = head({8: 1.0, 16: 0.8, 32: 0.9})
+    assert not best.at_least and best.gain == pytest.approx(1.25)
+    assert "best perf/W at 16 device(s) of 8..32 measured (1.25x 8 devices')" in best.text
+    # The default 1..N reads as before.
+    one = head({1: 1.0, 2: 0.8, 3: 0.9})
+    assert "of 1..3 measured (1.25x one device's)" in one.text

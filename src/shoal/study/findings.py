@@ -39,8 +39,8 @@ class Headline:
     size: int | None  # the measured best node count, or N when perf/W still rises at N
     at_least: bool  # True: the optimum lies at or beyond the largest measured size N
     largest_measured: int
-    gain: float | None  # perf/W at ``size`` over perf/W at one device (measured, mix)
-    rising_by: float | None  # at_least: perf/W at N over perf/W at N - 1, minus 1
+    gain: float | None  # perf/W at ``size`` over perf/W at the fewest devices measured (one by default)
+    rising_by: float | None  # at_least: perf/W at N over perf/W at the next smaller N measured, minus 1
     model: Interval
     text: str
     rows: list[str] = field(default_factory=list)

@@ -352,8 +352,10 @@ def headline(combined: Combined, results: list[dict[str, Any]]) -> Headline:
     rises at the largest measured N; the model's n* beside it, never in its place."""
     energy = combined.measured_energy
     largest = max(energy) if energy else 0
+    # Node counts need not start at 1 nor be contiguous (a preset's 8, 16, 32).
+    smallest = min(energy) if energy else 0
     best = combined.best_measured
-    gain = energy[1] / energy[best] if best is not None and 1 in energy and energy[best] else None
+    gain = energy[smallest] / energy[best] if best is not None and energy.get(best) else None
     star = combined.n_star
     model_text = ("the model sets no bound" if star.value is None
                   else f"model suggests ~{star.value:.1f}" + (
@@ -366,16 +368,18 @@ def headline(combined: Combined, results: list[dict[str, Any]]) -> Headline:
     if best is None:
         return Headline(combined.condition, None, False, largest, None, None, star,
                         f"{cond}: cannot tell, no node count measured for every workload of the mix")
-    at_least = best == largest and largest > 1
-    rising = energy[largest - 1] / energy[largest] - 1.0 if at_least and (largest - 1) in energy else None
+    previous = max((n for n in energy if n < largest), default=None)
+    at_least = best == largest and previous is not None
+    rising = energy[previous] / energy[largest] - 1.0 if at_least else None
     if at_least:
         text = (f"{cond}: ≥ {largest} devices: perf/W still rising at N = {largest} (measured, "
-                f"{rising:+.1%} over N = {largest - 1}); {model_text}")
+                f"{rising:+.1%} over N = {previous}); {model_text}")
     else:
-        text = (f"{cond}: best perf/W at {best} device(s) of 1..{largest} measured "
-                f"({gain:.2f}x one device's); {model_text}")
-    rows = sorted(set(rows_at.get(best, []) + rows_at.get(1, [])
-                      + (rows_at.get(largest - 1, []) if at_least else [])))
+        base = "one device's" if smallest == 1 else f"{smallest} devices'"
+        text = (f"{cond}: best perf/W at {best} device(s) of {smallest}..{largest} measured "
+                f"({gain:.2f}x {base}); {model_text}")
+    rows = sorted(set(rows_at.get(best, []) + rows_at.get(smallest, [])
+                      + (rows_at.get(previous, []) if at_least else [])))
     return Headline(combined.condition, best, at_least, largest, gain, rising, star, text, rows)
 
 
