@@ -3,6 +3,7 @@ must give back the f, n* and verdicts that made them (no MPI here; test_study.py
 
 from __future__ import annotations
 
+import json
 import math
 
 import pandas as pd
@@ -44,47 +45,47 @@ def test_n_star_is_recovered_with_its_range_and_switch_sensitivity():
     out = work_analysis.analyse_one(_rows(f, switch_W), LABEL, "reference", DEVICE)
     c, k = switch_W / DEVICE["busy_W"], 0.5
     expected = math.sqrt(c * f / (k * (1 - f)))  # 3.90
-    assert out["fit"]["f"] == pytest.approx(f, abs=0.005)
-    assert out["fit"]["r2_perf"] > 0.99 and out["fit"]["describes"]
-    assert out["n_star"] == pytest.approx(expected, rel=0.05)
-    lo, hi = out["n_star_range_se"]
-    assert lo <= out["n_star"] <= hi
+    assert out.fit.f == pytest.approx(f, abs=0.005)
+    assert out.fit.r2_perf > 0.99 and out.fit.describes
+    assert out.n_star == pytest.approx(expected, rel=0.05)
+    lo, hi = out.n_star_range_se
+    assert lo <= out.n_star <= hi
     # The bootstrap interval (f refitted to resampled repetitions) holds the fitted n*.
-    boot = out["conditions"]["sleeping"]["n_star"]
-    assert boot["resamples"] == 400 and boot["lo"] <= out["n_star"] <= boot["hi"]
+    boot = out.conditions["sleeping"].n_star.to_dict()
+    assert boot["resamples"] == 400 and boot["lo"] <= out.n_star <= boot["hi"]
     assert boot["hi"] < 2 * expected
     # Measured and predicted best agree (E(n) is least at n = 4 for these inputs).
-    assert out["n_best_measured"] == 4
-    assert "best measured perf/W at n = 4" in out["verdict"]
+    assert out.n_best_measured == 4
+    assert "best measured perf/W at n = 4" in out.verdict
     # Spinning, a waiting device draws busy watts (k = 1): n* = sqrt(c f / (1 - f)), smaller.
-    spin = out["conditions"]["spinning"]["n_star"]
+    spin = out.conditions["spinning"].n_star.to_dict()
     assert spin["value"] == pytest.approx(math.sqrt(c * f / (1 - f)), rel=0.05)
     # n* grows as the square root of the switch's watts, and is 1 without a switch.
-    by_watts = {s["switch_W"]: s["n_star"] for s in out["n_star_by_switch_W"]}
+    by_watts = {s["switch_W"]: s["n_star"] for s in out.n_star_by_switch_W}
     assert by_watts[0.0] == 1.0
     assert by_watts[4.0] == pytest.approx(math.sqrt(2) * by_watts[2.0], rel=1e-6)
-    assert out["cross_check"].startswith("the fitted f = 0.95") and "agrees" in out["cross_check"]
+    assert out.cross_check.startswith("the fitted f = 0.95") and "agrees" in out.cross_check
 
 
 def test_without_shared_power_the_answer_is_one_device_and_why():
     out = work_analysis.analyse_one(_rows(0.95, 0.0), LABEL, "reference", DEVICE)
-    assert out["c"] == 0 and out["n_star"] == 1.0
-    assert out["n_best_measured"] == 1
-    assert "best perf/W at n = 1" in out["verdict"] and "no power is shared" in out["verdict"]
+    assert out.c == 0 and out.n_star == 1.0
+    assert out.n_best_measured == 1
+    assert "best perf/W at n = 1" in out.verdict and "no power is shared" in out.verdict
 
 
 def test_a_workload_that_does_not_speed_up_is_reported_as_not_scaling():
     out = work_analysis.analyse_one(_rows(0.95, 2.0, flat=True), LABEL, "reference", DEVICE)
-    assert out["scaling"] == "not_scaling"
-    assert out["verdict"].startswith("does not scale: 1.00x on 6 devices")
+    assert out.scaling == "not_scaling"
+    assert out.verdict.startswith("does not scale: 1.00x on 6 devices")
 
 
 def test_f_below_the_measured_serial_share_is_called_out():
     # The program spends 1 % serially, yet speeds up as if f were 0.8: communication grows.
     out = work_analysis.analyse_one(_rows(0.8, 2.0, serial_share=0.01), LABEL, "reference", DEVICE)
-    assert out["f_serial"] == pytest.approx(0.99)
-    assert out["fit"]["f"] == pytest.approx(0.8, abs=0.01)
-    assert "grows with n" in out["cross_check"]
+    assert out.f_serial == pytest.approx(0.99)
+    assert out.fit.f == pytest.approx(0.8, abs=0.01)
+    assert "grows with n" in out.cross_check
 
 
 def test_a_combined_optimum_uses_only_workloads_the_model_describes():
@@ -93,7 +94,7 @@ def test_a_combined_optimum_uses_only_workloads_the_model_describes():
     manifest = {"reference": "none", "clusters": {LABEL: {
         "profiles": {"board": DEVICE}, "nodes": [{"profile": "board"}] * 6}}}
     section = work_analysis.analyse(frame, manifest, LABEL, "reference")
-    assert [w["workload"] for w in section["workloads"]] == ["raytrace", "msa", "is"]
+    assert [w.workload for w in section["workloads"]] == ["raytrace", "msa", "is"]
     mix = section["combined"]["sleeping"]
     assert set(mix.weights) == {"raytrace X", "msa X"} and mix.weights["msa X"] == pytest.approx(0.5)
     assert mix.left_out["is X"].startswith("does not scale")
@@ -135,14 +136,14 @@ def test_an_optimum_beyond_the_measured_sizes_is_reported_as_at_least_n():
 
 def test_spinning_charges_every_core_that_holds_a_rank_at_busy_watts():
     out = work_analysis.analyse_one(_rows(0.9, 2.0), LABEL, "reference", DEVICE)
-    for p in out["cluster"]:
+    for p in out.cluster:
         # Two ranks on each two-core device: busy watts on every device, plus the switch.
         assert p["power_spin_W"] == pytest.approx(p["nodes"] * 5.0 + 2.0)
         assert p["energy_spin_J"] == pytest.approx(p["power_spin_W"] * p["time_median_s"])
         assert p["energy_saved"] == pytest.approx(1 - p["energy_J"] / p["energy_spin_J"])
     # With one device nothing waits; with six, five wait through the serial part.
-    assert out["cluster"][0]["energy_saved"] == pytest.approx(0.0, abs=1e-9)
-    assert out["cluster"][-1]["energy_saved"] > 0.1
+    assert out.cluster[0]["energy_saved"] == pytest.approx(0.0, abs=1e-9)
+    assert out.cluster[-1]["energy_saved"] > 0.1
 
 
 def test_a_point_repeats_until_its_median_is_known_or_its_budget_is_spent():
@@ -171,9 +172,9 @@ def test_the_warm_up_round_is_kept_on_disk_but_not_counted():
         "profiles": {"board": DEVICE}, "nodes": [{"profile": "board"}] * 6}}}
     section = work_analysis.analyse(frame, manifest, LABEL, "reference", precision=precision)
     (w,) = section["workloads"]
-    assert all(p["reps"] == 2 for p in w["cluster"])
-    assert w["fit"]["f"] == pytest.approx(0.95, abs=0.005)
-    assert not any(pid.endswith("/0") for p in w["cluster"] for pid in p["point_ids"])
+    assert all(p["reps"] == 2 for p in w.cluster)
+    assert w.fit.f == pytest.approx(0.95, abs=0.005)
+    assert not any(pid.endswith("/0") for p in w.cluster for pid in p["point_ids"])
 
 
 def test_offload_uses_what_a_stream_workload_measured():
@@ -189,3 +190,20 @@ def test_offload_uses_what_a_stream_workload_measured():
     assert scenario.sources["device_s_per_B"].startswith("measured: videostream X")
     # What the user says still wins.
     assert analysis.offload_scenario({"clusters": {}}, 4, {"rate_Bps": 1e5}, stream).rate_Bps == 1e5
+
+
+def test_a_workload_result_is_written_to_findings_json_with_numbers():
+    from shoal.runs import jsonout
+
+    out = work_analysis.analyse_one(_rows(0.95, 2.0), LABEL, "reference", DEVICE)
+    data = json.loads(jsonout.dumps(out.to_json()))
+    assert list(data)[:6] == ["workload", "size", "unit", "cluster", "reference", "data_B_per_run"]
+    assert not {"status", "model_fit", "f_boot"} & set(data)
+    assert isinstance(data["fit"]["f"], float) and data["fit"]["describes"] is True
+    assert data["conditions"]["sleeping"]["n_star"] == out.conditions["sleeping"].n_star.to_dict()
+    assert isinstance(data["conditions"]["sleeping"]["n_star"]["value"], float)
+    assert data["n_star"] == pytest.approx(out.n_star) and data["verdict"] == out.verdict
+    nothing = work_analysis.analyse_one(_rows(0.95, 2.0), "another-cluster", "reference", DEVICE)
+    assert nothing.to_json() == {"workload": "raytrace", "size": "X", "unit": nothing.unit, "cluster": [],
+                                 "reference": None, "data_B_per_run": None,
+                                 "status": "no runs on the cluster finished"}

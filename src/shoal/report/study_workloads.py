@@ -20,6 +20,7 @@ import numpy as np  # noqa: E402
 from shoal import render  # noqa: E402
 from shoal.report.html import Section, figure_svg, table_html  # noqa: E402
 from shoal.report.study_figures import REFERENCE_STYLE  # noqa: E402
+from shoal.study.findings import WorkloadResult  # noqa: E402
 
 EXPLAIN = (
     "Each workload runs the same problem at every node count, ranks per device = its cores, "
@@ -46,20 +47,19 @@ def _interval_text(i: Any) -> str:
     return f"{value} ({d['lo']:.2f}..{hi})"
 
 
-def condition_rows(workloads: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def condition_rows(workloads: list[WorkloadResult]) -> list[dict[str, Any]]:
     """Per workload: measured best and n* when sleeping and when spinning, and the energy saved."""
     rows = []
     for w in workloads:
-        cond = w.get("conditions") or {}
-        if not cond:
+        if not w.conditions:
             continue
-        sleep, spin = cond.get("sleeping", {}), cond.get("spinning", {})
-        saved = [f"n={p['nodes']}: {p['energy_saved']:.0%}" for p in w["cluster"] if p.get("energy_saved") is not None]
-        rows.append({"workload": f"{w['workload']} {w['size']}",
-                     "best measured, sleeping": str(sleep.get("best_measured") or "-"),
-                     "n* sleeping (95 %)": _interval_text(sleep["n_star"]) if sleep else "-",
-                     "best measured, spinning": str(spin.get("best_measured") or "-"),
-                     "n* spinning (95 %)": _interval_text(spin["n_star"]) if spin else "-",
+        sleep, spin = w.conditions.get("sleeping"), w.conditions.get("spinning")
+        saved = [f"n={p['nodes']}: {p['energy_saved']:.0%}" for p in w.cluster if p.get("energy_saved") is not None]
+        rows.append({"workload": w.name,
+                     "best measured, sleeping": str(sleep and sleep.best_measured or "-"),
+                     "n* sleeping (95 %)": _interval_text(sleep.n_star) if sleep else "-",
+                     "best measured, spinning": str(spin and spin.best_measured or "-"),
+                     "n* spinning (95 %)": _interval_text(spin.n_star) if spin else "-",
                      "energy saved by sleeping": ", ".join(saved) or "-"})
     return rows
 
@@ -80,39 +80,38 @@ def _num(x: float | None, fmt: str = ".2f") -> str:
     return "-" if x is None or not math.isfinite(x) else format(x, fmt)
 
 
-def _n_star_text(w: dict[str, Any]) -> str:
-    star = w.get("n_star")
+def _n_star_text(w: WorkloadResult) -> str:
+    star = w.n_star
     if star is None:
-        return "-" if w["fit"]["status"] != "ok" else "unbounded"
-    lo, hi = w.get("n_star_range") or (None, None)
+        return "-" if w.fit is None or w.fit.status != "ok" else "unbounded"
+    lo, hi = w.n_star_range_se or (None, None)
     return f"{star:.2f} ({_num(lo)}..{_num(hi) if hi is not None else '∞'})"
 
 
-def _sensitivity(w: dict[str, Any]) -> str:
+def _sensitivity(w: WorkloadResult) -> str:
     return ", ".join(f"{s['switch_W']:.3g} W: {_num(s['n_star'], '.2g') if s['n_star'] else '∞'}"
-                     for s in w.get("n_star_by_switch_W", []))
+                     for s in w.n_star_by_switch_W)
 
 
-def summary_rows(workloads: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def summary_rows(workloads: list[WorkloadResult]) -> list[dict[str, Any]]:
     """Per workload: speed-up, f two ways, n* (sleeping) and the verdict."""
     rows = []
     for w in workloads:
-        top = w["cluster"][-1] if w.get("cluster") else {}
-        fit = w["fit"]
+        top = w.cluster[-1] if w.cluster else {}
+        fit = w.fit
         rows.append({
-            "workload": f"{w['workload']} {w['size']}",
+            "workload": w.name,
             "speed-up": f"{top.get('speedup', 0):.2f} at n={top.get('nodes', '-')}" if top else "-",
-            "f (fit)": (f"{fit['f']:.3f} ± {fit['f_stderr']:.3f}" if fit.get("f") is not None
-                        and fit.get("f_stderr") is not None else "-"),
-            "f (serial)": _num(w.get("f_serial"), ".3f"),
-            "R² perf": _num(fit.get("r2_perf"), ".3f"),
-            "R² medians": _num(fit.get("r2_medians"), ".3f"),
-            "n*": _interval_text(w["conditions"]["sleeping"]["n_star"]) if "sleeping" in w.get("conditions", {})
-            else "-",
+            "f (fit)": (f"{fit.f:.3f} ± {fit.f_stderr:.3f}" if fit and fit.f is not None
+                        and fit.f_stderr is not None else "-"),
+            "f (serial)": _num(w.f_serial, ".3f"),
+            "R² perf": _num(fit.r2_perf if fit else None, ".3f"),
+            "R² medians": _num(fit.r2_medians if fit else None, ".3f"),
+            "n*": _interval_text(w.conditions["sleeping"].n_star) if "sleeping" in w.conditions else "-",
             "n* (f ± SE)": _n_star_text(w),
-            "best measured": str(w.get("n_best_measured") or "-"),
+            "best measured": str(w.n_best_measured or "-"),
             "n* by switch W": _sensitivity(w),
-            "verdict": w.get("verdict", w.get("status", "")),
+            "verdict": w.verdict if w.status is None else w.status,
         })
     return rows
 
@@ -146,18 +145,18 @@ def section(findings: dict[str, dict[str, Any]]) -> Section | None:
                                            "why": m["why"]} for m in missed],
                                          ["workload", "configuration", "nodes", "repetitions", "CI reached", "why"]))
         for w in f["workloads"]:
-            if w.get("cluster"):
+            if w.cluster:
                 fig = figure(w)
-                out.figures.append((figure_svg(fig), f"{w['workload']} {w['size']}: medians per node count "
+                out.figures.append((figure_svg(fig), f"{w.name}: medians per node count "
                                     "(error bars: min..max over repetitions); lines: the fitted models."))
                 plt.close(fig)
                 out.tables.append(_points_table(w))
     return out
 
 
-def _points_table(w: dict[str, Any]) -> str:
-    unit = w["unit"]
-    entries = list(w["cluster"]) + ([dict(w["reference"], nodes="reference")] if w.get("reference") else [])
+def _points_table(w: WorkloadResult) -> str:
+    unit = w.unit
+    entries = list(w.cluster) + ([dict(w.reference, nodes="reference")] if w.reference else [])
     rows = [{"nodes": p["nodes"], "ranks": p["ranks"], "time": render.seconds(p["time_median_s"]),
              "reps": p["reps"], "CI": render.percent(p["ci_rel"]) if p.get("ci_rel") is not None else "-",
              "spread": render.percent(p["time_spread"]) if p["time_spread"] is not None else "-",
@@ -176,14 +175,14 @@ def _points_table(w: dict[str, Any]) -> str:
                                 f"{unit}/J spinning"})
 
 
-def figure(w: dict[str, Any]) -> plt.Figure:
+def figure(w: WorkloadResult) -> plt.Figure:
     """Speed-up and perf/W (gross and net) over node counts, with the fitted curves and n*."""
     fig, (left, right) = plt.subplots(1, 2, figsize=(9.6, 3.8))
-    points = w["cluster"]
+    points = w.cluster
     n = np.array([p["nodes"] for p in points], dtype=float)
     base = points[0]["time_median_s"]
     speed = np.array([p["speedup"] for p in points])
-    fit = w.get("_fit")
+    fit = w.model_fit
     grid = np.linspace(1, max(n.max() * 2, n.max() + 2), 80)
     left.plot(grid, grid, color="0.7", linewidth=1, label="linear")
     left.plot(n, speed, "o", label="measured (median)")
@@ -204,22 +203,22 @@ def figure(w: dict[str, Any]) -> plt.Figure:
         right.plot(n, spin / ppw[0], "^", label="measured, spinning")
     if fit is not None and fit.has_efficiency:
         curve = fit.predict(grid).perf_per_watt
-        right.plot(grid, curve / curve[0], "-", label=f"Woo-Lee sleeping, k = {w['k']:.2f}, c = {w['c']:.2f}")
+        right.plot(grid, curve / curve[0], "-", label=f"Woo-Lee sleeping, k = {w.k:.2f}, c = {w.c:.2f}")
         from shoal.model import woo_lee_perf_per_watt
 
-        spun = woo_lee_perf_per_watt(grid, fit.f, 1.0, w["c"])
+        spun = woo_lee_perf_per_watt(grid, fit.f, 1.0, w.c)
         if np.isfinite(spin[0]):
             right.plot(grid, spun * spin[0] / ppw[0], "--", label="Woo-Lee spinning, k = 1")
-    if w.get("n_star") and w["n_star"] <= grid.max():
-        right.axvline(w["n_star"], linestyle=":", color="C3", label=f"n* = {w['n_star']:.2f}")
-    ref = w.get("reference")
+    if w.n_star and w.n_star <= grid.max():
+        right.axvline(w.n_star, linestyle=":", color="C3", label=f"n* = {w.n_star:.2f}")
+    ref = w.reference
     if ref and ref.get("perf_per_W") and points[0]["perf_per_W"]:
         right.axhline(ref["perf_per_W"] / points[0]["perf_per_W"], label="reference", **REFERENCE_STYLE)
     right.set_xlabel("devices")
     right.set_ylabel("perf/W relative to 1 device")
     right.grid(True, alpha=0.3)
     right.legend(fontsize=7)
-    fig.suptitle(f"{w['workload']} {w['size']}")
+    fig.suptitle(w.name)
     fig.tight_layout()
     return fig
 

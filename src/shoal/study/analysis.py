@@ -313,15 +313,14 @@ def measured_stream(work: dict[str, Any]) -> dict[str, Any] | None:
     workloads whose runs report the bytes of input they processed), measured on one device
     and on the reference, with its fitted parallel fraction: the offload decision's inputs."""
     for w in work["workloads"]:
-        name = w["workload"]
-        if not w.get("cluster") or not w.get("data_B_per_run"):
+        if not w.cluster or not w.data_B_per_run:
             continue
-        one = w["cluster"][0]
-        data = w["data_B_per_run"]
-        out = {"workload": name, "size": w["size"], "device_s_per_B": one["time_median_s"] / data,
+        one = w.cluster[0]
+        data = w.data_B_per_run
+        out = {"workload": w.workload, "size": w.size, "device_s_per_B": one["time_median_s"] / data,
                "device_J_per_B": one["energy_J"] / data if one["energy_J"] else None,
-               "parallel_fraction": w["fit"]["f"] if w["fit"]["status"] == "ok" else None}
-        ref = w.get("reference")
+               "parallel_fraction": w.fit.f if w.fit.status == "ok" else None}
+        ref = w.reference
         if ref:
             out["server_s_per_B"] = ref["time_median_s"] / data
         return out

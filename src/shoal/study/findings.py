@@ -1,15 +1,109 @@
 """The study's answer as typed objects, rendered by the report and written to findings.json.
 
 Every figure of the headline names the ``work.csv`` rows it comes from
-(``rows``), so a reader can recompute it.
+(``rows``), so a reader can recompute it. Each ``to_json`` gives the object's
+part of findings.json (numbers as numbers, None for what was not measured).
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 from shoal.model.resample import Interval
-from shoal.model.scaling import _jsonable
+from shoal.model.scaling import ScalingFit, _jsonable
+
+
+@dataclass(frozen=True)
+class FitSummary:
+    """Amdahl's f fitted to one workload's speed-up, and whether the model describes it."""
+
+    status: str
+    reason: str
+    f: float | None
+    f_stderr: float | None
+    r2_perf: float | None
+    r2_medians: float | None  # share of the medians' variance over node counts the fit explains
+    n_points: int
+    describes: bool  # the fit holds and explains enough: the workload joins the mix
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class ConditionResult:
+    """One workload under one waiting condition (sleeping or spinning)."""
+
+    k: float  # idle fraction of the condition
+    perf_per_W: dict[str, float | None]  # node count -> measured perf/W
+    relative_energy: dict[str, float | None]  # node count -> energy per unit over one device's
+    best_measured: int | None
+    n_star: Interval  # the model's n* and its bootstrap interval
+
+    def to_json(self) -> dict[str, Any]:
+        return {"k": self.k, "perf_per_W": self.perf_per_W, "relative_energy": self.relative_energy,
+                "best_measured": self.best_measured, "n_star": self.n_star.to_dict()}
+
+
+@dataclass
+class WorkloadResult:
+    """One workload at one size: its numbers per node count (``cluster``: one row each, columns
+    in docs/study.md), the reference's, the fit, n* under each waiting condition, the verdict.
+    ``status`` says why the rest is missing when nothing finished on the cluster."""
+
+    workload: str
+    size: str
+    unit: str
+    cluster: list[dict[str, Any]]
+    reference: dict[str, Any] | None
+    data_B_per_run: float | None
+    status: str | None = None
+    k: float | None = None
+    shared_power_W: float = 0.0
+    c: float = 0.0
+    device: str | None = None
+    device_busy_W: float | None = None
+    fit: FitSummary | None = None
+    scaling: str = ""  # scaling | not_scaling
+    f_serial: float | None = None
+    conditions: dict[str, ConditionResult] = field(default_factory=dict)
+    n_star: float | None = None
+    n_star_range_se: list[float | None] | None = None
+    n_star_by_switch_W: list[dict[str, float | None]] = field(default_factory=list)
+    n_best_measured: int | None = None
+    n_best_measured_net: int | None = None
+    cross_check: str = ""
+    verdict: str = ""
+    ppw_vs_reference: dict[str, float] | None = None
+    ppw_vs_reference_spin: dict[str, float] | None = None
+    # Not in findings.json: the fit itself (for curves) and the bootstrap draws of f (for the mix).
+    model_fit: ScalingFit | None = None
+    f_boot: list[float | None] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return f"{self.workload} {self.size}"
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"workload": self.workload, "size": self.size, "unit": self.unit,
+                               "cluster": self.cluster, "reference": self.reference,
+                               "data_B_per_run": self.data_B_per_run}
+        if self.status is not None:
+            return {**out, "status": self.status}
+        out.update(k=self.k, shared_power_W=self.shared_power_W, c=self.c, device=self.device,
+                   device_busy_W=self.device_busy_W, fit=self.fit.to_json() if self.fit else None,
+                   scaling=self.scaling, f_serial=self.f_serial,
+                   conditions={name: c.to_json() for name, c in self.conditions.items()},
+                   n_star=self.n_star, n_star_range_se=self.n_star_range_se,
+                   n_star_by_switch_W=self.n_star_by_switch_W, n_best_measured=self.n_best_measured,
+                   n_best_measured_net=self.n_best_measured_net, cross_check=self.cross_check,
+                   verdict=self.verdict)
+        if self.ppw_vs_reference is not None:
+            out["ppw_vs_reference"] = self.ppw_vs_reference
+        if self.ppw_vs_reference_spin is not None:
+            out["ppw_vs_reference_spin"] = self.ppw_vs_reference_spin
+        return out
 
 
 @dataclass(frozen=True)

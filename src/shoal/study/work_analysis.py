@@ -26,7 +26,7 @@ import pandas as pd
 from shoal import model
 from shoal.model import mix, resample, waiting
 from shoal.study import workloads as study_workloads
-from shoal.study.findings import Combined, Headline
+from shoal.study.findings import Combined, ConditionResult, FitSummary, Headline, WorkloadResult
 from shoal.study.reference import Reference
 
 # Below this speed-up at the largest node count a workload is reported as not scaling.
@@ -142,20 +142,18 @@ def spinning_watts(profile: dict[str, Any] | None):
 
 def analyse_one(rows: pd.DataFrame, label: str, reference_label: str,
                 device: dict[str, Any] | None, reference: dict[str, Any] | None = None,
-                precision: study_workloads.Precision | None = None) -> dict[str, Any]:
+                precision: study_workloads.Precision | None = None) -> WorkloadResult:
     """One workload at one size: the numbers per node count, the fit, n* and its checks,
     under both waiting conditions."""
     workload, size = rows["workload"].iloc[0], rows["size"].iloc[0]
     cluster_rows = rows[rows["config"] == label]
-    out: dict[str, Any] = {"workload": workload, "size": size, "unit": rows["unit"].iloc[0]}
     points = _per_nodes(cluster_rows, spinning_watts(device), precision)
     ref_points = _per_nodes(rows[rows["config"] == reference_label], spinning_watts(reference), precision)
-    out["cluster"] = points
-    out["reference"] = ref_points[0] if ref_points else None
     data = pd.to_numeric(rows["data_B"], errors="coerce").dropna() if "data_B" in rows else pd.Series()
-    out["data_B_per_run"] = float(data.median()) if len(data) else None
+    out = WorkloadResult(workload, size, rows["unit"].iloc[0], points, ref_points[0] if ref_points else None,
+                         float(data.median()) if len(data) else None)
     if not points:
-        out["status"] = "no runs on the cluster finished"
+        out.status = "no runs on the cluster finished"
         return out
     base = points[0]
     for p in points:
@@ -167,8 +165,8 @@ def analyse_one(rows: pd.DataFrame, label: str, reference_label: str,
     shared_W = statistics.median([p["shared_power_W"] for p in points if p["shared_power_W"] is not None]
                                  or [0.0])
     c = shared_W / busy if busy else 0.0
-    out.update(k=k, shared_power_W=shared_W, c=c, device=device.get("name") if device else None,
-               device_busy_W=busy)
+    out.k, out.shared_power_W, out.c = k, shared_W, c
+    out.device, out.device_busy_W = device.get("name") if device else None, busy
 
     per_rep = cluster_rows.astype({"time_s": float, "work": float})
     nodes = per_rep["nodes"].astype(int).to_numpy()
@@ -176,32 +174,31 @@ def analyse_one(rows: pd.DataFrame, label: str, reference_label: str,
     # f from the speed-up alone: a property of the program, the same under both conditions.
     fit = model.fit_scaling(nodes, perf, idle_fraction=k, shared_power_fraction=c)
     r2_medians = _r2_medians(points, fit)
-    out["fit"] = {"status": fit.status, "reason": fit.reason, "f": fit.params.get("f"),
-                  "f_stderr": fit.stderr.get("f"), "r2_perf": fit.r2_perf, "r2_medians": r2_medians,
-                  "n_points": fit.n_points, "describes": bool(fit.ok and (r2_medians or 0) >= MIN_R2)}
+    out.fit = FitSummary(fit.status, fit.reason, fit.params.get("f"), fit.stderr.get("f"), fit.r2_perf,
+                         r2_medians, fit.n_points, bool(fit.ok and (r2_medians or 0) >= MIN_R2))
     largest = points[-1]
-    out["scaling"] = ("not_scaling" if (largest["speedup"] or 0) < NOT_SCALING_SPEEDUP and largest["nodes"] > 1
-                      else "scaling")
-    out["f_serial"] = 1.0 - base["serial_share"]
-    f_boot = resample.f_samples(nodes, perf) if fit.ok else []
-    out["_f_boot"] = f_boot
-    out["conditions"] = {cond: _condition(points, fit, f_boot, kk, c)
-                         for cond, kk in ((SLEEPING, k), (SPINNING, waiting.spinning_idle_fraction()))
-                         if kk is not None}
+    out.scaling = ("not_scaling" if (largest["speedup"] or 0) < NOT_SCALING_SPEEDUP and largest["nodes"] > 1
+                   else "scaling")
+    out.f_serial = 1.0 - base["serial_share"]
+    out.f_boot = resample.f_samples(nodes, perf) if fit.ok else []
+    out.conditions = {cond: _condition(points, fit, out.f_boot, kk, c)
+                      for cond, kk in ((SLEEPING, k), (SPINNING, waiting.spinning_idle_fraction()))
+                      if kk is not None}
     limit = N_STAR_LIMIT * largest["nodes"]
-    out.update(_n_star(fit, k, c, shared_W, busy, limit))
-    out["n_best_measured"] = out["conditions"].get(SLEEPING, {}).get("best_measured")
-    out["n_best_measured_net"] = _best(points, "perf_per_W_net")
-    out["cross_check"] = _cross_check(out, fit)
-    out["verdict"] = _verdict(out, fit, limit)
-    if out["reference"] and out["reference"]["perf_per_W"]:
-        ref = out["reference"]["perf_per_W"]
-        out["ppw_vs_reference"] = {str(p["nodes"]): (p["perf_per_W"] or 0) / ref for p in points}
-    if out["reference"] and out["reference"].get("perf_per_W_spin"):
-        ref = out["reference"]["perf_per_W_spin"]
-        out["ppw_vs_reference_spin"] = {str(p["nodes"]): (p.get("perf_per_W_spin") or 0) / ref for p in points}
+    out.n_star, out.n_star_range_se, out.n_star_by_switch_W = _n_star(fit, k, c, shared_W, busy, limit)
+    sleeping = out.conditions.get(SLEEPING)
+    out.n_best_measured = sleeping.best_measured if sleeping else None
+    out.n_best_measured_net = _best(points, "perf_per_W_net")
+    out.cross_check = _cross_check(out, fit)
+    out.verdict = _verdict(out, fit, limit)
+    if out.reference and out.reference["perf_per_W"]:
+        ref = out.reference["perf_per_W"]
+        out.ppw_vs_reference = {str(p["nodes"]): (p["perf_per_W"] or 0) / ref for p in points}
+    if out.reference and out.reference.get("perf_per_W_spin"):
+        ref = out.reference["perf_per_W_spin"]
+        out.ppw_vs_reference_spin = {str(p["nodes"]): (p.get("perf_per_W_spin") or 0) / ref for p in points}
     if fit.ok:
-        out["_fit"] = fit
+        out.model_fit = fit
     return out
 
 
@@ -224,26 +221,26 @@ def _best(points: list[dict[str, Any]], key: str) -> int | None:
 
 
 def _condition(points: list[dict[str, Any]], fit: model.ScalingFit, f_boot: list, k: float,
-               c: float) -> dict[str, Any]:
+               c: float) -> ConditionResult:
     """One waiting condition: measured perf/W per node count, its best, and n* with its interval."""
     key = "perf_per_W" if k != waiting.spinning_idle_fraction() else "perf_per_W_spin"
     energy_key = "energy_per_unit_J" if key == "perf_per_W" else "energy_per_unit_spin_J"
     base = points[0].get(energy_key)
     star = (resample.n_star_interval(fit.params["f"], f_boot, k, c) if fit.ok
             else resample.Interval(None, None, None, 0, 0))
-    return {"k": k, "perf_per_W": {str(p["nodes"]): p.get(key) for p in points},
-            "relative_energy": {str(p["nodes"]): (p[energy_key] / base if base and p.get(energy_key) else None)
-                                for p in points},
-            "best_measured": _best(points, key), "n_star": star.to_dict(), "_n_star": star}
+    return ConditionResult(k, {str(p["nodes"]): p.get(key) for p in points},
+                           {str(p["nodes"]): (p[energy_key] / base if base and p.get(energy_key) else None)
+                            for p in points},
+                           _best(points, key), star)
 
 
-def _n_star(fit: model.ScalingFit, k: float | None, c: float, shared_W: float,
-            busy: float | None, limit: float) -> dict[str, Any]:
+def _n_star(fit: model.ScalingFit, k: float | None, c: float, shared_W: float, busy: float | None,
+            limit: float) -> tuple[float | None, list[float | None] | None, list[dict[str, float | None]]]:
     """n* = sqrt(c f / (k (1 - f))) with a one-standard-error range in f (the cross-check of
     the bootstrap interval), and its sensitivity to the switch's watts; beyond ``limit``
     devices it is unbounded (None)."""
     if not fit.ok or k is None:
-        return {"n_star": None, "n_star_range_se": None, "n_star_by_switch_W": []}
+        return None, None, []
     f, se = fit.params["f"], fit.stderr.get("f") or 0.0
     star = model.best_nodes_closed_form(f, k, c)
     lo = model.best_nodes_closed_form(max(0.0, f - se), k, c)
@@ -254,18 +251,17 @@ def _n_star(fit: model.ScalingFit, k: float | None, c: float, shared_W: float,
         cc = watts / busy if busy else 0.0
         sensitivity.append({"switch_W": watts,
                             "n_star": _finite(model.best_nodes_closed_form(f, k, cc), limit)})
-    return {"n_star": _finite(star, limit), "n_star_range_se": [_finite(lo, limit), _finite(hi, limit)],
-            "n_star_by_switch_W": sensitivity}
+    return _finite(star, limit), [_finite(lo, limit), _finite(hi, limit)], sensitivity
 
 
 def _finite(x: float, limit: float = math.inf) -> float | None:
     return float(x) if math.isfinite(x) and x <= limit else None
 
 
-def _cross_check(out: dict[str, Any], fit: model.ScalingFit) -> str:
+def _cross_check(out: WorkloadResult, fit: model.ScalingFit) -> str:
     if not fit.ok:
         return ""
-    f, f_serial = fit.params["f"], out["f_serial"]
+    f, f_serial = fit.params["f"], out.f_serial
     if f < f_serial - F_DISAGREE:
         return (f"the fitted f = {f:.3f} is below the {f_serial:.3f} that the measured serial part "
                 f"allows: what limits the speed-up grows with n (communication, load imbalance), "
@@ -273,20 +269,20 @@ def _cross_check(out: dict[str, Any], fit: model.ScalingFit) -> str:
     return f"the fitted f = {f:.3f} agrees with the measured serial part (1 - serial share = {f_serial:.3f})"
 
 
-def _verdict(out: dict[str, Any], fit: model.ScalingFit, limit: float) -> str:
-    if out["scaling"] == "not_scaling":
-        top = out["cluster"][-1]
+def _verdict(out: WorkloadResult, fit: model.ScalingFit, limit: float) -> str:
+    if out.scaling == "not_scaling":
+        top = out.cluster[-1]
         return (f"does not scale: {top['speedup']:.2f}x on {top['nodes']} devices; "
                 "run it on one device (or offload it)")
     if not fit.ok:
         return f"cannot tell: {fit.reason}"
-    if out["c"] <= 0:
+    if out.c <= 0:
         return ("best perf/W at n = 1: no power is shared by the devices (no switch or gateway in "
                 "their links' profiles), and with only per-device power Woo-Lee perf/W falls with "
                 "every device added")
-    measured = out["n_best_measured"]
-    largest = out["cluster"][-1]["nodes"]
-    star = out["n_star"]
+    measured = out.n_best_measured
+    largest = out.cluster[-1]["nodes"]
+    star = out.n_star
     model_text = (f"model n* = {star:.2f}" if star is not None
                   else f"model n* beyond {limit:g} (f = {fit.params['f']:.3f})")
     if measured == largest and largest > 1:
@@ -294,19 +290,20 @@ def _verdict(out: dict[str, Any], fit: model.ScalingFit, limit: float) -> str:
     return f"best measured perf/W at n = {measured}; {model_text}"
 
 
-def _combined(results: list[dict[str, Any]], weights: dict[str, float], condition: str) -> Combined | None:
+def _combined(results: list[WorkloadResult], weights: dict[str, float], condition: str) -> Combined | None:
     """The mix of the workloads whose fits hold, under one condition (None: no member)."""
-    members, left_out = {}, {}
+    members: dict[str, tuple[float, WorkloadResult]] = {}
+    left_out = {}
     for r in results:
-        name = f"{r['workload']} {r['size']}"
-        w = weights.get(r["workload"], 0.0)
-        if "_fit" not in r or not r["fit"]["describes"]:
-            left_out[name] = (r.get("verdict") or r.get("status") or "no fit") if "_fit" not in r else \
+        name = r.name
+        w = weights.get(r.workload, 0.0)
+        if r.model_fit is None or not r.fit.describes:
+            left_out[name] = (r.verdict or r.status or "no fit") if r.model_fit is None else \
                 (f"the model explains too little of its median speed-up "
-                 f"(R² = {r['fit']['r2_medians'] or 0:.2f} < {MIN_R2})")
-        elif r["scaling"] != "scaling":
-            left_out[name] = r["verdict"]
-        elif condition not in r["conditions"]:
+                 f"(R² = {r.fit.r2_medians or 0:.2f} < {MIN_R2})")
+        elif r.scaling != "scaling":
+            left_out[name] = r.verdict
+        elif condition not in r.conditions:
             left_out[name] = "no device profile to model its power"
         elif w <= 0:
             left_out[name] = "weight 0 in --mix"
@@ -319,35 +316,35 @@ def _combined(results: list[dict[str, Any]], weights: dict[str, float], conditio
 
     def member(name: str, f: float) -> mix.Member:
         r = members[name][1]
-        return mix.Member(name, weights_used[name], f, r["conditions"][condition]["k"], r["c"])
+        return mix.Member(name, weights_used[name], f, r.conditions[condition].k, r.c)
 
-    value = mix.mix_best([member(n, r["_fit"].params["f"]) for n, (_, r) in members.items()])
+    value = mix.mix_best([member(n, r.model_fit.params["f"]) for n, (_, r) in members.items()])
     boot = []
-    draws = min(len(r["_f_boot"]) for _, r in members.values())
+    draws = min(len(r.f_boot) for _, r in members.values())
     for b in range(draws):
-        fs = {n: r["_f_boot"][b] for n, (_, r) in members.items()}
+        fs = {n: r.f_boot[b] for n, (_, r) in members.items()}
         boot.append(None if None in fs.values() else mix.mix_best([member(n, f) for n, f in fs.items()]))
     star = resample.interval(value if math.isfinite(value) else None, boot)
     if not math.isfinite(value):
         star = resample.Interval(None, star.lo, star.hi, star.resamples, star.failed)
-    relative = {name: {int(n): e for n, e in r["conditions"][condition]["relative_energy"].items()
+    relative = {name: {int(n): e for n, e in r.conditions[condition].relative_energy.items()
                        if e is not None} for name, (_, r) in members.items()}
     measured = mix.measured_mix(relative, weights_used)
     best = mix.best_measured(measured)
     disagree = []
     for name, (_, r) in members.items():
-        own = r["conditions"][condition]["_n_star"]
+        own = r.conditions[condition].n_star
         if star.value is not None and own.lo is not None and not own.contains(star.value):
             hi = "∞" if own.hi is None else f"{own.hi:.2f}"
             disagree.append(f"{name}: its n* interval {own.lo:.2f}..{hi} excludes the mix's {star.value:.2f}")
-        own_best = r["conditions"][condition]["best_measured"]
+        own_best = r.conditions[condition].best_measured
         if best is not None and own_best is not None and abs(own_best - best) > 1:
             disagree.append(f"{name}: measured best at n = {own_best}, the mix's at n = {best}")
-    rows = [pid for _, r in members.values() for p in r["cluster"] for pid in p["point_ids"]]
+    rows = [pid for _, r in members.values() for p in r.cluster for pid in p["point_ids"]]
     return Combined(condition, weights_used, left_out, measured, best, star, disagree, rows)
 
 
-def headline(combined: Combined, results: list[dict[str, Any]]) -> Headline:
+def headline(combined: Combined, results: list[WorkloadResult]) -> Headline:
     """The first line: the measured best size of the mix, or "≥ N" when its perf/W still
     rises at the largest measured N; the model's n* beside it, never in its place."""
     energy = combined.measured_energy
@@ -362,8 +359,8 @@ def headline(combined: Combined, results: list[dict[str, Any]]) -> Headline:
                       f" ({star.lo:.1f}..{'∞' if star.hi is None else format(star.hi, '.1f')})"
                       if star.lo is not None else ""))
     cond = "sleeping (libshoalwait)" if combined.condition == SLEEPING else "spinning (MPI default)"
-    rows_at = {n: [pid for r in results if f"{r['workload']} {r['size']}" in combined.weights
-                   for p in r.get("cluster", []) if p["nodes"] == n for pid in p["point_ids"]]
+    rows_at = {n: [pid for r in results if r.name in combined.weights
+                   for p in r.cluster if p["nodes"] == n for pid in p["point_ids"]]
                for n in energy}
     if best is None:
         return Headline(combined.condition, None, False, largest, None, None, star,
@@ -383,12 +380,12 @@ def headline(combined: Combined, results: list[dict[str, Any]]) -> Headline:
     return Headline(combined.condition, best, at_least, largest, gain, rising, star, text, rows)
 
 
-def precision_summary(results: list[dict[str, Any]], precision: study_workloads.Precision | None) -> dict[str, Any]:
+def precision_summary(results: list[WorkloadResult], precision: study_workloads.Precision | None) -> dict[str, Any]:
     """How many workload points reached the CI target, and which did not and why."""
-    points = [(r, p, cfg) for r in results for cfg, ps in (("cluster", r.get("cluster") or []),
-                                                          ("reference", [r["reference"]] if r.get("reference") else []))
+    points = [(r, p, cfg) for r in results for cfg, ps in (("cluster", r.cluster),
+                                                          ("reference", [r.reference] if r.reference else []))
               for p in ps]
-    missed = [{"workload": f"{r['workload']} {r['size']}", "config": cfg, "nodes": p["nodes"], "reps": p["reps"],
+    missed = [{"workload": r.name, "config": cfg, "nodes": p["nodes"], "reps": p["reps"],
                "ci_rel": p["ci_rel"], "why": p["precision"]}
               for r, p, cfg in points if p.get("precision") != study_workloads.CONVERGED]
     return {"ci_target": precision.ci if precision else None, "points": len(points),
@@ -408,7 +405,7 @@ def analyse(frame: pd.DataFrame, manifest: dict[str, Any], label: str, reference
     reference = reference_profile(manifest)
     results = [analyse_one(rows, label, reference_label, device, reference, precision)
                for _, rows in frame.groupby(["workload", "size"], sort=False)]
-    names = list(dict.fromkeys(r["workload"] for r in results))
+    names = list(dict.fromkeys(r.workload for r in results))
     weights = weights or {n: 1.0 / len(names) for n in names}
     combined = {cond: c for cond in (SLEEPING, SPINNING)
                 if (c := _combined(results, weights, cond)) is not None}
@@ -419,11 +416,11 @@ def analyse(frame: pd.DataFrame, manifest: dict[str, Any], label: str, reference
             "precision": precision_summary(results, precision)}
 
 
-def _no_headline(results: list[dict[str, Any]]) -> Headline:
+def _no_headline(results: list[WorkloadResult]) -> Headline:
     """No workload's fit holds: say so, with each one's reason and measured best."""
-    largest = max((p["nodes"] for r in results for p in r.get("cluster", [])), default=0)
-    why = "; ".join(f"{r['workload']} {r['size']}: {r.get('verdict') or r.get('status')}"
-                    + (f" (measured best n = {r['n_best_measured']})" if r.get("n_best_measured") else "")
+    largest = max((p["nodes"] for r in results for p in r.cluster), default=0)
+    why = "; ".join(f"{r.name}: {r.verdict or r.status}"
+                    + (f" (measured best n = {r.n_best_measured})" if r.n_best_measured else "")
                     for r in results)
     return Headline(SLEEPING, None, False, largest, None, None, resample.Interval(None, None, None, 0, 0),
                     f"cannot tell from the workloads, none of whose fits holds: {why}")
@@ -431,13 +428,6 @@ def _no_headline(results: list[dict[str, Any]]) -> Headline:
 
 def public(section: dict[str, Any]) -> dict[str, Any]:
     """The section as JSON: typed objects as dicts, without private objects."""
-    def clean(w: dict[str, Any]) -> dict[str, Any]:
-        out = {k: v for k, v in w.items() if not k.startswith("_")}
-        if "conditions" in out:
-            out["conditions"] = {c: {k: v for k, v in d.items() if not k.startswith("_")}
-                                 for c, d in out["conditions"].items()}
-        return out
-
-    return {**section, "workloads": [clean(w) for w in section["workloads"]],
+    return {**section, "workloads": [w.to_json() for w in section["workloads"]],
             "combined": {c: v.to_dict() for c, v in section.get("combined", {}).items()},
             "headline": {c: v.to_dict() for c, v in section.get("headline", {}).items()}}
