@@ -4,7 +4,8 @@ Twice: inside a cpu cgroup delegated to that user (its own v1 group owned by
 it, or a v2 group it may divide), and without any. The user's environment is
 a venv made from the system Python (scripts/unprivileged-venv.sh, cached under
 /var/tmp) with shoal from this repository's src/, a fresh HOME, and a PATH
-without /usr/sbin. Run as an ordinary user, it runs tests/user as is.
+without /usr/sbin; the native programs the first run builds as the user, the second
+reuses (one cache for both, keyed as always). Run as an ordinary user, it runs tests/user as is.
 """
 
 from __future__ import annotations
@@ -65,24 +66,34 @@ def test_ordinary_user_tests_pass_as_uid_65534():
         return
     venv = subprocess.run([str(REPO / "scripts" / "unprivileged-venv.sh")], capture_output=True,
                           text=True, check=True).stdout.strip().splitlines()[-1]
-    for delegated in (True, False):
-        # Outside root's own temporary directory, which the user may not enter.
-        home = Path(tempfile.mkdtemp(prefix="shoal-user-home-"))
-        os.chown(home, USER, USER)
-        env = {"HOME": str(home), "PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8",
-               "TMPDIR": str(home)}
-        inner = [f"{venv}/bin/python", "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                 "--basetemp", str(home / "pytest"), "tests/user"]
-        user = [shutil.which("setpriv") or "/usr/bin/setpriv", "--reuid", str(USER), "--regid", str(USER),
-                "--clear-groups", "--"]
-        groups = _delegated_groups(f"shoal-test-user-{os.getpid()}") if delegated else []
-        try:
-            # Join the delegated groups first, then become the user.
-            joined = [g for g in groups if not any(o != g and o.is_relative_to(g) for o in groups)]
-            enter = "".join(f'echo $$ > "{g}/cgroup.procs"; ' for g in joined)
-            proc = _run(["/bin/sh", "-c", enter + 'exec "$@"', "sh", *user, *inner], env, REPO)
-        finally:
-            _remove(groups)
-            shutil.rmtree(home, ignore_errors=True)
-        assert proc.returncode == 0, (f"as uid {USER} ({'with' if delegated else 'without'} a delegated "
-                                      f"cgroup):\n" + proc.stdout[-6000:] + proc.stderr[-2000:])
+    # Native programs the first run builds as the user, the second reuses (keyed as always).
+    cache = Path(tempfile.mkdtemp(prefix="shoal-user-cache-"))
+    os.chown(cache, USER, USER)
+    try:
+        for delegated in (True, False):
+            _run_user_tests(venv, cache, delegated)
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)
+
+
+def _run_user_tests(venv: str, cache: Path, delegated: bool) -> None:
+    # Outside root's own temporary directory, which the user may not enter.
+    home = Path(tempfile.mkdtemp(prefix="shoal-user-home-"))
+    os.chown(home, USER, USER)
+    env = {"HOME": str(home), "PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8",
+           "TMPDIR": str(home), "XDG_CACHE_HOME": str(cache)}
+    inner = [f"{venv}/bin/python", "-m", "pytest", "-q", "-p", "no:cacheprovider",
+             "--basetemp", str(home / "pytest"), "tests/user"]
+    user = [shutil.which("setpriv") or "/usr/bin/setpriv", "--reuid", str(USER), "--regid", str(USER),
+            "--clear-groups", "--"]
+    groups = _delegated_groups(f"shoal-test-user-{os.getpid()}") if delegated else []
+    try:
+        # Join the delegated groups first, then become the user.
+        joined = [g for g in groups if not any(o != g and o.is_relative_to(g) for o in groups)]
+        enter = "".join(f'echo $$ > "{g}/cgroup.procs"; ' for g in joined)
+        proc = _run(["/bin/sh", "-c", enter + 'exec "$@"', "sh", *user, *inner], env, REPO)
+    finally:
+        _remove(groups)
+        shutil.rmtree(home, ignore_errors=True)
+    assert proc.returncode == 0, (f"as uid {USER} ({'with' if delegated else 'without'} a delegated "
+                                  f"cgroup):\n" + proc.stdout[-6000:] + proc.stderr[-2000:])

@@ -179,7 +179,11 @@ def test_report_refuses_a_benchmark_run(tmp_path):
     assert proc.returncode == 2 and "use shoal plot" in proc.stderr
 
 
-def test_study_bad_input_is_one_line(tmp_path):
+def test_study_bad_input_is_one_line(tmp_path, monkeypatch, capsys):
+    """In this process, as the bad-input corpus runs its cases (tests/badinput)."""
+    from shoal import cli
+
+    monkeypatch.chdir(tmp_path)
     for args, expected in [(["--reference", "toaster"], "no such device profile"),
                            (["--suite", "osu"], "--suite osu"),
                            (["--uplink", "carrier-pigeon", "--nodes", "1"], "--uplink carrier-pigeon: use one of"),
@@ -189,9 +193,13 @@ def test_study_bad_input_is_one_line(tmp_path):
                            (["--work-size", "is=S"], "--work-size names is, which --workloads does not run"),
                            (["--work-size", "raytrace=3"], "raytrace size '3'"),
                            (["--suite", "none", "--workloads", "none"], "leaves nothing to measure")]:
-        proc = _shoal("study", "--emulate", "2xminnowboard", *args, "--out", str(tmp_path / "x"))
-        assert proc.returncode == 2, (args, proc.stderr)
-        assert expected in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+        argv = ["study", "--emulate", "2xminnowboard", *args, "--out", str(tmp_path / "x")]
+        monkeypatch.setattr(sys, "argv", ["shoal", *argv])
+        code = cli.main(argv)
+        out, err = capsys.readouterr()
+        assert code == 2, (args, err)
+        assert expected in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+        assert out == "" and not (tmp_path / "x").exists()
 
 
 def test_report_on_a_torn_results_table_leaves_out_only_the_torn_row(study_run, tmp_path):

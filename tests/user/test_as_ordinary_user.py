@@ -11,15 +11,18 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 from typing import Iterator
 
 import pandas as pd
+import pytest
 
 from shoal import profiles
 from shoal.cluster import cpulimit, state
+from shoal.study.request import DEFAULT_WORKLOADS
 
 NOT_LIMITED = "emulated devices run at host speed"
 
@@ -109,24 +112,39 @@ def test_emulated_device_cpu_is_limited_to_its_profile_where_a_cgroup_allows(tmp
     assert not any(g.exists() for g in groups)
 
 
-def test_study_runs_without_root(tmp_path):
-    out = tmp_path / "study"
-    proc = _shoal(tmp_path, "study", "--emulate", "2xminnowboard", "--nodes", "1..2", "--sizes", "8",
-                  "--time-budget", "20", "--work-reps", "3", "--out", str(out))
+# Every default workload at its small size, two counted rounds each, and the default suite
+# on one message size: what a study does, in a fraction of its time.
+WORKLOADS = DEFAULT_WORKLOADS.split(",")
+SMALL_STUDY = ["--emulate", "2xminnowboard", "--nodes", "1..2", "--sizes", "8", "--time-budget", "8",
+               "--work-reps", "2", *(a for name in WORKLOADS for a in ("--work-size", f"{name}=small"))]
+
+
+@pytest.fixture(scope="module")
+def study_without_root(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
+    """One small study, run once for the tests that read it (each copies before it writes)."""
+    base = tmp_path_factory.mktemp("study")
+    out = base / "study"
+    return out, _shoal(base, "study", *SMALL_STUDY, "--out", str(out))
+
+
+def test_study_runs_without_root(study_without_root):
+    out, proc = study_without_root
     assert proc.returncode == 0, proc.stderr
     assert (out / "report" / "report.html").is_file()
     assert "emulated clusters need root" not in proc.stderr
+    assert set(pd.read_csv(out / "work.csv")["workload"]) == set(WORKLOADS)
+    assert set(pd.read_csv(out / "results.csv")["nodes"]) == {1, 2}
 
 
-def test_an_interrupted_study_resumes_without_root_and_keeps_what_it_measured(tmp_path):
-    out = tmp_path / "study"
-    args = ["--emulate", "2xminnowboard", "--nodes", "1..2", "--suite", "none", "--workloads", "ep",
-            "--work-size", "ep=M18", "--work-reps", "3"]
-    proc = _shoal(tmp_path, "study", *args, "--out", str(out))
+def test_an_interrupted_study_resumes_without_root_and_keeps_what_it_measured(study_without_root, tmp_path):
+    done, proc = study_without_root
     assert proc.returncode == 0, proc.stderr
-    # Interrupted after its warm-up and first counted round: the later repetitions are missing.
+    out = tmp_path / "study"
+    shutil.copytree(done, out)
+    # Interrupted after its warm-up and first counted round: the last repetition is missing.
     work = pd.read_csv(out / "work.csv")
-    assert len(work) == 3 * 4   # (2 node counts + the reference) x (a warm-up + 3 repetitions)
+    # (2 node counts + the reference) x workloads x (a warm-up + 2 repetitions)
+    assert len(work) == 3 * len(WORKLOADS) * 3
     kept = work[work["rep"] <= 1]
     kept.to_csv(out / "work.csv", index=False)
     manifest = json.loads((out / "manifest.json").read_text())
@@ -136,7 +154,7 @@ def test_an_interrupted_study_resumes_without_root_and_keeps_what_it_measured(tm
     assert proc.returncode == 0, proc.stderr
     assert "need root" not in proc.stderr
     again = pd.read_csv(out / "work.csv")
-    assert len(again) == 3 * 4 and sorted(again["rep"]) == sorted(work["rep"])
+    assert len(again) == len(work) and sorted(again["rep"]) == sorted(work["rep"])
     # The finished rounds' rows are kept as they were, not measured again.
     pd.testing.assert_frame_equal(again[again["rep"] <= 1].reset_index(drop=True), kept.reset_index(drop=True))
     manifest = json.loads((out / "manifest.json").read_text())
