@@ -66,3 +66,25 @@ def test_dsm_lab_plan_as_a_library_call(mpich):
     assert full.modes == ("busy", "seed003", "sleep:100") and full.rounds == 3 and full.total == 3 * 3 * 2
     with pytest.raises(ShoalError, match="--rounds 0: need at least 1"):
         lab.plan(lab.LabRequest(mpis=("mpich",), rounds=0))
+
+
+def test_dsm_run_as_a_library_call(mpich):
+    """`dsm.run.plan`/`run` without the command line: the program's ranks, the time split of
+    each, the seed's message count beside ours; a preset for another program refused first."""
+    import json
+
+    from shoal.dsm import apps
+    from shoal.dsm import run as dsm_run
+    from shoal.execute.where import Where
+
+    request = dsm_run.RunRequest("full", ["--writes", "100", "--sample", "0"], wait="sleep:0",
+                                 where=Where(mpi="mpich"))
+    planned = dsm_run.plan(request)
+    assert planned.ranks == apps.app("full").default_ranks and planned.cluster is None
+    done = dsm_run.run(planned)
+    assert done.mpi.startswith("MPICH") and done.mode == "sleep:0" and done.devices == []
+    assert [r["rank"] for r in done.time_split] == list(range(planned.ranks))
+    report = json.loads(json.dumps(done.to_json()))["report"]
+    assert report["messages"] > 0 and report["seed_messages"] == 360000
+    with pytest.raises(ShoalError, match="places video, not full"):
+        dsm_run.plan(dsm_run.RunRequest("full", preset="video-recs"))

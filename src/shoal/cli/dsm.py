@@ -18,15 +18,14 @@ Program options after -- go to shoal-sdsm as they are (e.g. -- --writes 500,
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 
 from shoal.errors import ShoalError
 from shoal.inputs import options as typed
 from shoal.inputs import ranklimit
 from shoal.inputs.grammar import Bounds
-from shoal.mpi import discover, kinds
-from shoal.wait.modes import MODES_HELP, parse_mode
+from shoal.mpi import kinds
+from shoal.wait.modes import MODES_HELP
 
 ORDER = 37
 
@@ -96,50 +95,22 @@ def _split_rest(args) -> list[str]:
     return program
 
 
-def _bytes_arg(args: list[str]) -> int | None:
-    if "--bytes" in args and args.index("--bytes") + 1 < len(args):
-        value = args[args.index("--bytes") + 1]
-        try:
-            return int(float(value))
-        except ValueError:
-            raise ShoalError(f"--bytes {value}: expected a number of bytes") from None
-    return None
-
-
-@dataclasses.dataclass
-class _RunPlan:
-    """What `dsm run` will do, every input checked, nothing started."""
-
-    extra: list[str]
-    mode: str
-    ranks: int
-    chosen: object | None                  # the Table 1 preset, if any
-    where: object | None = None            # the cluster (not up yet), if any
-    blocks: list[tuple[str, int]] | None = None
-
-
-def _plan(args) -> _RunPlan:
-    """Check every input of `dsm run` (its options follow APP, so they are parsed here)."""
-    from shoal.dsm import apps, placement
-
-    extra = _split_rest(args)
-    apps.app(args.app)
-    mode = parse_mode(args.wait).text
-    ranks = args.ranks or apps.default_ranks(args.app, args.impl)
-    apps.check_args(args.app, args.impl, ranks, _bytes_arg(extra))
-    ranklimit.check(ranks, option="-n", smaller="a smaller problem",
-                    oversubscribe=args.oversubscribe or ranklimit.DEFAULT_OVERSUBSCRIBE)
-    chosen = placement.for_program(args.preset, args.app, ranks) if args.preset else None
-    plan = _RunPlan(extra, mode, ranks, chosen)
+def _request(args):
+    """The `dsm run` request (its options follow APP, so they are parsed here first)."""
+    from shoal.dsm import run as dsm_run
     from shoal.execute.where import Where
 
-    where = Where(mpi=args.mpi, emulate=args.emulate, link=args.link, cluster=args.cluster,
-                  attach=args.attach, dilation=args.dilation)
-    where.validate()
-    if where.on_cluster:
-        plan.where = where.open()
-        plan.blocks = placement.on_nodes(chosen, ranks, [n.name for n in plan.where.nodes])
-    return plan
+    program = _split_rest(args)
+    return dsm_run.RunRequest(app=args.app, program_args=program, wait=args.wait, impl=args.impl,
+                              ranks=args.ranks, oversubscribe=args.oversubscribe, preset=args.preset,
+                              where=Where(mpi=args.mpi, emulate=args.emulate, link=args.link,
+                                          cluster=args.cluster, attach=args.attach, dilation=args.dilation))
+
+
+def _plan(args):
+    from shoal.dsm import run as dsm_run
+
+    return dsm_run.plan(_request(args))
 
 
 def _emulates(args) -> bool:
@@ -160,40 +131,14 @@ def _attaches(args) -> str | None:
 
 
 def run(args) -> int:
-    from shoal.dsm import apps, placement
+    from shoal.dsm import run as dsm_run
 
-    plan = _plan(args)
-    mpi = discover.resolve(args.mpi)
-    if plan.where is not None:
-        result, on = _run_on_cluster(args, mpi, plan)
-    else:
-        result, on = apps.run(mpi, args.app, plan.extra, plan.ranks, plan.mode, impl=args.impl,
-                              own_cores=plan.chosen is not None), None
-    split = result.time_split()
-    from shoal.dsm.lab import run_wall
-
-    wall = run_wall(result)
-    devices = placement.modelled_power(plan.chosen, split, wall) if plan.chosen else []
+    done = dsm_run.run(_plan(args))
     if args.json:
-        print(json.dumps({"mode": plan.mode, "mpi": mpi.name, "report": result.report,
-                          "time_split": split, "devices": devices, "cluster": on}))
+        print(json.dumps(done.to_json()))
         return 0
-    _render_run(result, split, devices, plan.mode, mpi.name)
+    _render_run(done.result, done.time_split, done.devices, done.mode, done.mpi)
     return 0
-
-
-def _run_on_cluster(args, mpi, plan: _RunPlan):
-    """Run on an emulated or real cluster: (result in device time, where it ran)."""
-    from shoal.dsm import apps
-
-    where = plan.where
-    with where:
-        where.check_ready(mpi, str(apps.program(mpi)))
-        result = apps.run_on_cluster(where, mpi, args.app, plan.extra, plan.blocks, plan.mode,
-                                     impl=args.impl)
-        on = {**where.describe(), "dilation": where.dilation,
-              "placement": [{"node": n, "ranks": c} for n, c in plan.blocks]}
-    return result, on
 
 
 def _render_run(result, split, devices, mode: str, mpi: str) -> None:

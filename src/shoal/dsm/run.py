@@ -1,0 +1,113 @@
+"""`shoal dsm run` as a library call: one S-DSM program under a wait mode, here or on a cluster,
+with each rank's time split and, with a Table 1 preset, each device's modelled power.
+
+``plan`` checks every input (the program, its options, the ranks, the preset against the
+program, where the ranks run) before anything starts; ``run`` runs the plan.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from shoal.dsm import apps, placement
+from shoal.errors import ShoalError
+from shoal.execute.where import Where
+from shoal.inputs import ranklimit
+from shoal.wait.modes import parse_mode
+
+
+@dataclass
+class RunRequest:
+    """Which program, how it waits, how many ranks, and where they run."""
+
+    app: str                                # full, burst, lock, hough or video
+    program_args: list[str] = field(default_factory=list)   # shoal-sdsm's own options
+    wait: str = "backoff"
+    impl: str = "sdsm"                      # sdsm, mpi (plain MPI) or seq
+    ranks: int | None = None                # None: the program's
+    oversubscribe: float | None = None
+    preset: str | None = None               # a Table 1 placement for the power model
+    where: Where = field(default_factory=Where)
+
+
+@dataclass
+class RunPlan:
+    """A request checked; on a cluster, the cluster (not up yet) and the ranks per node."""
+
+    request: RunRequest
+    mode: str
+    ranks: int
+    preset: placement.Preset | None
+    cluster: Any | None = None
+    blocks: list[tuple[str, int]] | None = None
+
+
+@dataclass
+class RunResult:
+    """The program's report and ranks, each rank's time split, the devices' modelled power
+    (with a preset) and where it ran (on a cluster)."""
+
+    result: apps.Result
+    mode: str
+    mpi: str
+    time_split: list[dict[str, Any]]
+    devices: list[dict[str, Any]]
+    cluster: dict[str, Any] | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"mode": self.mode, "mpi": self.mpi, "report": self.result.report,
+                "time_split": self.time_split, "devices": self.devices, "cluster": self.cluster}
+
+
+def bytes_option(program_args: list[str]) -> int | None:
+    """The chunk size the program is given with ``--bytes``, if any."""
+    if "--bytes" in program_args and program_args.index("--bytes") + 1 < len(program_args):
+        value = program_args[program_args.index("--bytes") + 1]
+        try:
+            return int(float(value))
+        except ValueError:
+            raise ShoalError(f"--bytes {value}: expected a number of bytes") from None
+    return None
+
+
+def plan(request: RunRequest) -> RunPlan:
+    """Check every input; on a cluster, describe it (its nodes) without bringing it up."""
+    apps.app(request.app)
+    mode = parse_mode(request.wait).text
+    ranks = request.ranks or apps.default_ranks(request.app, request.impl)
+    apps.check_args(request.app, request.impl, ranks, bytes_option(request.program_args))
+    ranklimit.check(ranks, option="-n", smaller="a smaller problem",
+                    oversubscribe=request.oversubscribe or ranklimit.DEFAULT_OVERSUBSCRIBE)
+    chosen = placement.for_program(request.preset, request.app, ranks) if request.preset else None
+    out = RunPlan(request, mode, ranks, chosen)
+    request.where.validate()
+    if request.where.on_cluster:
+        out.cluster = request.where.open()
+        out.blocks = placement.on_nodes(chosen, ranks, [n.name for n in out.cluster.nodes])
+    return out
+
+
+def run(planned: RunPlan) -> RunResult:
+    """Run the program (on the cluster, brought up for it, in device time) and split its time."""
+    from shoal.dsm.lab import run_wall
+    from shoal.mpi import discover
+
+    request = planned.request
+    mpi = discover.resolve(request.where.mpi)
+    on = None
+    if planned.cluster is not None:
+        cluster = planned.cluster
+        with cluster:
+            cluster.check_ready(mpi, str(apps.program(mpi)))
+            result = apps.run_on_cluster(cluster, mpi, request.app, request.program_args, planned.blocks,
+                                         planned.mode, impl=request.impl)
+            on = {**cluster.describe(), "dilation": cluster.dilation,
+                  "placement": [{"node": n, "ranks": c} for n, c in planned.blocks]}
+    else:
+        result = apps.run(mpi, request.app, request.program_args, planned.ranks, planned.mode,
+                          impl=request.impl, own_cores=planned.preset is not None)
+    split = result.time_split()
+    devices = (placement.modelled_power(planned.preset, split, run_wall(result))
+               if planned.preset else [])
+    return RunResult(result, planned.mode, mpi.name, split, devices, on)
