@@ -40,3 +40,16 @@ def test_devices_held_to_their_profiles_give_the_offload_decision():
     lines = study_report.headline_lines(_findings("profile"))
     assert any(line.startswith("Offload decision at 3 device(s)") for line in lines)
     assert study_report.HOST_SPEED not in study_report._markdown({"s": _findings("profile")})
+
+
+def test_a_cluster_and_its_reference_emulated_alike_are_described_once():
+    from types import SimpleNamespace
+    from pathlib import Path
+    alike = {"dilation": 2.0, "link_emulator": "forwarder"}
+    run = SimpleNamespace(path=Path("study-1"), manifest={"clusters": {
+        "4xminnowboard": {"emulation": dict(alike)}, "4xminnowboard+1xnuc": {"emulation": dict(alike)}}})
+    text = study_report._emulation_html(run, None)
+    assert text.count("time dilation 2") == 1 and "links by forwarder" in text
+    run.manifest["clusters"]["4xminnowboard+1xnuc"]["emulation"]["dilation"] = 3.0
+    text = study_report._emulation_html(run, None)
+    assert "time dilation 2" in text and "time dilation 3" in text

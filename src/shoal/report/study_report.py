@@ -191,7 +191,8 @@ def _emulation_html(run: Run, frame: Any) -> str:
     for e in emulated:
         parts.append(f"time dilation {e.get('dilation', 1):g} (device CPUs and link rates / D, "
                      f"latencies x D, measured times / D), links by {e.get('link_emulator', 'tc')}")
-    text = f"<p><b>{html.escape(run.path.name)}</b>: emulated at " + "; ".join(parts)
+    # The cluster and the cluster beside its reference are usually emulated alike: say it once.
+    text = f"<p><b>{html.escape(run.path.name)}</b>: emulated at " + "; ".join(dict.fromkeys(parts))
     if frame is not None and "host_slack" in getattr(frame, "columns", []):
         short = int((frame["host_slack"] == "short").sum())
         text += (f". The host ran short of CPU during {short} of {len(frame)} points "

@@ -138,7 +138,8 @@ def section(findings: dict[str, dict[str, Any]]) -> Section | None:
         if missed:
             out.paragraphs.append(
                 f"{len(missed)} workload point(s) did not reach the CI target (their repetitions or time "
-                "ran out first); their medians are shown, with the CI they reached:")
+                "ran out first, or this host's noise put the target out of reach); their medians are "
+                "shown, with the CI they reached and why:")
             out.tables.append(table_html([{"workload": m["workload"], "configuration": m["config"],
                                            "nodes": m["nodes"], "repetitions": m["reps"],
                                            "CI reached": render.percent(m["ci_rel"]) if m["ci_rel"] else "-",
