@@ -189,6 +189,7 @@ def test_sweep_api_places_ranks_on_the_first_k_nodes(mpich):
         argv, env = job.command()
         assert "-hosts" in argv and argv[argv.index("-hosts") + 1] == "rpi31:1,rpi32:1"
         assert job.rank_env["UCX_TLS"] == "tcp,self"
+        assert job.rank_env["UCX_TCP_KEEPIDLE"] == "inf"  # a crowded plant starves keepalive probes
         proc = subprocess.run(argv, env=job.popen_env(), capture_output=True, text=True, timeout=120)
         assert proc.returncode == 0, proc.stderr
         assert sorted(proc.stdout.split()) == ["rpi31", "rpi32"]

@@ -52,7 +52,13 @@ class MPICH(Implementation):
         # MPICH shares memory only between ranks of one host name, so ranks of
         # one device still use it (as on the real board); UCX finds peers on
         # the same kernel by itself and is held to TCP on the device's link.
-        return {"UCX_TLS": "tcp,self", "UCX_NET_DEVICES": "eth0", "FI_PROVIDER": "tcp"}, []
+        # No TCP keepalive between ranks: UCX drops a connection whose idle probes go
+        # unanswered for 16 s, and on a crowded shared plant (128 set-top boxes in one
+        # Allreduce of 256 KiB, thousands of retransmits per connection) they were, and
+        # MPICH then crashed in every rank. The devices are local; a hung job meets
+        # shoal's own timeout.
+        return {"UCX_TLS": "tcp,self", "UCX_NET_DEVICES": "eth0", "FI_PROVIDER": "tcp",
+                "UCX_TCP_KEEPIDLE": "inf"}, []
 
     def wildcard_transport(self) -> dict[str, str]:
         # With UCX (the default netmod) a server receiving from MPI_ANY_SOURCE and
