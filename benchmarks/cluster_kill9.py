@@ -23,7 +23,7 @@ from pathlib import Path
 
 from entry import run_main
 
-from shoal.cluster import state
+from shoal.cluster import cpulimit, memlimit, state
 
 UP = ("import sys\n"
       "from shoal.cluster import inventory\n"
@@ -59,6 +59,10 @@ def leftovers(cluster_id: str | None, run_dir: Path | None = None) -> dict[str, 
     if cluster_id:
         for base in Path("/sys/fs/cgroup").glob("*/shoal"):
             cgroups += len(list(base.glob(f"{cluster_id}*")))
+        # v1 memory groups sit under this process's own memory group (shoal-ID), not under shoal/.
+        memory = memlimit.detect(cpulimit.detect())
+        if memory.version == 1 and memory.base:
+            cgroups += len(list(memory.base.glob(f"shoal-{cluster_id}*")))
     states = int(cluster_id is not None and state.cluster_dir(cluster_id).exists())
     return {"netns": len(names), "tap": len(taps), "forwarders": forwarders, "cgroups": cgroups,
             "state": states, "processes": procs}

@@ -9,6 +9,8 @@ before anything else runs; after a SIGKILL (which no process can handle) `shoal 
 just before the signal is still there, and that no manifest is left "running".
 The reference is zero everywhere.
 Run as root: .venv/bin/python benchmarks/kill_points.py [--trials 100] [--seed 1]
+At 128 set-top boxes: --emulate 128xstb --phases up,down --trials 20 (a sweep's trial
+keeps its two MinnowBoards: at 128 boxes its first point alone takes minutes).
 """
 
 from __future__ import annotations
@@ -80,30 +82,30 @@ def up_finished(cluster_id: str) -> bool:
     return bool(record and record.get("persistent"))
 
 
-def trial_up(kind: str, up_s: float) -> dict[str, int]:
+def trial_up(kind: str, up_s: float, emulate: str) -> dict[str, int]:
     cluster_id = f"kp{random.randrange(10**6):06d}"
-    process = subprocess.Popen([*SHOAL, "cluster", "up", "--emulate", "3xminnowboard", "--name", cluster_id,
+    process = subprocess.Popen([*SHOAL, "cluster", "up", "--emulate", emulate, "--name", cluster_id,
                                 "--no-calibrate"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                preexec_fn=_foreground)
     jobs = job_processes()
     time.sleep(random.uniform(0.05, up_s))
     send(process, SIGNALS[kind])
     if process.returncode == 0 or (kind == "SIGKILL" and up_finished(cluster_id)):
-        subprocess.run([*SHOAL, "cluster", "down", cluster_id], capture_output=True, timeout=120)
+        subprocess.run([*SHOAL, "cluster", "down", cluster_id], capture_output=True, timeout=600)
     return after(kind, cluster_id, jobs)
 
 
-def trial_down(kind: str, down_s: float) -> dict[str, int]:
+def trial_down(kind: str, down_s: float, emulate: str) -> dict[str, int]:
     cluster_id = f"kd{random.randrange(10**6):06d}"
-    subprocess.run([*SHOAL, "cluster", "up", "--emulate", "3xminnowboard", "--name", cluster_id,
-                    "--no-calibrate"], capture_output=True, timeout=120, check=True)
+    subprocess.run([*SHOAL, "cluster", "up", "--emulate", emulate, "--name", cluster_id,
+                    "--no-calibrate"], capture_output=True, timeout=600, check=True)
     jobs = job_processes()
     process = subprocess.Popen([*SHOAL, "cluster", "down", cluster_id], stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL, preexec_fn=_foreground)
     time.sleep(random.uniform(0.0, down_s))
     send(process, SIGNALS[kind])
     # A down cut short leaves the cluster recorded: down again must finish it.
-    subprocess.run([*SHOAL, "cluster", "down", cluster_id], capture_output=True, timeout=120)
+    subprocess.run([*SHOAL, "cluster", "down", cluster_id], capture_output=True, timeout=600)
     return after(kind, cluster_id, jobs)
 
 
@@ -135,12 +137,16 @@ def main() -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--trials", type=int, default=100)
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--emulate", default="3xminnowboard",
+                   help="devices of the clusters brought up and down (sweeps keep 2xminnowboard)")
+    p.add_argument("--phases", default="up,sweep,down", help="where the signals land")
     args = p.parse_args()
+    phases = args.phases.split(",")
     random.seed(args.seed)
     subprocess.run([*SHOAL, "doctor", "--fix"], capture_output=True, timeout=300)
     taps_before = leftovers(None)["tap"]
     t0 = time.perf_counter()
-    subprocess.run([*SHOAL, "cluster", "up", "--emulate", "3xminnowboard", "--name", "kpprobe",
+    subprocess.run([*SHOAL, "cluster", "up", "--emulate", args.emulate, "--name", "kpprobe",
                     "--no-calibrate"], capture_output=True, check=True)
     up_s = time.perf_counter() - t0
     t0 = time.perf_counter()
@@ -150,14 +156,14 @@ def main() -> int:
     lost = running = 0
     counts: dict[str, int] = {}
     for i in range(args.trials):
-        phase = random.choice(["up", "sweep", "down"])
+        phase = random.choice(phases)
         kind = random.choice(list(SIGNALS))
         mpi = random.choice(["mpich", "openmpi"])
         label = f"{phase} ({mpi})" if phase == "sweep" else phase
         if phase == "up":
-            left = trial_up(kind, up_s)
+            left = trial_up(kind, up_s, args.emulate)
         elif phase == "down":
-            left = trial_down(kind, down_s)
+            left = trial_down(kind, down_s, args.emulate)
         else:
             left, trial_lost, trial_running = trial_sweep(kind, mpi)
             lost += trial_lost

@@ -58,9 +58,28 @@ def _wire_bytes(record: dict, directory: Path) -> int:
     return sum(p["up"]["wire_bytes"] + p["down"]["wire_bytes"] for p in counters["ports"][1:])
 
 
+def _box_memory_peak(record: dict) -> list[int]:
+    """Each box's peak memory (rank, daemons and their page cache) from its memory cgroup, v1
+    (the peak is reset before each launch); empty where boxes have no v1 memory group."""
+    peaks = []
+    for node in record["nodes"].values():
+        group = node.get("memory_cgroup")
+        if group and Path(group, "memory.max_usage_in_bytes").exists():
+            peaks.append(int(Path(group, "memory.max_usage_in_bytes").read_text()))
+    return peaks
+
+
+def _reset_memory_peaks(record: dict) -> None:
+    for node in record["nodes"].values():
+        group = node.get("memory_cgroup")
+        if group and Path(group, "memory.max_usage_in_bytes").exists():
+            Path(group, "memory.max_usage_in_bytes").write_text("0")
+
+
 def launch_once(c, mpi, exe: Path, n: int) -> dict:
     record = state.read(c.emulated.id)
     before = _wire_bytes(record, c.emulated.directory)
+    _reset_memory_peaks(record)
     t0 = time.monotonic()
     job = c.job(mpi, nodes=n, ranks_per_node=1, argv=[str(exe)], rank_env={"LAUNCH_T0": repr(t0)})
     argv, env = job.command()
@@ -85,7 +104,10 @@ def launch_once(c, mpi, exe: Path, n: int) -> dict:
             "finalize_s": data["finalize_s"] / d,
             "rank_rss_median_B": statistics.median(data["rss_B"]),
             "daemon_rss_median_B": statistics.median(peak.values()) if peak else 0,
+            # Open MPI has more than one daemon process per box: their sum, per box.
+            "daemon_rss_per_box_B": sum(peak.values()) / n,
             "daemons_seen": len(peak),
+            "box_memory_peak_max_B": max(_box_memory_peak(record), default=0),
             "wire_B_per_box": (_wire_bytes(record, c.emulated.directory) - before) / n}
 
 
@@ -112,7 +134,7 @@ def main() -> int:
                 rows.append(launch_once(c, mpi, exe, n))
                 print(json.dumps(rows[-1]), flush=True)
     keys = ("init_done_max_s", "init_median_s", "first_barrier_max_s", "finalize_s",
-            "rank_rss_median_B", "daemon_rss_median_B", "wire_B_per_box")
+            "rank_rss_median_B", "daemon_rss_per_box_B", "box_memory_peak_max_B", "wire_B_per_box")
     print(f"\n{mpi.name}, default launch (a daemon in every box), device times, "
           f"median of {args.rounds} launches (min..max):")
     print("N    " + "  ".join(f"{k:>22}" for k in keys))
