@@ -34,8 +34,9 @@ from shoal.mpi import discover
 DAEMONS = ("hydra_pmi_proxy", "prted")
 
 
-def _daemon_rss(stop: threading.Event, peak: dict[int, int]) -> None:
-    """Peak resident bytes of every launcher daemon seen (by pid) until ``stop``."""
+def _daemon_rss(stop: threading.Event, peak: dict[int, int], cluster_id: str) -> None:
+    """Peak resident bytes of every launcher daemon of cluster ``cluster_id`` (in its cgroups:
+    other jobs on the host have daemons of the same name) seen (by pid) until ``stop``."""
     while not stop.is_set():
         for entry in os.scandir("/proc"):
             if not entry.name.isdigit():
@@ -43,6 +44,9 @@ def _daemon_rss(stop: threading.Event, peak: dict[int, int]) -> None:
             try:
                 with open(f"/proc/{entry.name}/comm") as fh:
                     if fh.read().strip() not in DAEMONS:
+                        continue
+                with open(f"/proc/{entry.name}/cgroup") as fh:
+                    if f"/{cluster_id}/" not in fh.read():
                         continue
                 with open(f"/proc/{entry.name}/statm") as fh:
                     rss = int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
@@ -84,7 +88,7 @@ def launch_once(c, mpi, exe: Path, n: int) -> dict:
     job = c.job(mpi, nodes=n, ranks_per_node=1, argv=[str(exe)], rank_env={"LAUNCH_T0": repr(t0)})
     argv, env = job.command()
     stop, peak = threading.Event(), {}
-    sampler = threading.Thread(target=_daemon_rss, args=(stop, peak), daemon=True)
+    sampler = threading.Thread(target=_daemon_rss, args=(stop, peak, c.emulated.id), daemon=True)
     sampler.start()
     try:
         done = proc.run(argv, env=job.popen_env(), timeout=1800)
