@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import os
 import random
 import signal
 import subprocess
@@ -41,6 +42,23 @@ def _foreground() -> None:
 
 def job_processes() -> int:
     return sum(1 for cmd in live_commands() if any(m in cmd for m in JOB_MARKERS))
+
+
+def cluster_job_processes(cluster_id: str) -> int:
+    """MPI job processes of one cluster: its launcher helper on their command line, or its
+    cgroups in theirs. Other jobs on a shared host are not this trial's leak."""
+    count = 0
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
+            groups = Path(f"/proc/{pid}/cgroup").read_text()
+        except OSError:
+            continue
+        if any(m in cmd for m in JOB_MARKERS) and (
+                f"/{cluster_id}/".encode() in cmd or f"/{cluster_id}/" in groups
+                or f"shoal-{cluster_id}/" in groups):
+            count += 1
+    return count
 
 
 def rows(table: Path) -> int:
@@ -70,7 +88,8 @@ def after(kind: str, cluster_id: str | None, jobs_before: int) -> dict[str, int]
         time.sleep(0.5)
     left = leftovers(cluster_id)
     left.pop("processes", None)
-    left["job processes"] = job_processes() - jobs_before
+    # With the cluster known, its own job processes (none may be left); else any new ones.
+    left["job processes"] = cluster_job_processes(cluster_id) if cluster_id else job_processes() - jobs_before
     return left
 
 
