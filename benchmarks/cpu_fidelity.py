@@ -7,7 +7,7 @@ slowest rank got (CPU s / wall s / budget): what the emulation delivered,
 apart from how fast the host's CPU ran each second meanwhile. Under both MPIs' launchers, at D = 1 on as
 many boards as fit the host at D = 1, and at shoal's automatic D on four.
 Targets: every ratio within 3 % of 1 and spreads <= 3 % with cgroups; within 7 %
-with the user-space limit (ordinary users; as root: SHOAL_CGROUP_ROOT=/nonexistent).
+with the user-space limit (ordinary users; as root: SHOAL_CGROUP_ROOT=an empty directory).
 
 With --workloads, also the issue's workload targets through `shoal work`: raytrace 512
 with 2 ranks on one MinnowBoard at D = 1 and D = 2 (rounds interleaved; spread <= 3 % at
