@@ -44,7 +44,7 @@ class CgroupLayout:
 DELEGATED = environment.CGROUP_DELEGATED.name  # a v2 cgroup prepared for this command's devices
 
 
-def _own_groups(text: str | None = None) -> dict[str, str]:
+def own_groups(text: str | None = None) -> dict[str, str]:
     """This process's cgroup per controller ("" for v2's unified line)."""
     if text is None:
         try:
@@ -73,7 +73,7 @@ def detect(self_cgroup: str | None = None) -> CgroupLayout:
     ``/proc/self/cgroup`` (tests).
     """
     root = Path(environment.CGROUP_ROOT.get() or CGROUP_ROOT)
-    own = _own_groups(self_cgroup)
+    own = own_groups(self_cgroup)
     if (root / "cgroup.controllers").exists():
         delegated = os.environ.get(DELEGATED)
         for base in ([Path(delegated)] if delegated else []) + [root]:
@@ -112,7 +112,7 @@ def prepare_delegated(self_cgroup: str | None = None) -> bool:
     neither is possible (nothing changed).
     """
     root = Path(environment.CGROUP_ROOT.get() or CGROUP_ROOT)
-    own = root / _own_groups(self_cgroup).get("", "/").lstrip("/")
+    own = root / own_groups(self_cgroup).get("", "/").lstrip("/")
     if not (own / "cgroup.controllers").exists() or own == root:
         return False
     for base, move in ((own.parent, False), (own, True)):
@@ -134,7 +134,7 @@ def prepare_delegated(self_cgroup: str | None = None) -> bool:
     return False
 
 
-def _write(path: Path, value: str, what: str = "device CPUs") -> None:
+def write_control(path: Path, value: str, what: str = "device CPUs") -> None:
     try:
         path.write_text(value)
     except OSError as exc:
@@ -146,7 +146,7 @@ def _enable_v2(parent: Path, controllers: list[str]) -> None:
     available = (parent / "cgroup.controllers").read_text().split()
     wanted = " ".join(f"+{c}" for c in controllers if c in available)
     if wanted:
-        _write(parent / "cgroup.subtree_control", wanted)
+        write_control(parent / "cgroup.subtree_control", wanted)
 
 
 def host_cpus() -> list[int]:
@@ -298,12 +298,12 @@ def _levels_up(layout: CgroupLayout, cluster_id: str) -> None:
 
 def _set_quota(layout: CgroupLayout, group: Path, quota: int | None, period: int) -> None:
     if layout.version == 2:
-        _write(group / "cpu.max", f"{quota} {period}" if quota else f"max {period}")
+        write_control(group / "cpu.max", f"{quota} {period}" if quota else f"max {period}")
     else:
-        _write(group / "cpu.cfs_quota_us", "-1")
-        _write(group / "cpu.cfs_period_us", str(period))
+        write_control(group / "cpu.cfs_quota_us", "-1")
+        write_control(group / "cpu.cfs_period_us", str(period))
         if quota:
-            _write(group / "cpu.cfs_quota_us", str(quota))
+            write_control(group / "cpu.cfs_quota_us", str(quota))
 
 
 def _v1_cpuset(level: Path, cpus: str | None) -> None:
@@ -311,10 +311,10 @@ def _v1_cpuset(level: Path, cpus: str | None) -> None:
     level.mkdir(exist_ok=True)
     if fresh or not (level / "cpuset.cpus").read_text().strip():
         # v1 cpusets start empty: copy the parent's cpus and memory nodes.
-        _write(level / "cpuset.cpus", (level.parent / "cpuset.cpus").read_text().strip())
-        _write(level / "cpuset.mems", (level.parent / "cpuset.mems").read_text().strip())
+        write_control(level / "cpuset.cpus", (level.parent / "cpuset.cpus").read_text().strip())
+        write_control(level / "cpuset.mems", (level.parent / "cpuset.mems").read_text().strip())
     if cpus is not None:
-        _write(level / "cpuset.cpus", cpus)
+        write_control(level / "cpuset.cpus", cpus)
 
 
 def create(layout: CgroupLayout, cluster_id: str, node: str, core_budget: float, cores: int,
@@ -336,7 +336,7 @@ def create(layout: CgroupLayout, cluster_id: str, node: str, core_budget: float,
             _set_quota(layout, group, quota, period)
             if pins and layout.cpuset_base:
                 cpus = str(pins[k]) if k < cores else ",".join(map(str, sorted(set(pins))))
-                _write(group / "cpuset.cpus", cpus)
+                write_control(group / "cpuset.cpus", cpus)
     elif layout.version == 1:
         device.mkdir(exist_ok=True)
         for group in each + [rest]:

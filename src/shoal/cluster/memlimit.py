@@ -54,7 +54,7 @@ def detect(cpu: cpulimit.CgroupLayout, self_cgroup: str | None = None) -> Memory
     memory = root / "memory"
     if not (memory / "memory.limit_in_bytes").exists():
         return MemoryLayout(0, None, f"no cgroup v1 memory hierarchy at {memory}")
-    own = memory / cpulimit._own_groups(self_cgroup).get("memory", "/").lstrip("/")
+    own = memory / cpulimit.own_groups(self_cgroup).get("memory", "/").lstrip("/")
     if not (own.is_dir() and os.access(own, os.W_OK)):
         return MemoryLayout(0, None, f"this user may not create groups in {own}")
     return MemoryLayout(1, own)
@@ -75,7 +75,7 @@ def paths(layout: MemoryLayout, cluster_id: str, node: str) -> list[str]:
 
 
 def _write(path: Path, value: str) -> None:
-    cpulimit._write(path, value, what="device memory")
+    cpulimit.write_control(path, value, what="device memory")
 
 
 def create(layout: MemoryLayout, cluster_id: str, node: str, limit_B: int) -> str:

@@ -15,6 +15,7 @@ from typing import Any
 
 from shoal.errors import ShoalError
 from shoal.execute.where import Where
+from shoal.study import presets
 from shoal.study.reference import Reference
 
 SUITES = ("mpbench", "imb", "mpbench,imb", "none")
@@ -95,8 +96,6 @@ class StudyRequest:
         depend on other options are decided here and nowhere else."""
         given = {k: v for k, v in given.items() if v is not None and v != {}}
         if given.get("preset"):
-            from shoal.study import presets
-
             preset = presets.values(given["preset"], bool(given.get("quick")))
             mine = given.get("work_sizes", {})
             if given.get("cluster") or given.get("attach"):

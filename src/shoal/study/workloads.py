@@ -103,15 +103,18 @@ class Precision:
 
     def state(self, times_s: list[float], host_s: float) -> str:
         """CONVERGED, OUT_OF_REPS, OUT_OF_REACH, OUT_OF_TIME, or MORE (repeat it again)."""
-        if len(times_s) >= self.min_reps and ci_rel(times_s) <= self.ci:
+        if len(times_s) < self.min_reps:
+            return OUT_OF_REPS if len(times_s) >= self.max_reps else MORE
+        ci = ci_rel(times_s)
+        if ci <= self.ci:
             return CONVERGED
         if len(times_s) >= self.max_reps:
             return OUT_OF_REPS
-        # The budget counts once the point has the fewest repetitions that bound a median:
-        # stopping before would spend its time without giving it a CI at all.
-        if host_s >= self.budget_s and len(times_s) >= self.min_reps:
+        # The budget counts once the point has the fewest repetitions that bound a median
+        # (above): stopping before would spend its time without giving it a CI at all.
+        if host_s >= self.budget_s:
             return OUT_OF_TIME
-        if len(times_s) >= self.min_reps and ci_rel(times_s) * math.sqrt(len(times_s) / self.max_reps) > self.ci:
+        if ci * math.sqrt(len(times_s) / self.max_reps) > self.ci:
             return OUT_OF_REACH
         return MORE
 
