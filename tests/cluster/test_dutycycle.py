@@ -31,15 +31,20 @@ def _in_a_netns(code: str, core: int | None = None) -> subprocess.Popen:
 
 
 def _netns(pid: int) -> int:
+    """The process's own network namespace, once it runs the program: between unshare's
+    namespace and its exec of Python, the process's environment (where the controller reads
+    its core) can be unreadable, and a single scan would take it for a daemon."""
     for _ in range(200):
         try:
             inode = os.stat(f"/proc/{pid}/ns/net").st_ino
+            with open(f"/proc/{pid}/comm") as fh:
+                running = fh.read().strip().startswith("python")
         except OSError:
-            inode = None
-        if inode is not None and inode != os.stat("/proc/self/ns/net").st_ino:
+            inode, running = None, False
+        if running and inode is not None and inode != os.stat("/proc/self/ns/net").st_ino:
             return inode
         time.sleep(0.01)
-    raise AssertionError("the process never entered its own network namespace")
+    raise AssertionError("the process never ran the program in its own network namespace")
 
 
 def _state(pid: int) -> str:
