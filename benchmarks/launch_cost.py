@@ -1,22 +1,29 @@
-"""Launch and wire-up cost per emulated set-top box, against N: the MPI's default launch.
+"""Launch and wire-up cost per emulated set-top box, against N, for two launch layouts.
 
-For each N (default 8, 16, 32) N set-top boxes on the docsis-27m plant come up, and
-one rank per box runs launch_cost.c with the MPI's own launcher (Hydra proxies or
-PRRTE daemons started in every box through shoal's launcher helper). Measured per
+For each N (default 8, 16, 32) N set-top boxes on the docsis-27m plant come up once,
+and one rank per box runs launch_cost.c, in turn (interleaved rounds) for each MPI and
+each layout: "box", the MPI's own launch (a Hydra proxy or PRRTE daemon started in
+every box through shoal's launcher helper), and "head", seed 002's OERTE-like layout
+(the launcher's daemon stays in the head-end namespace and starts each box's rank
+there through the helper; ranks still talk over the plant, and look up each other's
+addresses at the head's PMI/PMIx server, on demand where the MPI can). Measured per
 launch: the time from starting the launcher to the last rank's MPI_Init return (one
 CLOCK_MONOTONIC for all namespaces), each rank's own MPI_Init time, the rank's and its
 box daemon's resident memory (the daemons sampled from /proc every 0.1 s), the first
 barrier (on-demand connections), MPI_Finalize, and the line bytes every box sent and
 received through the forwarder from launch to exit (the wire-up's traffic). Times
-are device times (divided by the cluster's dilation D). A straight line
-cost = a + b*N is fitted per quantity over the N measured; b is the slope per box.
-Run as root: .venv/bin/python benchmarks/launch_cost.py [--nodes 8,16,32] [--mpi mpich] [--rounds 2]
+are device times (divided by the cluster's dilation D). Per quantity, a straight line
+cost = a + b*N (b: the cost of one more box) and a power c*N^k are fitted over the N
+measured. --out FILE appends every launch as a JSON line (launch_cost_figure.py draws them).
+Run as root: .venv/bin/python benchmarks/launch_cost.py [--nodes 8,16,32]
+             [--mpi mpich,openmpi] [--layout box,head] [--rounds 2] [--out FILE]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
 import tempfile
@@ -31,12 +38,13 @@ from shoal import cluster, proc
 from shoal.cluster import linkemu, state
 from shoal.mpi import discover
 
-DAEMONS = ("hydra_pmi_proxy", "prted")
+DAEMONS = ("hydra_pmi_proxy", "prted", "prterun", "mpiexec", "mpiexec.hydra")
 
 
-def _daemon_rss(stop: threading.Event, peak: dict[int, int], cluster_id: str) -> None:
-    """Peak resident bytes of every launcher daemon of cluster ``cluster_id`` (in its cgroups:
-    other jobs on the host have daemons of the same name) seen (by pid) until ``stop``."""
+def _daemon_rss(stop: threading.Event, peak: dict[tuple[int, bool], int], cluster_id: str) -> None:
+    """Peak resident bytes of every launcher process of cluster ``cluster_id`` (in its cgroups:
+    other jobs on the host have daemons of the same name) seen until ``stop``, by (pid,
+    whether it runs in the head)."""
     while not stop.is_set():
         for entry in os.scandir("/proc"):
             if not entry.name.isdigit():
@@ -46,14 +54,15 @@ def _daemon_rss(stop: threading.Event, peak: dict[int, int], cluster_id: str) ->
                     if fh.read().strip() not in DAEMONS:
                         continue
                 with open(f"/proc/{entry.name}/cgroup") as fh:
-                    if f"/{cluster_id}/" not in fh.read():
-                        continue
+                    groups = fh.read()
+                if f"/{cluster_id}/" not in groups:
+                    continue
                 with open(f"/proc/{entry.name}/statm") as fh:
                     rss = int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
             except (OSError, ValueError, IndexError):
                 continue
-            pid = int(entry.name)
-            peak[pid] = max(peak.get(pid, 0), rss)
+            key = (int(entry.name), f"/{cluster_id}/head" in groups)
+            peak[key] = max(peak.get(key, 0), rss)
         stop.wait(0.1)
 
 
@@ -80,12 +89,20 @@ def _reset_memory_peaks(record: dict) -> None:
             Path(group, "memory.max_usage_in_bytes").write_text("0")
 
 
-def launch_once(c, mpi, exe: Path, n: int) -> dict:
+def _head_bytes(record: dict, directory: Path) -> int:
+    counters = linkemu.stats(record["forwarder"], directory / "forwarder.json")
+    head = counters["ports"][0]
+    return head["up"]["wire_bytes"] + head["down"]["wire_bytes"]
+
+
+def launch_once(c, mpi, exe: Path, n: int, layout: str) -> dict:
     record = state.read(c.emulated.id)
     before = _wire_bytes(record, c.emulated.directory)
+    head_before = _head_bytes(record, c.emulated.directory)
     _reset_memory_peaks(record)
     t0 = time.monotonic()
-    job = c.job(mpi, nodes=n, ranks_per_node=1, argv=[str(exe)], rank_env={"LAUNCH_T0": repr(t0)})
+    job = c.job(mpi, nodes=n, ranks_per_node=1, argv=[str(exe)], rank_env={"LAUNCH_T0": repr(t0)},
+                layout=layout)
     argv, env = job.command()
     stop, peak = threading.Event(), {}
     sampler = threading.Thread(target=_daemon_rss, args=(stop, peak, c.emulated.id), daemon=True)
@@ -97,22 +114,27 @@ def launch_once(c, mpi, exe: Path, n: int) -> dict:
         sampler.join()
     wall = time.monotonic() - t0
     if not done.ok:
-        raise SystemExit(f"N={n}: launch failed: {done.tail(3)}")
+        raise SystemExit(f"N={n}, {mpi.name}, layout {layout}: launch failed: {done.tail(3)}")
     line = next(ln for ln in done.stdout.splitlines() if ln.startswith("{"))
     data = json.loads(line)
     d = c.emulated.dilation
-    return {"n": n, "dilation": d, "wall_s": wall / d,
+    in_boxes = [v for (_, head), v in peak.items() if not head]
+    in_head = [v for (_, head), v in peak.items() if head]
+    return {"mpi": mpi.kind, "layout": layout, "n": n, "dilation": d, "wall_s": wall / d,
             "init_done_max_s": max(data["init_done_s"]) / d,
             "init_median_s": statistics.median(data["init_s"]) / d,
             "first_barrier_max_s": max(data["first_barrier_s"]) / d,
             "finalize_s": data["finalize_s"] / d,
             "rank_rss_median_B": statistics.median(data["rss_B"]),
-            "daemon_rss_median_B": statistics.median(peak.values()) if peak else 0,
+            "daemon_rss_median_B": statistics.median(in_boxes) if in_boxes else 0,
             # Open MPI has more than one daemon process per box: their sum, per box.
-            "daemon_rss_per_box_B": sum(peak.values()) / n,
-            "daemons_seen": len(peak),
+            "daemon_rss_per_box_B": sum(in_boxes) / n,
+            "daemons_seen": len(in_boxes),
+            # The launcher and, in the head layout, its daemons: the head-end's share.
+            "head_rss_B": sum(in_head),
             "box_memory_peak_max_B": max(_box_memory_peak(record), default=0),
-            "wire_B_per_box": (_wire_bytes(record, c.emulated.directory) - before) / n}
+            "wire_B_per_box": (_wire_bytes(record, c.emulated.directory) - before) / n,
+            "head_wire_B": _head_bytes(record, c.emulated.directory) - head_before}
 
 
 def fit(xs: list[float], ys: list[float]) -> tuple[float, float]:
@@ -122,40 +144,69 @@ def fit(xs: list[float], ys: list[float]) -> tuple[float, float]:
     return my - b * mx, b
 
 
+def power_fit(xs: list[float], ys: list[float]) -> tuple[float, float]:
+    """Least-squares c*x^k in log-log (positive values only): (c, k)."""
+    pairs = [(math.log(x), math.log(y)) for x, y in zip(xs, ys) if x > 0 and y > 0]
+    if len(pairs) < 2:
+        return float("nan"), float("nan")
+    ln_c, k = fit([p[0] for p in pairs], [p[1] for p in pairs])
+    return math.exp(ln_c), k
+
+
+KEYS = ("init_done_max_s", "init_median_s", "first_barrier_max_s", "finalize_s",
+        "rank_rss_median_B", "daemon_rss_per_box_B", "head_rss_B", "box_memory_peak_max_B",
+        "wire_B_per_box", "head_wire_B")
+
+
+def report(rows: list[dict], rounds: int) -> None:
+    """Per MPI and layout: median (min..max) per N, and both fits."""
+    for kind, layout in dict.fromkeys((r["mpi"], r["layout"]) for r in rows):
+        mine = [r for r in rows if (r["mpi"], r["layout"]) == (kind, layout)]
+        counts = sorted({r["n"] for r in mine})
+        print(f"\n{kind}, layout {layout}, device times, median of {rounds} launches (min..max):")
+        print("N    " + "  ".join(f"{k:>22}" for k in KEYS))
+        medians: dict[str, list[float]] = {k: [] for k in KEYS}
+        for n in counts:
+            cells = []
+            for k in KEYS:
+                values = [r[k] for r in mine if r["n"] == n]
+                medians[k].append(statistics.median(values))
+                cells.append(f"{statistics.median(values):10.4g} ({min(values):.3g}..{max(values):.3g})")
+            print(f"{n:<4} " + "  ".join(f"{c:>22}" for c in cells))
+        if len(counts) >= 2:
+            print("fitted a + b*N (b: cost of one more box) and c*N^k:")
+            for k in KEYS:
+                a, b = fit([float(n) for n in counts], medians[k])
+                c, e = power_fit([float(n) for n in counts], medians[k])
+                print(f"  {k:<22} a = {a:.4g}  b = {b:.4g} per box;  c = {c:.4g}  k = {e:.3f}")
+
+
 def main() -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--nodes", default="8,16,32")
-    p.add_argument("--mpi", default="mpich")
+    p.add_argument("--mpi", default="mpich", help="one MPI or several, comma-separated")
+    p.add_argument("--layout", default="box", help="box, head or box,head")
     p.add_argument("--rounds", type=int, default=2)
+    p.add_argument("--out", type=Path, help="append every launch here as a JSON line")
     args = p.parse_args()
-    mpi = discover.resolve(args.mpi)
-    exe = compile_program(mpi, "launch_cost.c", Path(tempfile.mkdtemp(prefix="shoal-launch-")))
+    mpis = [discover.resolve(m) for m in args.mpi.split(",")]
+    layouts = args.layout.split(",")
+    programs = {m.kind: compile_program(m, "launch_cost.c",
+                                        Path(tempfile.mkdtemp(prefix="shoal-launch-")))
+                for m in mpis}
     counts = [int(x) for x in args.nodes.split(",")]
     rows: list[dict] = []
     for n in counts:
         with cluster.open(emulate=f"{n}xstb", calibrate=False) as c:
             for _ in range(args.rounds):
-                rows.append(launch_once(c, mpi, exe, n))
-                print(json.dumps(rows[-1]), flush=True)
-    keys = ("init_done_max_s", "init_median_s", "first_barrier_max_s", "finalize_s",
-            "rank_rss_median_B", "daemon_rss_per_box_B", "box_memory_peak_max_B", "wire_B_per_box")
-    print(f"\n{mpi.name}, default launch (a daemon in every box), device times, "
-          f"median of {args.rounds} launches (min..max):")
-    print("N    " + "  ".join(f"{k:>22}" for k in keys))
-    medians: dict[str, list[float]] = {k: [] for k in keys}
-    for n in counts:
-        mine = [r for r in rows if r["n"] == n]
-        cells = []
-        for k in keys:
-            values = [r[k] for r in mine]
-            medians[k].append(statistics.median(values))
-            cells.append(f"{statistics.median(values):10.4g} ({min(values):.3g}..{max(values):.3g})")
-        print(f"{n:<4} " + "  ".join(f"{c:>22}" for c in cells))
-    if len(counts) >= 2:
-        print("\nfitted a + b*N (b: cost of one more box):")
-        for k in keys:
-            a, b = fit([float(n) for n in counts], medians[k])
-            print(f"  {k:<22} a = {a:.4g}  b = {b:.4g} per box")
+                for mpi in mpis:
+                    for layout in layouts:
+                        rows.append(launch_once(c, mpi, programs[mpi.kind], n, layout))
+                        print(json.dumps(rows[-1]), flush=True)
+                        if args.out:
+                            with args.out.open("a") as fh:
+                                fh.write(json.dumps(rows[-1]) + "\n")
+    report(rows, args.rounds)
     return 0
 
 

@@ -65,6 +65,7 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "cluster/test_concurrent.py": ("mpi", "netns"),
     "cluster/test_dilation.py": ("mpi", "netns"),
     "cluster/test_emulated.py": ("mpi", "netns"),
+    "cluster/test_head_launch.py": ("mpi", "netns"),
     "cluster/test_host_loss.py": ("mpi", "netns"),
     "cluster/test_kill_points.py": ("mpi", "netns"),
     "cluster/test_linkemu.py": ("mpi", "netns"),

@@ -64,6 +64,9 @@ CGROUP_DELEGATED = Variable("SHOAL_CGROUP_DELEGATED", "set by shoal: the v2 cgro
 DEVICE_CORE = Variable("SHOAL_DEVICE_CORE", "set by shoal in each rank on an emulated device: "
                        "the device core it runs on (what the user-space CPU limit reads)", "unset",
                        reader="internal")
+DEVICE_RANK = Variable("SHOAL_DEVICE_RANK", "set by shoal in each rank started from the head "
+                       "(the head launch layout): its index among the ranks of its device", "unset",
+                       reader="internal")
 LINK_EMULATOR = Variable("SHOAL_LINK_EMULATOR", "how emulated links are made: netem, forwarder "
                         "(shoal-linkemu) or tbf (rates only)", "netem where the kernel has it, "
                         "else forwarder")
@@ -90,7 +93,7 @@ BENCH_CORRUPT = Variable("SHOAL_BENCH_CORRUPT", "tests only: this rank of the be
                          "flips a sent byte (to test --check)", "none", reader="native")
 
 ALL = (MPI, CACHE, RUNS, PROFILES, SSH, STATE_DIR, CGROUP_ROOT, USERNS, USERNS_INSIDE,
-       USERNS_OWNER, DEVICE_CORE, LINK_EMULATOR, SYSFS_ROOT, PROC_ROOT, POWER_FASTPOLL, WAIT, WAIT_CLASSES, WAIT_TELEMETRY,
+       USERNS_OWNER, DEVICE_CORE, DEVICE_RANK, LINK_EMULATOR, SYSFS_ROOT, PROC_ROOT, POWER_FASTPOLL, WAIT, WAIT_CLASSES, WAIT_TELEMETRY,
        WAIT_SLACK_NS, WAIT_WAKE, WAIT_SEND_EAGER_B, BENCH_CORRUPT)
 #: libshoalwait's variables: passed to ranks, and recorded with benchmark runs.
 WAIT_VARIABLES = (WAIT, WAIT_CLASSES, WAIT_TELEMETRY, WAIT_SLACK_NS, WAIT_WAKE, WAIT_SEND_EAGER_B)

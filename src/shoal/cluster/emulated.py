@@ -607,6 +607,12 @@ class EmulatedCluster:
         return [sys.executable, "-m", "shoal.cluster.nsexec", "--cluster", self.id,
                 "--run", "head", "--"]
 
+    def rank_prefix(self, rank_variable: str, layout: str) -> list[str]:
+        """argv prefix that starts a rank, from the head, in the device its rank number
+        (the MPI's ``rank_variable``) falls on in ``layout`` ("NODE:K,...")."""
+        return [sys.executable, "-m", "shoal.cluster.nsexec", "--cluster", self.id,
+                "--rank", rank_variable, layout, "--"]
+
     def usage_counter(self, node: str) -> tuple[str, float] | None:
         """What counts a device's CPU time (a power model option: ``cgroup=G``, or
         ``netns=PATH`` where no cgroup exists), and the host CPUs it may use.

@@ -6,6 +6,14 @@ per-cluster shim ``<state>/<id>/ssh``::
 
     nsexec --cluster ID [ssh options] HOST COMMAND...   # ssh mode
     nsexec --cluster ID --run NODE -- PROGRAM ARGS...   # direct mode, no shell
+    nsexec --cluster ID --rank VAR NODE:K,... -- PROGRAM ARGS...   # by rank number
+
+By rank number (the head-side launch: the launcher's daemon stays in the head
+namespace and starts every rank itself, through this helper): the rank's
+number is read from the MPI's variable VAR, and ranks fill the nodes in the
+order given, K on each, as the launcher would place them one daemon per
+device. The rank's index on its device goes into SHOAL_DEVICE_RANK (which
+core of the device it takes).
 
 Launchers hand ssh a command meant for a remote shell (one quotes the proxy
 path, another passes ``VAR=...;export VAR;daemon ...`` as one word), so in
@@ -38,11 +46,33 @@ def _fail(message: str) -> NoReturn:
     sys.exit(255)  # what ssh returns when it cannot reach or start on the host
 
 
+def _by_rank(variable: str, layout: str) -> tuple[str, int]:
+    """(node, index of the rank on it) for the rank whose number the environment's ``variable``
+    holds, ranks filling ``layout`` ("NODE:K,NODE:K,...") in order."""
+    text = os.environ.get(variable, "")
+    if not text.isdigit():
+        _fail(f"--rank {variable}: the launcher set no rank number in {variable} ({text!r})")
+    rank, first = int(text), 0
+    for item in layout.split(","):
+        node, _, count = item.partition(":")
+        k = int(count) if count.isdigit() else 1
+        if rank < first + k:
+            return node, rank - first
+        first += k
+    _fail(f"rank {rank} is beyond the {first} ranks of --rank's node list")
+
+
 def _parse(argv: list[str]) -> tuple[str, str, list[str], bool]:
     """Return (cluster id, host, command words, direct)."""
     if len(argv) < 2 or argv[0] != "--cluster":
         _fail("usage: nsexec --cluster ID [ssh options] HOST COMMAND... | --run NODE -- PROGRAM...")
     cluster, rest = argv[1], argv[2:]
+    if rest[:1] == ["--rank"]:
+        if len(rest) < 5 or rest[3] != "--":
+            _fail("usage: nsexec --cluster ID --rank VARIABLE NODE:K,... -- PROGRAM ARGS...")
+        node, index = _by_rank(rest[1], rest[2])
+        os.environ[environment.DEVICE_RANK.name] = str(index)
+        return cluster, node, rest[4:], True
     if rest[:1] == ["--run"]:
         if len(rest) < 4 or rest[2] != "--":
             _fail("usage: nsexec --cluster ID --run NODE -- PROGRAM ARGS...")

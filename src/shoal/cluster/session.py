@@ -15,6 +15,7 @@ import contextlib
 from dataclasses import dataclass
 from typing import Any
 
+from shoal import environment
 from shoal.cluster import inventory as _inventory
 from shoal.cluster import remote
 from shoal.cluster.emulated import SUBNET, EmulatedCluster, attach
@@ -32,6 +33,7 @@ def transport_env(mpi: MPIInstall) -> tuple[dict[str, str], list[str]]:
     return mpi.impl.namespace_transport(str(SUBNET))
 
 
+LAYOUTS = ("box", "head")  # where the MPI's launch daemons run (Cluster.job)
 SHARED_PREFIX = "switch:"  # power nodes shared by every configuration (a switch's draw)
 EMULATED_WAIT = "event"  # how ranks wait on devices whose CPU quota polling would use up
 
@@ -96,11 +98,15 @@ class Cluster:
 
     def job(self, mpi: MPIInstall, nodes: int, argv: list[str],
             ranks_per_node: int | list[int] = 1, rank_env: dict[str, str] | None = None,
-            names: list[str] | None = None, wildcard: bool = False) -> Job:
+            names: list[str] | None = None, wildcard: bool = False, layout: str = "box") -> Job:
         """A launch.Job on the first ``nodes`` nodes (or the nodes ``names``),
         ``ranks_per_node`` ranks on each, or a list: that many on each node in turn
         (ranks fill the nodes in order). ``wildcard``: its ranks receive from
-        MPI_ANY_SOURCE (the cluster may need another transport for that)."""
+        MPI_ANY_SOURCE (the cluster may need another transport for that). ``layout``:
+        "box", the MPI's own launch (a daemon on every node), or "head" (emulated
+        clusters: the daemon stays in the head and starts each rank into its device)."""
+        if layout not in LAYOUTS:
+            raise ShoalError(f"launch layout {layout!r}: use one of {', '.join(LAYOUTS)}")
         if nodes < 1 or nodes > self.size:
             raise ShoalError(f"asked for {nodes} nodes but the cluster has {self.size}; "
                              f"use --nodes within 1..{self.size}")
@@ -110,10 +116,18 @@ class Cluster:
         if min(counts) < 1:
             raise ShoalError("ranks per node must be at least 1")
         chosen = self.select(names)[:nodes] if names else self.nodes[:nodes]
-        job = self._job(mpi, chosen, counts, list(argv), dict(rank_env or {}))
+        if layout == "head":
+            job = self._head_job(mpi, chosen, counts, list(argv), dict(rank_env or {}))
+        else:
+            job = self._job(mpi, chosen, counts, list(argv), dict(rank_env or {}))
         if wildcard:
             job.rank_env.update(self._wildcard_env(mpi))
         return job
+
+    def _head_job(self, mpi: MPIInstall, chosen: list, counts: list[int], argv: list[str],
+                  env: dict[str, str]) -> Job:
+        raise ShoalError("the head launch layout needs an emulated cluster (its head "
+                         "namespace); real hosts run the MPI's own launch")
 
     def _wildcard_env(self, mpi: MPIInstall) -> dict[str, str]:
         """Rank environment a job receiving from any source needs here (none on real hosts)."""
@@ -225,6 +239,22 @@ class EmulatedDevices(Cluster):
                   *argv]
         return Job(mpi, sum(counts), placed, env, hosts=hosts,
                    launcher_exec=self.emulated.launcher, extra_args=extra,
+                   exec_prefix=self.emulated.head_prefix())
+
+    def _head_job(self, mpi, chosen, counts, argv, env) -> Job:
+        """Every rank started by the launcher's daemon in the head namespace, each through
+        the launcher helper into its device by rank number (``nsexec --rank``), then onto
+        its core; nothing of the MPI's runtime runs in a device but the rank."""
+        head = mpi.impl.head_launch(str(SUBNET))
+        if head is None:
+            raise ShoalError(f"{mpi.name} has no head-side launch; use the default layout")
+        transport, extra = transport_env(mpi)
+        env.update({**transport, **head.rank_env})
+        layout = ",".join(f"{n.name}:{c}" for n, c in zip(chosen, counts))
+        placed = [*self.emulated.rank_prefix(head.rank_variable, layout),
+                  self.emulated.placement, environment.DEVICE_RANK.name, *argv]
+        return Job(mpi, sum(counts), placed, env, launcher_env=dict(head.launcher_env),
+                   extra_args=[*head.launcher_args, *extra],
                    exec_prefix=self.emulated.head_prefix())
 
     def _wildcard_env(self, mpi: MPIInstall) -> dict[str, str]:

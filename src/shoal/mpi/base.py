@@ -74,6 +74,17 @@ def tool_output(argv: list[str], env_add: dict[str, str] | None = None,
     return done.stdout + done.stderr
 
 
+@dataclass(frozen=True)
+class HeadLaunch:
+    """What a head-side launch of an MPI needs (``Implementation.head_launch``)."""
+
+    #: The variable the launcher sets in each rank to its rank number (before MPI_Init).
+    rank_variable: str
+    rank_env: dict[str, str]
+    launcher_env: dict[str, str]
+    launcher_args: list[str]
+
+
 class Implementation:
     """One MPI implementation. Subclasses set the names and override what differs."""
 
@@ -132,6 +143,13 @@ class Implementation:
         devices (network namespaces of one kernel) on their shaped links, never
         on shared memory or loopback, and on the emulated ``subnet``."""
         return {}, []
+
+    def head_launch(self, subnet: str) -> "HeadLaunch | None":
+        """How to start every rank from the launcher's own host (the emulated cluster's
+        head) into its device (``--layout head``): ranks of one host that must still
+        talk over the emulated links on ``subnet``, and the process manager's server
+        reachable from the devices. None: this MPI cannot."""
+        return None
 
     def wildcard_transport(self) -> dict[str, str]:
         """Rank environment, beside ``namespace_transport``, for jobs on emulated devices

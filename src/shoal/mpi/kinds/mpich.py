@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from shoal.mpi.base import Implementation, MPIInstall, tool_output
+from shoal.mpi.base import HeadLaunch, Implementation, MPIInstall, tool_output
 
 
 class MPICH(Implementation):
@@ -59,6 +59,16 @@ class MPICH(Implementation):
         # shoal's own timeout.
         return {"UCX_TLS": "tcp,self", "UCX_NET_DEVICES": "eth0", "FI_PROVIDER": "tcp",
                 "UCX_TCP_KEEPIDLE": "inf"}, []
+
+    def head_launch(self, subnet: str) -> HeadLaunch:
+        # One hydra proxy (beside mpiexec) starts every rank. NOLOCAL: ranks of one
+        # proxy would otherwise share memory; each is its own node. -pmi-port: ranks
+        # reach the proxy's PMI server by TCP (PMI_PORT, the head's name on the plant)
+        # instead of an inherited socket, so the business-card exchange crosses the
+        # plant as a box's lookups at the head-end would; the rank's number is then
+        # PMI_ID. MPICH has no on-demand exchange: every rank reads every card in
+        # MPI_Init (CH4_ROOTS_ONLY_PMI only spares ranks that share a node).
+        return HeadLaunch("PMI_ID", {"MPIR_CVAR_NOLOCAL": "1"}, {}, ["-pmi-port"])
 
     def wildcard_transport(self) -> dict[str, str]:
         # With UCX (the default netmod) a server receiving from MPI_ANY_SOURCE and

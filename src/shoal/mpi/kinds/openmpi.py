@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 from shoal import proc
-from shoal.mpi.base import Implementation, MPIInstall, tool_output
+from shoal.mpi.base import HeadLaunch, Implementation, MPIInstall, tool_output
 
 # Bytes of ob1's match header inside btl_tcp_eager_limit (which counts it).
 OB1_HEADER_B = 64
@@ -80,6 +80,17 @@ class OpenMPI(Implementation):
                     "--mca", "btl_tcp_if_include", subnet,
                     "--mca", "oob_tcp_if_include", subnet,
                     "--prtemca", "oob_tcp_if_include", subnet]
+
+    def head_launch(self, subnet: str) -> HeadLaunch:
+        # prterun starts every rank itself (no prted anywhere). The TCP BTL alone (as in
+        # namespace_transport) keeps ranks of one node off shared memory. Its PMIx server
+        # listens on loopback by default, which a device's namespace cannot reach: on the
+        # plant instead. Direct modex: no data collected at the fence, each rank asks the
+        # server for a peer's card when it first needs it (the seed's OERTE lookups).
+        return HeadLaunch("OMPI_COMM_WORLD_RANK",
+                          {"OMPI_MCA_pmix_base_async_modex": "1",
+                           "OMPI_MCA_pmix_base_collect_data": "0"},
+                          {"PMIX_MCA_ptl_base_if_include": subnet}, [])
 
     def rendezvous_above_B(self, mpi: MPIInstall) -> int | None:
         # ob1 sends up to btl_tcp_eager_limit (its 64-byte match header included) at once;

@@ -1,0 +1,81 @@
+"""The head-side launch layout (seed 002's OERTE-like layout): the launcher's daemon stays in
+the head namespace and starts each rank into its device, whose traffic still crosses the
+emulated plant. Real MPI ranks in real namespaces (needs root, as CI has)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from shoal import cluster
+from shoal.cluster import linkemu, state
+from shoal.errors import ShoalError
+
+HERE = Path(__file__).resolve().parent
+
+host_namespaces = pytest.mark.skipif(os.geteuid() != 0, reason="clusters in the host's namespaces need root; an ordinary user's (in a user namespace) are tested in tests/user")
+
+
+def _compile(mpi, out: Path) -> Path:
+    exe = out / f"where_rank_{mpi.kind}"
+    done = subprocess.run([str(mpi.mpicc), "-O2", "-o", str(exe), str(HERE / "where_rank.c")],
+                          capture_output=True, text=True, env={**os.environ, **mpi.env()})
+    assert done.returncode == 0, done.stderr
+    return exe
+
+
+def _box_wire_bytes(record: dict) -> list[int]:
+    counters = linkemu.stats(record["forwarder"], state.cluster_dir(record["id"]) / "forwarder.json")
+    return [p["up"]["wire_bytes"] + p["down"]["wire_bytes"] for p in counters["ports"][1:]]
+
+
+@host_namespaces
+def test_head_layout_starts_each_rank_in_its_box_from_a_daemon_in_the_head(any_mpi, tmp_path):
+    exe = _compile(any_mpi, tmp_path)
+    with cluster.open(emulate="3xstb", link="docsis-27m", calibrate=False) as c:
+        record = state.read(c.emulated.id)
+        job = c.job(any_mpi, nodes=3, argv=[str(exe)], layout="head")
+        argv, _ = job.command()
+        assert "-hosts" not in argv and "--host" not in argv  # no daemon sent to any box
+        before = _box_wire_bytes(record)
+        done = subprocess.run(argv, env=job.popen_env(), capture_output=True, text=True,
+                              timeout=300)
+        after = _box_wire_bytes(record)
+        netns = {name: os.stat(f"/run/netns/{c.emulated.netns(name)}").st_ino
+                 for name in ("head", "stb1", "stb2", "stb3")}
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = sorted(line.split() for line in done.stdout.strip().splitlines())
+    assert [(int(r), host) for r, host, *_ in lines] == [(0, "stb1"), (1, "stb2"), (2, "stb3")]
+    for rank, host, own, parent, core, total in lines:
+        assert int(own) == netns[host]          # the rank runs in its box's namespace
+        assert int(parent) == netns["head"]     # started by a daemon in the head
+        assert core == "0"                      # on its box's first core (one rank per box)
+        assert int(total) == 0 + 1 + 2
+    # No shared memory between ranks of the one daemon: each box moved its share of the
+    # 256 KiB Allreduce through the plant.
+    assert all(b - a >= 256 * 1024 for a, b in zip(before, after)), (before, after)
+
+
+def test_head_layout_is_refused_where_there_is_no_head(mpich):
+    with pytest.raises(ShoalError, match="head launch layout needs an emulated cluster"):
+        cluster.open().job(mpich, nodes=1, argv=["true"], layout="head")
+    with pytest.raises(ShoalError, match="launch layout 'middle'"):
+        cluster.open().job(mpich, nodes=1, argv=["true"], layout="middle")
+
+
+def test_rank_helper_without_a_rank_number_fails_like_ssh():
+    env = {k: v for k, v in os.environ.items() if k != "PMI_ID"}
+    done = subprocess.run([sys.executable, "-m", "shoal.cluster.nsexec", "--cluster", "nosuch",
+                           "--rank", "PMI_ID", "a:1,b:1", "--", "true"],
+                          capture_output=True, text=True, env=env)
+    assert done.returncode == 255
+    assert "the launcher set no rank number in PMI_ID" in done.stderr
+    env["PMI_ID"] = "2"
+    done = subprocess.run([sys.executable, "-m", "shoal.cluster.nsexec", "--cluster", "nosuch",
+                           "--rank", "PMI_ID", "a:1,b:1", "--", "true"],
+                          capture_output=True, text=True, env=env)
+    assert done.returncode == 255 and "rank 2 is beyond the 2 ranks" in done.stderr
