@@ -91,10 +91,13 @@ WAIT_SEND_EAGER_B = Variable("SHOAL_WAIT_SEND_EAGER_B", "libshoalwait: blocking 
                              "pass straight to MPI (B)", "16384", reader="native")
 BENCH_CORRUPT = Variable("SHOAL_BENCH_CORRUPT", "tests only: this rank of the benchmark program "
                          "flips a sent byte (to test --check)", "none", reader="native")
+BENCH_CRASH = Variable("SHOAL_BENCH_CRASH", "tests only: this rank of the benchmark program "
+                       "dies of SIGSEGV without a word after its start (to test crash reports)",
+                       "none", reader="native")
 
 ALL = (MPI, CACHE, RUNS, PROFILES, SSH, STATE_DIR, CGROUP_ROOT, USERNS, USERNS_INSIDE,
        USERNS_OWNER, DEVICE_CORE, DEVICE_RANK, LINK_EMULATOR, SYSFS_ROOT, PROC_ROOT, POWER_FASTPOLL, WAIT, WAIT_CLASSES, WAIT_TELEMETRY,
-       WAIT_SLACK_NS, WAIT_WAKE, WAIT_SEND_EAGER_B, BENCH_CORRUPT)
+       WAIT_SLACK_NS, WAIT_WAKE, WAIT_SEND_EAGER_B, BENCH_CORRUPT, BENCH_CRASH)
 #: libshoalwait's variables: passed to ranks, and recorded with benchmark runs.
 WAIT_VARIABLES = (WAIT, WAIT_CLASSES, WAIT_TELEMETRY, WAIT_SLACK_NS, WAIT_WAKE, WAIT_SEND_EAGER_B)
 

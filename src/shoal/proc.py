@@ -315,6 +315,7 @@ class Process:
     _seen: set[int] = field(default_factory=set)
     _tail: collections.deque = field(default_factory=lambda: collections.deque(maxlen=_TAIL_LINES))
     _head: list = field(default_factory=list)
+    _lines: int = 0   # stderr lines read in all
     _pumps: list[threading.Thread] = field(default_factory=list)
     # Popen's pid and streams, for callers that talk to the command.
     pid: int = field(init=False)
@@ -356,6 +357,13 @@ class Process:
     def error_line(self, what: str | None = None) -> str:
         return _error_line(what or os.path.basename(self.argv[0]), self.returncode,
                            self.stderr_tail())
+
+    def stderr_kept(self) -> list[str]:
+        """The stderr lines kept (``stderr=TAIL``): the first ones and the last ones, each once."""
+        for pump in self._pumps:
+            pump.join(timeout=0.5)
+        after_head = self._lines - len(self._head)
+        return list(self._head) + (list(self._tail)[-after_head:] if after_head > 0 else [])
 
     def stderr_first_errors(self, lines: int = 3) -> str:
         """The first distinct error lines of stderr (``stderr=TAIL``), joined with ' | '.
@@ -452,6 +460,7 @@ class Process:
                     if isinstance(line, bytes):
                         line = line.decode(errors="replace")
                     if line.strip():
+                        self._lines += 1
                         self._tail.append(line.strip())
                         if len(self._head) < _HEAD_LINES:
                             self._head.append(line.strip())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -127,6 +128,22 @@ def test_crashed_point_keeps_the_first_error_of_a_rank_not_only_the_launchers_la
     assert first.startswith("first: ") and "MPI_Init" in first and "No such device" in first
     assert first.count("Fatal error in internal_Init") == 1  # two ranks said it: kept once
     assert last
+
+
+@pytest.mark.parametrize("kind", ["mpich", "openmpi"])
+def test_a_rank_killed_without_a_word_is_named_with_its_signal(tmp_path, kind):
+    # Rank 1 of 3 dies of SIGSEGV right after the start and writes nothing: the detail names
+    # it, where it ran and how, from the launcher's own report (Hydra names only a pid and
+    # a host; the pids the job sent at its start name the rank).
+    out = tmp_path / "run"
+    proc = shoal("bench", "--mpi", kind, "--tests", "imb.Bcast", "--sizes", "64", "--ranks", "3",
+                 "--out", str(out), env={"SHOAL_BENCH_CRASH": "1"})
+    assert proc.returncode == 1
+    failure = pd.read_csv(out / "failures.csv").iloc[0]
+    assert failure["reason"] == "crashed"
+    first = failure["detail"].split(" | ")[0]
+    assert first.startswith(f"first: rank 1 on {socket.gethostname()} (pid "), failure["detail"]
+    assert first.endswith(") killed by SIGSEGV"), failure["detail"]
 
 
 @pytest.mark.parametrize("args, expected", [

@@ -86,3 +86,15 @@ def test_per_node_share_of_collective_time(tmp_path):
     assert shares["mean_share"].sum() == pytest.approx(1.0)
     assert shares["largest_share_in"].sum() == 5
     assert list(shares["share_vs_equal"]) == pytest.approx(list(3 * shares["mean_share"]))
+
+
+def test_a_crashed_rank_on_a_device_is_named_with_its_device_and_signal(tmp_path):
+    # MPICH's Hydra reports every process killed by a signal, by pid and device: the crash of
+    # rank 1 on nuc2 is named whatever the other rank's proxy says after it.
+    out = tmp_path / "run"
+    proc = shoal("bench", "--emulate", "2xnuc", "--mpi", "mpich", "--tests", "imb.Bcast",
+                 "--sizes", "64", "--out", str(out), env={"SHOAL_BENCH_CRASH": "1"}, timeout=600)
+    assert proc.returncode == 1
+    detail = pd.read_csv(out / "failures.csv")["detail"][0]
+    first = detail.split(" | ")[0]
+    assert first.startswith("first: rank 1 on nuc2 (pid ") and first.endswith(") killed by SIGSEGV"), detail

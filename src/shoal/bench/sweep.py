@@ -10,8 +10,10 @@ points after it. ``--resume`` passes only the points not yet in
 
 from __future__ import annotations
 
+import collections
 import json
 import queue
+import signal
 import threading
 import time
 from dataclasses import dataclass, field
@@ -21,6 +23,7 @@ from typing import Any, Callable, Protocol
 from shoal import proc
 from shoal.bench import records
 from shoal.errors import Interrupted, ShoalError
+from shoal.mpi.base import Death
 from shoal.mpi.launch import Job, startup_grace_s
 from shoal.runs.store import Run
 
@@ -168,7 +171,11 @@ class Sweep:
         """Run one job over ``todo``; return (points finished, failure or None)."""
         argv = [str(self.program), "--points",
                 ",".join(f"{p.test}:{p.size_B}" for p in todo), *self.options.program_args()]
-        process = config.make_job(argv).start(stdout=proc.PIPE, stderr=proc.TAIL)
+        job = config.make_job(argv)
+        process = job.start(stdout=proc.PIPE, stderr=proc.TAIL)
+        hello: dict[str, Any] = {}
+        # What the launcher printed on stdout (some report dead processes there).
+        said: collections.deque[str] = collections.deque(maxlen=40)
         lines: queue.Queue[str | None] = queue.Queue()
         threading.Thread(target=_pump, args=(process.stdout, lines.put), daemon=True).start()
         finished = 0
@@ -187,15 +194,18 @@ class Sweep:
                 if line is None:  # stdout closed: the job ended
                     code = process.wait()
                     if code != 0 and finished < len(todo):
-                        return finished, ("crashed", _crash_detail(process, code))
+                        deaths = job.mpi.impl.deaths([*process.stderr_kept(), *said])
+                        return finished, ("crashed", _crash_detail(process, code, deaths, hello))
                     return finished, None
                 record = _parse(line)
                 if record is None:
+                    said.append(line)
                     continue
                 kind = record.get("type")
                 if kind == "hello":
                     # MPI is up: from now on each point has its own timeout.
                     deadline = time.monotonic() + timeout_s
+                    hello = record
                     self._note_hello(config, record)
                 elif kind in ("point", "skip"):
                     if finished >= len(todo):
@@ -268,10 +278,24 @@ class Sweep:
         self.events.point_failed(config, point, f"{reason}: {detail}")
 
 
-def _crash_detail(process: proc.Process, code: int) -> str:
+def _crash_detail(process: proc.Process, code: int, deaths: list[Death] | None = None,
+                  hello: dict[str, Any] | None = None) -> str:
     """What a crashed job said: the first error lines of any of its processes (the launcher's
-    or a rank's, where the failure began), then the launcher's last lines."""
+    or a rank's, where the failure began), then the launcher's last lines. ``deaths``: the
+    processes the launcher reported dead, named by rank and device with the job's ``hello``
+    ("rank 1 on stb2 (pid 812) killed by SIGSEGV"). One killed by a signal comes first,
+    since a rank that dies that way writes nothing of it; an exit status only where no
+    process wrote an error line."""
     first, last = process.stderr_first_errors(), process.stderr_tail()
+    hosts, pids = (hello or {}).get("hosts"), (hello or {}).get("pids")
+    killed = [d for d in deaths or [] if d.signal is not None]
+    # SIGKILL and SIGTERM are how launchers clear the rest of a job once one process died
+    # (and some report those too, in no set order): another signal is the cause.
+    killed.sort(key=lambda d: d.signal in (signal.SIGKILL, signal.SIGTERM))
+    if killed:
+        first = " | ".join(x for x in (killed[0].describe(hosts, pids), first) if x)
+    elif deaths and not first:
+        first = deaths[0].describe(hosts, pids)
     if first and last and last.endswith(first.rsplit(" | ", 1)[-1]) and first in last:
         return last
     parts = [f"first: {first}"] if first else []

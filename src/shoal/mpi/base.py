@@ -11,6 +11,7 @@ a whole job, its own tuning knobs, and what its PMPI layer needs.
 from __future__ import annotations
 
 import hashlib
+import signal
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable
@@ -72,6 +73,38 @@ def tool_output(argv: list[str], env_add: dict[str, str] | None = None,
     except ShoalError:
         return ""
     return done.stdout + done.stderr
+
+
+@dataclass(frozen=True)
+class Death:
+    """A process of a job that its launcher reported dead: killed by ``signal`` or exited
+    with ``status``; what the launcher did not say is None."""
+
+    rank: int | None = None
+    pid: int | None = None
+    host: str | None = None
+    signal: int | None = None
+    status: int | None = None
+
+    def describe(self, hosts: list[str] | None = None, pids: list[int] | None = None) -> str:
+        """One line: which rank, where, and how ("rank 1 on stb2 (pid 812) killed by
+        SIGSEGV"). ``hosts`` and ``pids`` (by rank, from the job's start) name the rank and
+        its device where the launcher gave only a pid or its own host."""
+        rank = self.rank
+        if rank is None and pids and self.pid in pids:
+            rank = pids.index(self.pid)
+        host = hosts[rank] if hosts and rank is not None and rank < len(hosts) else self.host
+        who = f"rank {rank}" if rank is not None else "a rank"
+        where = f" on {host}" if host else ""
+        pid = f" (pid {self.pid})" if self.pid is not None else ""
+        if self.signal is not None:
+            try:
+                how = f"killed by {signal.Signals(self.signal).name}"
+            except ValueError:
+                how = f"killed by signal {self.signal}"
+        else:
+            how = f"exited with status {self.status}"
+        return f"{who}{where}{pid} {how}"
 
 
 @dataclass(frozen=True)
@@ -150,6 +183,11 @@ class Implementation:
         talk over the emulated links on ``subnet``, and the process manager's server
         reachable from the devices. None: this MPI cannot."""
         return None
+
+    def deaths(self, lines: list[str]) -> list[Death]:
+        """The processes the launcher's own report (its stderr ``lines``) says died, in the
+        order it names them; [] where it names none."""
+        return []
 
     def wildcard_transport(self) -> dict[str, str]:
         """Rank environment, beside ``namespace_transport``, for jobs on emulated devices

@@ -5,7 +5,15 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from shoal.mpi.base import HeadLaunch, Implementation, MPIInstall, tool_output
+from shoal.mpi.base import Death, HeadLaunch, Implementation, MPIInstall, tool_output
+
+
+# Hydra's report of a process killed by a signal, a block per process: "PID 812 RUNNING AT
+# stb2" (newer: "RANK 1 PID 812 ..."), then "EXIT CODE: 11", the signal's number (139 where a
+# shell stood between: 128 + 11), or "KILLED BY SIGNAL: 11". A rank that calls exit(11) gets
+# no block (measured with MPICH 5.0.2). Without a rank, the job's own pid list names it.
+_HYDRA_PID = re.compile(r"^=\s+(?:RANK (\d+) )?PID (\d+) RUNNING AT (\S+)")
+_HYDRA_SIGNAL = re.compile(r"^=\s+(?:EXIT CODE|KILLED BY SIGNAL): (\d+)")
 
 
 class MPICH(Implementation):
@@ -69,6 +77,19 @@ class MPICH(Implementation):
         # PMI_ID. MPICH has no on-demand exchange: every rank reads every card in
         # MPI_Init (CH4_ROOTS_ONLY_PMI only spares ranks that share a node).
         return HeadLaunch("PMI_ID", {"MPIR_CVAR_NOLOCAL": "1"}, {}, ["-pmi-port"])
+
+    def deaths(self, lines: list[str]) -> list[Death]:
+        deaths, pending = [], None
+        for line in lines:
+            if m := _HYDRA_PID.match(line.strip()):
+                pending = m
+            elif pending and (m := _HYDRA_SIGNAL.match(line.strip())):
+                number = int(m.group(1))
+                rank = int(pending.group(1)) if pending.group(1) else None
+                deaths.append(Death(rank=rank, pid=int(pending.group(2)), host=pending.group(3),
+                                    signal=number - 128 if number > 128 else number))
+                pending = None
+        return list(dict.fromkeys(deaths))
 
     def wildcard_transport(self) -> dict[str, str]:
         # With UCX (the default netmod) a server receiving from MPI_ANY_SOURCE and

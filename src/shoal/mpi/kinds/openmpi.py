@@ -7,10 +7,13 @@ import re
 from pathlib import Path
 
 from shoal import proc
-from shoal.mpi.base import HeadLaunch, Implementation, MPIInstall, tool_output
+from shoal.mpi.base import Death, HeadLaunch, Implementation, MPIInstall, tool_output
 
 # Bytes of ob1's match header inside btl_tcp_eager_limit (which counts it).
 OB1_HEADER_B = 64
+# PRRTE's report of the first process that ended badly (its sentences wrap over lines).
+_PRTE_SIGNAL = re.compile(r"process rank (\d+) with PID (\d+) on node (\S+) exited on\s+signal (\d+)")
+_PRTE_STATUS = re.compile(r"Process name:\s*\[[^\]]*,(\d+)\]\s*Exit code:\s*(\d+)")
 _NSPACE = re.compile(r"ess_base_nspace\x00[^\x00]*-(\d+)@\d+\x00")
 
 
@@ -91,6 +94,14 @@ class OpenMPI(Implementation):
                           {"OMPI_MCA_pmix_base_async_modex": "1",
                            "OMPI_MCA_pmix_base_collect_data": "0"},
                           {"PMIX_MCA_ptl_base_if_include": subnet}, [])
+
+    def deaths(self, lines: list[str]) -> list[Death]:
+        text = " ".join(lines)
+        deaths = [Death(rank=int(m.group(1)), pid=int(m.group(2)), host=m.group(3),
+                        signal=int(m.group(4))) for m in _PRTE_SIGNAL.finditer(text)]
+        deaths += [Death(rank=int(m.group(1)), status=int(m.group(2)))
+                   for m in _PRTE_STATUS.finditer(text)]
+        return list(dict.fromkeys(deaths))
 
     def rendezvous_above_B(self, mpi: MPIInstall) -> int | None:
         # ob1 sends up to btl_tcp_eager_limit (its 64-byte match header included) at once;

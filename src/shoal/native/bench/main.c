@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <unistd.h>
 
 static const char usage[] =
     "usage: shoal-bench --points TEST:SIZE[,TEST:SIZE...] [options]\n"
@@ -65,6 +67,15 @@ static void emit_hello(MPI_Comm comm)
         MPI_Abort(comm, 1);
     }
     MPI_Gather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, names, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, 0, comm);
+    /* Process ids: a launcher that reports a dead process by pid alone (Hydra) then
+     * names its rank. */
+    int pid = (int)getpid();
+    int *pids = rank == 0 ? calloc((size_t)nprocs, sizeof(int)) : NULL;
+    if (rank == 0 && !pids) {
+        fprintf(stderr, "shoal-bench: out of memory gathering process ids\n");
+        MPI_Abort(comm, 1);
+    }
+    MPI_Gather(&pid, 1, MPI_INT, pids, 1, MPI_INT, 0, comm);
     if (rank != 0)
         return;
 
@@ -84,11 +95,15 @@ static void emit_hello(MPI_Comm comm)
             putchar(',');
         sb_json_string(host);
     }
+    fputs("],\"pids\":[", stdout);
+    for (int r = 0; r < nprocs; r++)
+        printf("%s%d", r ? "," : "", pids[r]);
     fputs("],\"timer\":\"CLOCK_MONOTONIC\",\"timer_resolution_s\":", stdout);
     sb_json_double(shoal_clock_resolution_s(), 9);
     fputs("}\n", stdout);
     fflush(stdout);
     free(names);
+    free(pids);
 }
 
 int main(int argc, char **argv)
@@ -133,6 +148,13 @@ int main(int argc, char **argv)
     }
 
     emit_hello(MPI_COMM_WORLD);
+    /* Tests only: SHOAL_BENCH_CRASH=<rank> makes that rank die of SIGSEGV without a word,
+     * so a crash report must come from the launcher. */
+    const char *crash = getenv("SHOAL_BENCH_CRASH");
+    if (crash && *crash && atoi(crash) == rank) {
+        signal(SIGSEGV, SIG_DFL);
+        raise(SIGSEGV);
+    }
     sb_settle(o.settle, MPI_COMM_WORLD);
     for (size_t i = 0; i < o.npoints; i++)
         sb_run_point(&o, &o.points[i], MPI_COMM_WORLD);
