@@ -4,6 +4,7 @@ emulated plant. Real MPI ranks in real namespaces (needs root, as CI has)."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -79,3 +80,18 @@ def test_rank_helper_without_a_rank_number_fails_like_ssh():
                            "--rank", "PMI_ID", "a:1,b:1", "--", "true"],
                           capture_output=True, text=True, env=env)
     assert done.returncode == 255 and "rank 2 is beyond the 2 ranks" in done.stderr
+
+
+@host_namespaces
+@pytest.mark.parametrize("kind", ["mpich", "openmpi"])
+def test_bench_runs_with_the_head_launch_and_records_it(tmp_path, kind):
+    out = tmp_path / "run"
+    done = subprocess.run([sys.executable, "-m", "shoal", "bench", "--emulate", "2xstb", "--link",
+                           "docsis-27m", "--launch", "head", "--mpi", kind, "--tests", "imb.Bcast",
+                           "--sizes", "64", "--out", str(out)],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["request"]["launch"] == "head"
+    rows = (out / "results.csv").read_text().splitlines()
+    assert len(rows) == 2 and ",imb.Bcast,64," in rows[1]

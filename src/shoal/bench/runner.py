@@ -182,7 +182,7 @@ def _config(the_plan: Plan, where: Any, placement: Placement) -> Config:
             return Job(mpi=the_plan.mpi, ranks=placement.ranks, argv=argv, rank_env=dict(rank_env))
         return where.job(the_plan.mpi, placement.nodes, argv,
                          ranks_per_node=placement.ranks_per_node, rank_env=dict(rank_env),
-                         names=names)
+                         names=names, layout=request.launch)
 
     node_names = names or where.node_names(placement.nodes)
     return Config(label=placement.label, nodes=placement.nodes, ranks=placement.ranks,

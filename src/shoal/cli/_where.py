@@ -38,6 +38,10 @@ def add_where(p: argparse.ArgumentParser, nodes_default: str) -> argparse._Argum
     where.add_argument("--oversubscribe", type=typed.number(Bounds(1, 1024)), default=None, metavar="FACTOR",
                        help="ranks per CPU (per core of a device) at most (default "
                             f"{ranklimit.DEFAULT_OVERSUBSCRIBE}); more ranks are refused before anything starts")
+    where.add_argument("--launch", default="box", choices=("box", "head"),
+                       help="emulated clusters: box, the MPI's own launch with a daemon in every "
+                            "device (default), or head, daemons in the head that start each rank "
+                            "into its device (seed 002's OERTE-like layout; docs/cluster.md)")
     return where
 
 

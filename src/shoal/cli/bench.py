@@ -102,6 +102,7 @@ def _request(args: argparse.Namespace):
         wait=args.wait,
         oversubscribe=args.oversubscribe or ranklimit.DEFAULT_OVERSUBSCRIBE,
         dilation=args.dilation,
+        launch=args.launch,
     )
 
 

@@ -51,6 +51,9 @@ class Where:
     dilation: float | None = None
     # Ranks per CPU (per device core on a cluster) at most; see shoal.inputs.ranklimit.
     oversubscribe: float = ranklimit.DEFAULT_OVERSUBSCRIBE
+    # Where the MPI's launch daemons run: "box" (its own launch, one on every node) or
+    # "head" (emulated clusters: in the head, starting each rank into its device).
+    launch: str = "box"
 
     @property
     def kind(self) -> str:
@@ -128,6 +131,16 @@ class Where:
             from shoal.wait import parse_mode
 
             parse_mode(self.wait)
+        self._validate_launch()
+
+    def _validate_launch(self) -> None:
+        from shoal.cluster.session import LAYOUTS
+
+        if self.launch not in LAYOUTS:
+            raise ShoalError(f"--launch {self.launch}: use one of {', '.join(LAYOUTS)}")
+        if self.launch == "head" and not (self.on_cluster and self.emulated_here()):
+            raise ShoalError("--launch head starts ranks from an emulated cluster's head: add "
+                             "--emulate SPEC or --attach ID (real hosts run the MPI's own launch)")
 
     def _validate_dilation(self) -> None:
         """Dilation slows devices emulated here; it is set when they come up."""

@@ -198,7 +198,7 @@ def measure_batch(run: Run, plans: list[Plan], placement: Placement, rep: int, w
     argv = program_args(first, plans[1:])
     if request.on_cluster:
         job = where.job(first.mpi, placement.nodes, argv, ranks_per_node=placement.ranks_per_node,
-                        rank_env=dict(rank_env), names=names)
+                        rank_env=dict(rank_env), names=names, layout=request.launch)
     else:
         job = Job(mpi=first.mpi, ranks=placement.ranks, argv=argv, rank_env=dict(rank_env))
     node_names = names or where.node_names(placement.nodes)
