@@ -36,14 +36,48 @@ def test_options_given_win_over_the_preset_and_drop_what_no_longer_runs():
     assert attached.emulate is None and attached.attach == "plant"
 
 
-def test_an_unknown_preset_or_the_full_seed002_is_refused_with_what_to_do():
+def test_an_unknown_preset_is_refused_with_what_to_do():
     with pytest.raises(ShoalError, match=r"--preset seed003: no such study preset; known: seed002"):
         StudyRequest.create(preset="seed003", quick=True)
-    with pytest.raises(ShoalError, match=r"--preset seed002: .* add --quick$"):
-        StudyRequest.create(preset="seed002")
     # The preset's own table is not changed by a request.
     StudyRequest.create(preset="seed002", quick=True, work_sizes={"msa": "S12-L40"})
-    assert presets.PRESETS["seed002"]["work_sizes"]["msa"] == "S20-L300,S100-L40"
+    assert presets.QUICK["seed002"]["work_sizes"]["msa"] == "S20-L300,S100-L40"
+
+
+def test_the_full_seed002_is_128_boxes_beside_a_blade_with_what_does_not_fit_planned_as_not_run():
+    request = StudyRequest.create(preset="seed002")
+    study = run.plan(request)  # plans only: nothing starts
+    assert (request.emulate, request.nodes, str(request.reference)) == ("128xstb", "8,16,32,64,128", "xeon-blade")
+    bench = study.plans[0]
+    # IMB's twelve tests of seed 002 §V at its six sizes.
+    assert [t.name.split(".")[1] for t in bench.tests] == [
+        "PingPong", "Sendrecv", "Exchange", "Allreduce", "Reduce", "Reduce_scatter", "Allgather", "Gather",
+        "Scatter", "Bcast", "Alltoall", "Barrier"]
+    assert bench.sizes == [64, 1024, 8192, 32768, 131072, 262144]
+    # The blade runs the workloads with 8 ranks on its 8 cores, the boxes one each.
+    assert {(p.label, p.nodes, p.ranks_per_node) for w in study.work.cluster for p in w.placements} == {
+        ("128xstb", n, 1) for n in (8, 16, 32, 64, 128)} | {("reference", 1, 8)}
+    assert {(w.workload.name, w.size) for w in study.work.cluster} >= {("raytrace", "512"), ("raytrace", "2048"),
+                                                                       ("msa", "S20-L300"), ("msa", "S300-L20")}
+    # A 128-box Alltoall of 256 KiB: 128 x 127 x 256 KiB through the one 27 Mbit/s upstream.
+    todo, skipped = bench.points(128, "128xstb")
+    why = dict((f"{p.test}:{p.size_B}", reason) for p, reason in skipped)
+    assert why["imb.Alltoall:262144"].startswith("not run: one call would take 1.34e+03 s on the docsis-27m plant")
+    assert "imb.Alltoall:262144" not in {f"{p.test}:{p.size_B}" for p in todo}
+    # What runs fits the budget by the same model; the small points all run.
+    assert {f"{p.test}:{p.size_B}" for p in todo} >= {"imb.PingPong:262144", "imb.Bcast:64", "imb.Barrier:0"}
+    assert bench.points(8, "128xstb")[1] == []
+    # Saved and read back for --resume: the same plan.
+    again = run.plan(StudyRequest.from_manifest(request.to_manifest()))
+    assert again.plans[0].not_run == bench.not_run
+
+
+def test_a_larger_imb_budget_runs_more_and_a_bad_one_is_refused():
+    small = run.plan(StudyRequest.create(preset="seed002")).plans[0].not_run
+    large = run.plan(StudyRequest.create(preset="seed002", imb_budget_s=4000.0)).plans[0].not_run
+    assert set(large) < set(small)
+    with pytest.raises(ShoalError, match=r"^--imb-budget must be a positive number of seconds, got -1$"):
+        StudyRequest.create(preset="seed002", imb_budget_s=-1.0).validate()
 
 
 def test_the_headline_reads_node_counts_that_start_above_one_and_skip():

@@ -58,22 +58,27 @@ class Plan:
     tests: list[catalog.TestInfo]
     sizes: list[int]
     placements: list[Placement]
+    # Points planned as not run, (config label, test, size_B, ranks) -> why (a study's budget:
+    # shoal.study.imb_budget).
+    not_run: dict[tuple[str, str, int, int], str] = field(default_factory=dict)
 
-    def points(self, ranks: int) -> tuple[list[Point], list[tuple[Point, str]]]:
-        """Points to measure at this rank count, and those that cannot run there (with why)."""
+    def points(self, ranks: int, label: str = "") -> tuple[list[Point], list[tuple[Point, str]]]:
+        """Points to measure at this rank count, and those that cannot or will not run there (with why)."""
         run, skip = [], []
         for test in self.tests:
             for size in ([0] if test.name == "imb.Barrier" else self.sizes):
                 point = Point(test.name, size)
                 if test.min_ranks > ranks:
                     skip.append((point, f"needs {test.min_ranks} ranks, this configuration has {ranks}"))
+                elif (label, test.name, size, ranks) in self.not_run:
+                    skip.append((point, self.not_run[(label, test.name, size, ranks)]))
                 else:
                     run.append(point)
         return run, skip
 
     @property
     def total_points(self) -> int:
-        return sum(len(self.points(p.ranks)[0]) + len(self.points(p.ranks)[1])
+        return sum(len(self.points(p.ranks, p.label)[0]) + len(self.points(p.ranks, p.label)[1])
                    for p in self.placements)
 
 
@@ -148,7 +153,7 @@ def measure_in(run: Run, the_plan: Plan, where: Any, meter: Any, slack: Any,
                   hosts_ready=lambda: still_ready(where, the_plan.mpi, the_plan.program, run))
     for placement in the_plan.placements:
         config = _config(the_plan, where, placement)
-        todo, impossible = the_plan.points(placement.ranks)
+        todo, impossible = the_plan.points(placement.ranks, placement.label)
         sweep.skip(config, impossible)
         sweep.run_config(config, todo)
 

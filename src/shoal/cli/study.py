@@ -61,14 +61,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--sizes", default=None, type=typed.SIZES, help="message sizes (default 8,128,2K,32K,512K)")
     p.add_argument("--preset", type=typed.text, default=None, metavar="NAME",
                    help="a seed's experiments as one study, its options filling those not given: "
-                        "seed002 (set-top boxes on DOCSIS; with --quick: 8-32 boxes, IMB at 64 B "
-                        "and 256 KiB, ray tracing and sequence alignment)")
+                        "seed002 (128 set-top boxes on DOCSIS beside a Xeon blade: IMB's 12 tests at six "
+                        "sizes, ray tracing 512² and 2048², Table I's seven alignments scaled; with "
+                        "--quick: 8-32 boxes, IMB at 64 B and 256 KiB, no blade)")
     p.add_argument("--quick", action="store_true", default=None,
                    help=f"three sizes and a {defaults.QUICK_TIME_BUDGET_S:g} s budget")
     p.add_argument("--time-budget", type=typed.SECONDS_NUMBER, default=None, metavar="SECONDS",
                    help=f"measuring time of the benchmarks (default {defaults.TIME_BUDGET_S:g}, quick "
                         f"{defaults.QUICK_TIME_BUDGET_S:g}; {defaults.BENCH_BUDGET_WITH_WORK_S:g} "
                         "after workloads); sets each point's budget")
+    p.add_argument("--imb-budget", type=typed.SECONDS_NUMBER, default=None, metavar="SECONDS",
+                   help="host seconds for IMB on a shared plant (docsis-27m; preset seed002: 1200): "
+                        "the points whose modelled calls do not fit are planned as not run, each "
+                        "with its reason in the report")
     p.add_argument("--mpi", type=typed.text, default=None, help=kinds.choices_help())
     p.add_argument("--power", default=None, type=typed.POWER_SPEC,
                    help=f"power source on real hosts and 'host' (default {defaults.DEFAULT_POWER})")
@@ -119,7 +124,8 @@ def _request(args: argparse.Namespace) -> StudyRequest:
         nodes=args.nodes, suite=args.suite, sizes=args.sizes, quick=args.quick,
         time_budget_s=args.time_budget, mpi=args.mpi, power=args.power, offload=offload,
         dilation=args.dilation, workloads=args.workloads, work_sizes=_work_sizes(args.work_size),
-        work_reps=args.work_reps, ci=args.ci, mix=args.mix, preset=args.preset)
+        work_reps=args.work_reps, ci=args.ci, mix=args.mix, preset=args.preset,
+        imb_budget_s=args.imb_budget)
 
 
 def _work_sizes(items: list[str]) -> dict[str, str]:

@@ -54,9 +54,21 @@ def check_ranks(request: Where, placements: list[Placement], buffer_B: float,
                             smaller=smaller)
         return
     inv = request.inventory()
-    widest = max(p.nodes for p in placements)
-    per_node = max(p.ranks_per_node for p in placements)
-    for node in inv.nodes[:widest]:
+    by_name = {n.name: n for n in inv.nodes}
+    # Each placement on its own nodes: a study's reference device runs its own rank count.
+    per_device: dict[str, int] = {}
+    for p in placements:
+        for name in (p.node_names or [n.name for n in inv.nodes[:p.nodes]]):
+            per_device[name] = max(per_device.get(name, 0), p.ranks_per_node)
+    checked: set[tuple] = set()
+    for name, per_node in per_device.items():
+        node = by_name[name]
+        # Devices alike (a profile, its slots, the same ranks) pass or fail alike: the host's
+        # limits are read once per kind, not once per box of a 128-box plant.
+        kind = (per_node, node.slots, node.profile.name, node.profile.memory_B)
+        if kind in checked:
+            continue
+        checked.add(kind)
         local = inv.runs_here  # every emulated device's ranks run on this machine
         ranklimit.check(per_node, buffer_B, slots=node.slots, where=f"node {node.name}",
                         option="--ranks-per-node", oversubscribe=request.oversubscribe,

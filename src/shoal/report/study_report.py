@@ -13,6 +13,7 @@ import matplotlib.pyplot as plt
 from shoal import render
 from shoal.report import study_figures as figs
 from shoal.report import study_workloads
+from shoal.report import study_seed
 from shoal.report.html import Section, figure_svg, page, table_html
 from shoal.runs import jsonout
 from shoal.runs.store import Run
@@ -220,6 +221,12 @@ def build(runs: list[Run]) -> tuple[str, str, dict[str, Any]]:
     work = study_workloads.section(findings)
     if work is not None:
         sections.append(work)
+    for run in runs:
+        findings[run.path.name]["beside_seed"] = study_seed.seed_rows(run)
+        findings[run.path.name]["not_run"] = study_seed.not_run_rows(run)
+    seed = study_seed.section(runs)
+    if seed is not None:
+        sections.append(seed)
     if not any(f["tests"] for f in findings.values()):
         return _finish(runs, findings, title, intro, sections)
 

@@ -89,6 +89,9 @@ class StudyRequest:
     preset: str | None = None
     # Ranks per cluster device of the workloads (None: one per core of the device).
     work_ranks_per_node: int | None = None
+    # Host seconds for IMB's calls on a shared plant (None: no limit); the points whose calls
+    # do not fit are planned as not run, with their modelled call time (shoal.study.imb_budget).
+    imb_budget_s: float | None = None
 
     @classmethod
     def create(cls, **given: Any) -> "StudyRequest":
@@ -141,6 +144,8 @@ class StudyRequest:
         self._check_mix()
         if self.time_budget_s <= 0:
             raise ShoalError(f"--time-budget must be positive, got {self.time_budget_s}")
+        if self.imb_budget_s is not None and not (0 < self.imb_budget_s < math.inf):
+            raise ShoalError(f"--imb-budget must be a positive number of seconds, got {self.imb_budget_s:g}")
         uplink = self.offload.get("uplink")
         if uplink is not None:
             from shoal.model import UPLINKS

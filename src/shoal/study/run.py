@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from shoal import hostfacts
 from shoal import cluster as clusters
@@ -26,7 +27,7 @@ from shoal.execute.placement import Placement
 from shoal.bench.sweep import Events, Options
 from shoal.errors import ShoalError
 from shoal.runs.store import Run
-from shoal.study import workloads
+from shoal.study import imb_budget, workloads
 from shoal.study.request import StudyRequest
 
 REFERENCE = "reference"
@@ -107,6 +108,8 @@ def plan(request: StudyRequest) -> StudyPlan:
                             power="model" if spec or request.attach else request.power,
                             dilation=request.dilation)
         plans.append(runner.plan(base, placements))
+        if request.imb_budget_s is not None and cluster_nodes[0].link.shared:
+            _plan_within_budget(request, plans[0], cluster_nodes, devices[-1] if emulated_reference else None)
         if request.reference.local:
             local = BenchRequest(tests=request.suite, sizes=request.size_list, mpi=request.mpi,
                                  power=request.power)
@@ -117,6 +120,23 @@ def plan(request: StudyRequest) -> StudyPlan:
     for p in plans:
         p.request.options = options
     return study
+
+
+def _plan_within_budget(request: StudyRequest, the_plan: Plan, cluster_nodes: list, reference: Any) -> None:
+    """Plan the cluster's IMB points whose calls do not fit the study's budget on its shared
+    plant as not run (shoal.study.imb_budget), at the dilation the devices will run at."""
+    from shoal.cluster import cpulimit, dilation
+
+    def cpus(node: Any) -> float:
+        return node.profile.cores * min(1.0, node.profile.speed)
+
+    sets = [[cpus(n) for n in cluster_nodes]] + ([[cpus(reference)]] if reference is not None else [])
+    d = request.dilation or dilation.choose(max(sets, key=sum), len(cpulimit.host_cpus()))
+    label = next(p.label for p in the_plan.placements if p.label != REFERENCE)
+    points = [(p.test, p.size_B, placement.ranks) for placement in the_plan.placements
+              if placement.label == label for p in the_plan.points(placement.ranks, label)[0]]
+    budget = imb_budget.plan(points, cluster_nodes[0].link, d, request.imb_budget_s)
+    the_plan.not_run = {(label, *point): why for point, why in budget.not_run.items()}
 
 
 def _options(request: StudyRequest, points: int) -> Options:
