@@ -41,7 +41,8 @@ def add_where(p: argparse.ArgumentParser, nodes_default: str) -> argparse._Argum
     where.add_argument("--launch", default="box", choices=("box", "head"),
                        help="emulated clusters: box, the MPI's own launch with a daemon in every "
                             "device (default), or head, daemons in the head that start each rank "
-                            "into its device (seed 002's OERTE-like layout; docs/cluster.md)")
+                            "into its device (as the OERTE of 'Embedded Processor Virtualization for "
+                            "Broadband Grid Computing' does; docs/cluster.md)")
     return where
 
 

@@ -25,7 +25,7 @@ def _log2(p: int) -> int:
 
 
 # Per test: (bytes all ranks send in one call, sequential latency steps), for P ranks and
-# m bytes, as MPICH's algorithms move them (binomial trees, recursive doubling, pairwise).
+# m bytes, as the MPIs' usual algorithms move them (binomial trees, recursive doubling, pairwise).
 def _traffic(test: str, p: int, m: int) -> tuple[float, int]:
     short = test.split(".", 1)[-1]
     return {
