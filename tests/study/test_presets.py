@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from shoal import profiles
 from shoal.errors import ShoalError
-from shoal.study import presets, run
+from shoal.study import imb_budget, presets, run
 from shoal.study.request import StudyRequest
 
 
@@ -67,6 +68,11 @@ def test_the_full_seed002_is_128_boxes_beside_a_blade_with_what_does_not_fit_pla
     # What runs fits the budget by the same model; the small points all run.
     assert {f"{p.test}:{p.size_B}" for p in todo} >= {"imb.PingPong:262144", "imb.Bcast:64", "imb.Barrier:0"}
     assert bench.points(8, "128xstb")[1] == []
+    # A point that runs is not declared hung before its warm-up and call could end, six times
+    # over: Sendrecv of 128 KiB at 128 boxes, 5 s a call by the model, timed out at 30 s.
+    sendrecv = imb_budget.call_s("imb.Sendrecv", 128, 131072, profiles.load_links()["docsis-27m"])
+    assert ("128xstb", "imb.Sendrecv", 131072, 128) not in bench.not_run
+    assert bench.request.options.timeout_s >= 12 * sendrecv > 60
     # Saved and read back for --resume: the same plan.
     again = run.plan(StudyRequest.from_manifest(request.to_manifest()))
     assert again.plans[0].not_run == bench.not_run

@@ -52,6 +52,16 @@ class Budget:
     not_run: dict[tuple[str, int, int], str]  # (test, size_B, ranks) -> why
     planned_s: float  # host seconds of the calls of the points that run (at least)
     dropped_s: float  # host seconds the points not run would have taken (at least)
+    longest_call_s: float  # the longest modelled call of a point that runs (device time)
+
+    @property
+    def point_timeout_s(self) -> float:
+        """Device seconds a point may take before it counts as hung: its warm-up and one call of
+        the longest, six times over. The model counts no TCP acknowledgement queueing for its
+        own grant: a 128-box Bcast of 256 KiB took 1.3 times its modelled call, a Sendrecv of
+        128 KiB (5 s modelled) had not done two calls in 30 s; and a point declared hung costs
+        a new launch, 150-250 s at 128 boxes."""
+        return 6 * CALLS_PER_POINT * self.longest_call_s
 
 
 def plan(points: list[tuple[str, int, int]], link: LinkType, dilation: float, budget_s: float) -> Budget:
@@ -67,4 +77,5 @@ def plan(points: list[tuple[str, int, int]], link: LinkType, dilation: float, bu
         not_run[pt] = (f"not run: one call would take {one:.3g} s on the {link.name} plant (model; "
                        f"{one * dilation:.3g} s at D = {dilation:g}), over the study's "
                        f"{budget_s:.0f} s for IMB on it")
-    return Budget(not_run, total, sum(cost[pt] for pt in not_run))
+    longest = max((call_s(pt[0], pt[2], pt[1], link) for pt in points if pt not in not_run), default=0.0)
+    return Budget(not_run, total, sum(cost[pt] for pt in not_run), longest)

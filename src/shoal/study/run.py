@@ -101,6 +101,7 @@ def plan(request: StudyRequest) -> StudyPlan:
     work = workloads.plan(request, spec, cluster_nodes, counts, label,
                           devices[-1] if emulated_reference else None, REFERENCE)
     plans: list[Plan] = []
+    budget = None  # IMB's points within the study's time on a shared plant
     if request.suite != "none":
         base = BenchRequest(tests=request.suite, sizes=request.size_list, mpi=request.mpi,
                             emulate=spec, cluster=request.cluster, attach=request.attach,
@@ -109,7 +110,8 @@ def plan(request: StudyRequest) -> StudyPlan:
                             dilation=request.dilation)
         plans.append(runner.plan(base, placements))
         if request.imb_budget_s is not None and cluster_nodes[0].link.shared:
-            _plan_within_budget(request, plans[0], cluster_nodes, devices[-1] if emulated_reference else None)
+            budget = _plan_within_budget(request, plans[0], cluster_nodes,
+                                         devices[-1] if emulated_reference else None)
         if request.reference.local:
             local = BenchRequest(tests=request.suite, sizes=request.size_list, mpi=request.mpi,
                                  power=request.power)
@@ -117,12 +119,16 @@ def plan(request: StudyRequest) -> StudyPlan:
     at_once = [tuple(names)] + ([(devices[-1].name,)] if emulated_reference else [])
     study = StudyPlan(request, label, plans, work, at_once)
     options = _options(request, sum(p.total_points for p in plans))
+    if budget is not None:
+        # The plant's long calls: a point is not hung before its modelled calls could end.
+        options.point_timeout_s = max(options.timeout_s, budget.point_timeout_s)
     for p in plans:
         p.request.options = options
     return study
 
 
-def _plan_within_budget(request: StudyRequest, the_plan: Plan, cluster_nodes: list, reference: Any) -> None:
+def _plan_within_budget(request: StudyRequest, the_plan: Plan, cluster_nodes: list,
+                        reference: Any) -> imb_budget.Budget:
     """Plan the cluster's IMB points whose calls do not fit the study's budget on its shared
     plant as not run (shoal.study.imb_budget), at the dilation the devices will run at."""
     from shoal.cluster import cpulimit, dilation
@@ -137,6 +143,7 @@ def _plan_within_budget(request: StudyRequest, the_plan: Plan, cluster_nodes: li
               if placement.label == label for p in the_plan.points(placement.ranks, label)[0]]
     budget = imb_budget.plan(points, cluster_nodes[0].link, d, request.imb_budget_s)
     the_plan.not_run = {(label, *point): why for point, why in budget.not_run.items()}
+    return budget
 
 
 def _options(request: StudyRequest, points: int) -> Options:
