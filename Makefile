@@ -2,6 +2,9 @@
 # `make test-fast` is the developer's check before a commit: the tests that launch no MPI
 # ranks, build no namespaces and need no root (markers: tests/conftest.py).
 VENV := .venv
+# Test processes at once: most tests wait on MPI launches, links and sleeps, so more
+# processes than cores finish sooner (tests marked `alone` still run by themselves).
+JOBS ?= 4
 STAMP := $(VENV)/.shoal-setup
 
 .PHONY: setup study test test-fast clean
@@ -15,10 +18,10 @@ study: setup
 	$(VENV)/bin/shoal study
 
 test: setup
-	$(VENV)/bin/python -m pytest
+	$(VENV)/bin/python -m pytest -n $(JOBS)
 
 test-fast: setup
-	$(VENV)/bin/python -m pytest -q -m "not mpi and not netns and not root"
+	$(VENV)/bin/python -m pytest -q -n $(JOBS) -m "not mpi and not netns and not root"
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info

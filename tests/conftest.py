@@ -6,10 +6,17 @@ come from the test's fixtures and from ``NEEDS`` below, by file or by test; `mak
 test-fast` runs what has none of them. Every session checks the marks it can see:
 an unmarked test that launches ranks or brings emulated devices up in this process
 fails and says where to mark it.
+
+`make test` runs the tests in parallel processes (pytest-xdist). A test that times the
+host or counts what the whole host holds (namespaces, cgroups) is marked ``alone``
+(``ALONE`` below): while it runs no other test does.
 """
 
 from __future__ import annotations
 
+import fcntl
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -89,6 +96,15 @@ NEEDS: dict[str, tuple[str, ...]] = {
 }
 
 
+# Tests that time the host or count what the whole host holds, by file or by test.
+ALONE = {
+    "cluster/test_kill_points.py": "counts every shoal cgroup and namespace on the host",
+    "cluster/test_userns.py": "checks that nothing appears anywhere the host can see",
+    "cluster/test_linkemu.py": "times frames against the link's schedule",
+    "wait/test_rhythm.py": "predicts arrivals from their timing",
+}
+
+
 def _needs(item: pytest.Item) -> set[str]:
     path = Path(str(item.fspath)).resolve().relative_to(TESTS).as_posix()
     name = item.name.split("[")[0]
@@ -101,13 +117,23 @@ def _needs(item: pytest.Item) -> set[str]:
     for prefix, marks in NEEDS.items():
         if prefix.endswith("/") and path.startswith(prefix):
             found.update(marks)
+    if path in ALONE or f"{path}::{name}" in ALONE:
+        found.add("alone")
     return found
+
+
+# The longest tests (minutes each), started first so that they end with the rest.
+LONGEST = ("test_user_tests_as_uid_65534.py",)
 
 
 def pytest_collection_modifyitems(config, items):
     for item in items:
         for mark in sorted(_needs(item)):
             item.add_marker(mark)
+    # In parallel runs the tests that run alone come first, one after another, while
+    # nothing long is running yet; then the longest, then the rest in file order.
+    items.sort(key=lambda item: (item.get_closest_marker("alone") is None,
+                                 not item.nodeid.split("::")[0].endswith(LONGEST)))
 
 
 def _unmarked(what: str, mark: str, item: pytest.Item):
@@ -130,3 +156,43 @@ def _marks_hold(request, monkeypatch):
 
         monkeypatch.setattr(emulated.EmulatedCluster, "up",
                             _unmarked("brings emulated devices up", "netns", request.node))
+
+
+# The directory of the host lock's two files, made by the xdist controller for its workers.
+_host_lock_dir: str | None = None
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node):
+    global _host_lock_dir
+    _host_lock_dir = _host_lock_dir or tempfile.mkdtemp(prefix="shoal-tests-")
+    node.workerinput["shoal_host_lock_dir"] = _host_lock_dir
+
+
+def pytest_unconfigure(config):
+    if _host_lock_dir and not hasattr(config, "workerinput"):
+        shutil.rmtree(_host_lock_dir, ignore_errors=True)
+
+
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)
+def pytest_runtest_protocol(item, nextitem):
+    """Under xdist, an ``alone`` test holds the host exclusively and every other test
+    shares it: a readers-writer lock on two files the run's workers share. A test waiting
+    to be alone holds the gate, so no new test starts until it has run. Outermost, so
+    that the wait counts against no test's timeout."""
+    workerinput = getattr(item.config, "workerinput", None)
+    if workerinput is None:
+        yield
+        return
+    shared = Path(workerinput["shoal_host_lock_dir"])
+    alone = item.get_closest_marker("alone") is not None
+    with open(shared / "gate", "a") as gate, open(shared / "host", "a") as host:
+        fcntl.flock(gate, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(host, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
+        finally:
+            fcntl.flock(gate, fcntl.LOCK_UN)
+        try:
+            yield
+        finally:
+            fcntl.flock(host, fcntl.LOCK_UN)

@@ -39,11 +39,15 @@ def _stop(argv: list[str], out: Path, table: str, signals: list[int]) -> tuple[s
 
 
 def _workers_left(marker: str) -> list[int]:
+    """This test's processes (they inherit its PYTEST_CURRENT_TEST) whose command line
+    holds ``marker``; tests running at the same time in other workers are not counted."""
+    test = os.environ["PYTEST_CURRENT_TEST"].rsplit(" (", 1)[0]
     left = []
     for entry in os.listdir("/proc"):
         if entry.isdigit() and int(entry) != os.getpid():
             try:
-                if marker.encode() in Path(f"/proc/{entry}/cmdline").read_bytes():
+                mine = f"PYTEST_CURRENT_TEST={test} (".encode() in Path(f"/proc/{entry}/environ").read_bytes()
+                if mine and marker.encode() in Path(f"/proc/{entry}/cmdline").read_bytes():
                     left.append(int(entry))
             except OSError:
                 pass

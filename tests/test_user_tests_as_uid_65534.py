@@ -1,11 +1,11 @@
 """CI runs as root; this runs the ordinary user's tests (tests/user) as uid 65534.
 
-Twice: inside a cpu cgroup delegated to that user (its own v1 group owned by
-it, or a v2 group it may divide), and without any. The user's environment is
-a venv made from the system Python (scripts/unprivileged-venv.sh, cached under
-/var/tmp) with shoal from this repository's src/, a fresh HOME, and a PATH
-without /usr/sbin; the native programs the first run builds as the user, the second
-reuses (one cache for both, keyed as always). Run as an ordinary user, it runs tests/user as is.
+Twice, as two tests that parallel runs of the suite start at once: inside a cpu
+cgroup delegated to that user (its own v1 group owned by it, or a v2 group it may
+divide), and without any. The user's environment is a venv made from the system
+Python (scripts/unprivileged-venv.sh, cached under /var/tmp) with shoal from this
+repository's src/, a fresh HOME, a fresh cache in which the user builds the native
+programs, and a PATH without /usr/sbin. Run as an ordinary user, it runs tests/user as is.
 """
 
 from __future__ import annotations
@@ -58,7 +58,10 @@ def _remove(groups: list[Path]) -> None:
 
 
 @pytest.mark.timeout(3600)
-def test_ordinary_user_tests_pass_as_uid_65534():
+# As an ordinary user, once, in whatever cgroups the user has.
+@pytest.mark.parametrize("delegated", [True, False] if os.geteuid() == 0 else [None],
+                         ids=["delegated-cgroup", "no-cgroup"] if os.geteuid() == 0 else ["as-is"])
+def test_ordinary_user_tests_pass_as_uid_65534(delegated):
     if os.geteuid() != 0:
         proc = _run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/user"],
                     dict(os.environ), REPO)
@@ -66,12 +69,10 @@ def test_ordinary_user_tests_pass_as_uid_65534():
         return
     venv = subprocess.run([str(REPO / "scripts" / "unprivileged-venv.sh")], capture_output=True,
                           text=True, check=True).stdout.strip().splitlines()[-1]
-    # Native programs the first run builds as the user, the second reuses (keyed as always).
     cache = Path(tempfile.mkdtemp(prefix="shoal-user-cache-"))
     os.chown(cache, USER, USER)
     try:
-        for delegated in (True, False):
-            _run_user_tests(venv, cache, delegated)
+        _run_user_tests(venv, cache, delegated)
     finally:
         shutil.rmtree(cache, ignore_errors=True)
 
