@@ -155,8 +155,10 @@ def test_an_interrupted_study_resumes_without_root_and_keeps_what_it_measured(st
     assert "need root" not in proc.stderr
     again = pd.read_csv(out / "work.csv")
     assert len(again) == len(work) and sorted(again["rep"]) == sorted(work["rep"])
-    # The finished rounds' rows are kept as they were, not measured again.
-    pd.testing.assert_frame_equal(again[again["rep"] <= 1].reset_index(drop=True), kept.reset_index(drop=True))
+    # The finished rounds' rows are kept as they were, not measured again (a column that
+    # only the new rows fill, such as a busy host's slack note, reads back as text).
+    pd.testing.assert_frame_equal(again[again["rep"] <= 1].reset_index(drop=True), kept.reset_index(drop=True),
+                                  check_dtype=False)
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["status"] == "complete" and manifest["resumed"] == 1
 
