@@ -109,3 +109,31 @@ def test_a_new_mpi_is_one_module(tmp_path, monkeypatch):
         monkeypatch.undo()
         kinds.implementations.cache_clear()
         discover._identify.cache_clear()
+
+
+def test_a_crash_hydra_reports_behind_a_rank_it_killed_keeps_its_signal():
+    """Hydra's report after rank 1 segfaulted, as it printed it here (5 of 30 runs): its
+    block names rank 0, which Hydra killed, and only the exit string names the crash."""
+    from shoal.bench.sweep import _crash_detail
+    from shoal.mpi.kinds import mpich
+
+    said = ["", "=" * 83, "=   BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES",
+            "=   PID 23548 RUNNING AT vm", "=   EXIT CODE: 9",
+            "=   CLEANING UP REMAINING PROCESSES", "=   YOU CAN IGNORE THE BELOW CLEANUP MESSAGES",
+            "=" * 83, "YOUR APPLICATION TERMINATED WITH THE EXIT STRING: Segmentation fault (signal 11)",
+            "This typically refers to a problem with your application."]
+    deaths = mpich.IMPLEMENTATION.deaths(said)
+    assert [(d.pid, d.signal) for d in deaths] == [(23548, 9), (None, 11)]
+    hello = {"hosts": ["vm"] * 3, "pids": [23548, 23549, 23550]}
+    detail = _crash_detail(_Silent(), 139, deaths, hello)
+    assert detail == "first: a rank killed by SIGSEGV", detail
+
+
+class _Silent:
+    """A finished job whose processes wrote nothing on stderr."""
+
+    def stderr_first_errors(self) -> str:
+        return ""
+
+    def stderr_tail(self) -> str:
+        return ""

@@ -93,7 +93,7 @@ def test_a_crashed_rank_on_a_device_is_named_with_its_device_and_signal(tmp_path
     # rank 1 on nuc2 is named whatever the other rank's proxy says after it.
     out = tmp_path / "run"
     proc = shoal("bench", "--emulate", "2xnuc", "--mpi", "mpich", "--tests", "imb.Bcast",
-                 "--sizes", "64", "--out", str(out), env={"SHOAL_BENCH_CRASH": "1"}, timeout=600)
+                 "--sizes", "64,128", "--out", str(out), env={"SHOAL_BENCH_CRASH": "1"}, timeout=600)
     assert proc.returncode == 1
     detail = pd.read_csv(out / "failures.csv")["detail"][0]
     first = detail.split(" | ")[0]

@@ -14,6 +14,8 @@ from shoal.mpi.base import Death, HeadLaunch, Implementation, MPIInstall, tool_o
 # no block (measured with MPICH 5.0.2). Without a rank, the job's own pid list names it.
 _HYDRA_PID = re.compile(r"^=\s+(?:RANK (\d+) )?PID (\d+) RUNNING AT (\S+)")
 _HYDRA_SIGNAL = re.compile(r"^=\s+(?:EXIT CODE|KILLED BY SIGNAL): (\d+)")
+# The job's own end, which Hydra prints even where its block names a process it killed.
+_HYDRA_EXIT_STRING = re.compile(r"EXIT STRING: .*\(signal (\d+)\)")
 
 
 class MPICH(Implementation):
@@ -89,6 +91,13 @@ class MPICH(Implementation):
                 deaths.append(Death(rank=rank, pid=int(pending.group(2)), host=pending.group(3),
                                     signal=number - 128 if number > 128 else number))
                 pending = None
+            elif m := _HYDRA_EXIT_STRING.search(line):
+                # Hydra's block names the first process by rank that ended badly, which can
+                # be one it killed itself (SIGKILL) after another rank's crash; the exit
+                # string still names the crash's signal, if not its rank.
+                number = int(m.group(1))
+                if not any(d.signal == number for d in deaths):
+                    deaths.append(Death(signal=number))
         return list(dict.fromkeys(deaths))
 
     def wildcard_transport(self) -> dict[str, str]:
