@@ -78,8 +78,8 @@ class Plan:
 
     @property
     def total_points(self) -> int:
-        return sum(len(self.points(p.ranks, p.label)[0]) + len(self.points(p.ranks, p.label)[1])
-                   for p in self.placements)
+        return sum(len(run) + len(skip)
+                   for run, skip in (self.points(p.ranks, p.label) for p in self.placements))
 
 
 def plan(request: BenchRequest, placements: list[Placement] | None = None) -> Plan:

@@ -19,16 +19,12 @@ import pandas as pd
 
 from shoal.report.html import Section, table_html
 from shoal.runs.store import Run
-from shoal.study import presets, seed002, workloads
+from shoal.inputs import grammar
+from shoal.study import analysis, presets, seed002, workloads
 from shoal.study.request import StudyRequest
 
 COLUMNS = ["quantity", "configuration", "shoal", "seed 002", "shoal / seed", "seed's source"]
-SEED002_SIZES = (64, 1024, 8192, 32768, 131072, 262144)
-
-
-def _request(run: Run) -> StudyRequest | None:
-    saved = run.manifest.get("study")
-    return StudyRequest.from_manifest(saved) if saved else None
+SEED002_SIZES = tuple(grammar.sizes(presets.SEED002_SIZES))
 
 
 def _row(quantity: str, config: str, shoal: float | None, seed: seed002.SeedValue | None,
@@ -149,7 +145,7 @@ def _imb_rows(run: Run, label: str) -> list[dict[str, Any]]:
 
 def seed_rows(run: Run) -> list[dict[str, Any]] | None:
     """Shoal's numbers beside seed 002's, for a study of preset seed002 (else None)."""
-    request = _request(run)
+    request = analysis.saved_request(run.manifest)
     if request is None or request.preset != "seed002":
         return None
     label = run.manifest.get("cluster_label") or ""

@@ -235,7 +235,8 @@ def _measured(scenario: model.OffloadScenario, stream: dict[str, Any],
     return dataclasses.replace(scenario, sources=sources, **changes)
 
 
-def _request(manifest: dict[str, Any]) -> StudyRequest | None:
+def saved_request(manifest: dict[str, Any]) -> StudyRequest | None:
+    """The request a study saved in its manifest (None for a run of another command)."""
     saved = manifest.get("study")
     return StudyRequest.from_manifest(saved) if isinstance(saved, dict) else None
 
@@ -255,7 +256,7 @@ def analyse(run: Run) -> dict[str, Any]:
              if not frame.empty else [])
     fits = {t["test"]: t["_fit"] for t in tests if "_fit" in t}
     overall = model.overall_optimum(fits).to_dict() if fits else _no_overall(tests)
-    request = _request(manifest)
+    request = saved_request(manifest)
     work = work_analysis.analyse(work_frame, manifest, label, REFERENCE,
                                  request.weights if request else None,
                                  study_workloads.Precision.of(request) if request else None)

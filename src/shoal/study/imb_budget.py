@@ -66,16 +66,17 @@ class Budget:
 
 def plan(points: list[tuple[str, int, int]], link: LinkType, dilation: float, budget_s: float) -> Budget:
     """Points (test, size_B, ranks) within ``budget_s`` host seconds of calls at ``dilation``."""
-    cost = {pt: CALLS_PER_POINT * dilation * call_s(pt[0], pt[2], pt[1], link) for pt in points}
+    call = {pt: call_s(pt[0], pt[2], pt[1], link) for pt in points}  # device seconds
+    cost = {pt: CALLS_PER_POINT * dilation * call[pt] for pt in points}
     total = sum(cost.values())
     not_run: dict[tuple[str, int, int], str] = {}
     for pt in sorted(points, key=lambda q: -cost[q]):
         if total <= budget_s:
             break
         total -= cost[pt]
-        one = call_s(pt[0], pt[2], pt[1], link)
+        one = call[pt]
         not_run[pt] = (f"not run: one call would take {one:.3g} s on the {link.name} plant (model; "
                        f"{one * dilation:.3g} s at D = {dilation:g}), over the study's "
                        f"{budget_s:.0f} s for IMB on it")
-    longest = max((call_s(pt[0], pt[2], pt[1], link) for pt in points if pt not in not_run), default=0.0)
+    longest = max((call[pt] for pt in points if pt not in not_run), default=0.0)
     return Budget(not_run, total, sum(cost[pt] for pt in not_run), longest)
