@@ -9,7 +9,9 @@ anyone), then every process on it dies.
 
 from __future__ import annotations
 
+import fcntl
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -18,7 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 SSHD = "/usr/sbin/sshd"
-SUBNET = "10.250.7"   # outside the emulated clusters' 10.77.0.0/16
+# Each set of hosts takes a /24 of its own in 10.250.0.0/16 (outside the emulated clusters'
+# 10.77.0.0/16), so tests running at once in several pytest processes never share one.
+SUBNETS = "10.250"
+_SUBNET_LOCK = Path("/run/lock/shoal-test-sshd-subnets.lock")
 
 
 def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess:
@@ -32,12 +37,13 @@ def namespace_pids(netns: str) -> list[int]:
 
 @dataclass
 class SshdHosts:
-    """``count`` hosts named h1.. at SUBNET.2.., reachable with the ``ssh`` program below."""
+    """``count`` hosts named h1.. at 10.250.X.2.. (X free when made), reachable with the ``ssh`` program below."""
 
     where: Path
     count: int = 2
     tag: str = field(default_factory=lambda: f"{os.getpid() % 100000}")
     addresses: dict[str, str] = field(default_factory=dict)
+    subnet: str = ""
 
     @property
     def bridge(self) -> str:
@@ -67,11 +73,21 @@ class SshdHosts:
             "-o UserKnownHostsFile=/dev/null -o LogLevel=ERROR \"$@\"\n")
         self.ssh.chmod(0o755)
         _ip("link", "add", self.bridge, "type", "bridge")
-        _ip("addr", "add", f"{SUBNET}.1/24", "dev", self.bridge)
+        self._claim_subnet()
         _ip("link", "set", self.bridge, "up")
         for i in range(1, self.count + 1):
-            self._host(f"h{i}", f"{SUBNET}.{i + 1}")
+            self._host(f"h{i}", f"{self.subnet}.{i + 1}")
         return self
+
+    def _claim_subnet(self) -> None:
+        """Give the bridge the first 10.250.X.1/24 no interface holds, checked and taken
+        under one lock so two sets of hosts made at once cannot pick the same."""
+        with _SUBNET_LOCK.open("a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            held = set(re.findall(rf"inet {SUBNETS}\.(\d+)\.", _ip("-o", "-4", "addr", "show").stdout))
+            free = next(str(x) for x in range(7, 255) if str(x) not in held)
+            self.subnet = f"{SUBNETS}.{free}"
+            _ip("addr", "add", f"{self.subnet}.1/24", "dev", self.bridge)
 
     def _host(self, name: str, address: str) -> None:
         netns, veth = self.netns(name), self._veth(name)
@@ -81,7 +97,7 @@ class SshdHosts:
         _ip("-n", netns, "addr", "add", f"{address}/24", "dev", "eth0")
         _ip("-n", netns, "link", "set", "eth0", "up")
         _ip("-n", netns, "link", "set", "lo", "up")
-        _ip("-n", netns, "route", "add", "default", "via", f"{SUBNET}.1")
+        _ip("-n", netns, "route", "add", "default", "via", f"{self.subnet}.1")
         config = self.where / f"sshd-{name}.conf"
         config.write_text(f"ListenAddress {address}\nHostKey {self.where}/host_key\n"
                           f"PidFile {self.where}/sshd-{name}.pid\n"

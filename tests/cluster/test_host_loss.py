@@ -60,9 +60,10 @@ def _lose_h2_after(hosts, out, argv: list[str], rows: int) -> tuple[str, list[di
     assert process.returncode == 2, stderr
     assert "Traceback" not in stderr
     last = stderr.strip().splitlines()[-1]
-    assert last.startswith("shoal: hosts not ready: 10.250.7.3: ssh") and str(out) in last
+    lost = hosts.addresses["h2"]
+    assert last.startswith(f"shoal: hosts not ready: {lost}: ssh") and str(out) in last
     manifest = json.loads((out / "manifest.json").read_text())
-    assert manifest["status"] == "failed" and "10.250.7.3" in manifest["reason"]
+    assert manifest["status"] == "failed" and lost in manifest["reason"]
     # The run stops at the first failure rather than trying (and timing out) every point
     # after it on a host that is gone; nothing of the job is left on the host that
     # remains, nor here.
