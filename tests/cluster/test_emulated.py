@@ -98,9 +98,12 @@ def test_kill_9_leftovers_are_removed_by_the_next_down(tmp_path):
     owner, cluster_id, record = start_owner(
         "2xnuc", "p = subprocess.Popen(c.head_prefix()[:-3] + ['--run', 'nuc1', '--', 'sleep', '300'])\n")
     assert record and not record["persistent"]
-    time.sleep(0.3)  # the sleeper has entered the device
     inode = os.stat(state.NETNS_DIR / record["netns"][2]).st_ino
     from shoal.cluster import sysns
+    # Wait for the sleeper to enter the device (a loaded host takes more than a moment).
+    end = time.monotonic() + 60
+    while not sysns.pids_in_netns(inode) and time.monotonic() < end:
+        time.sleep(0.1)
     assert sysns.pids_in_netns(inode), "the rank stand-in never started inside the device"
     owner.send_signal(signal.SIGKILL)
     owner.wait()
