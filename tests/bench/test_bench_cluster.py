@@ -60,8 +60,9 @@ def test_node_count_sweep_on_emulated_minnowboards(tmp_path):
     assert manifest["clusters"]["3xminnowboard"]["mode"] == "emulated"
     # A MinnowBoard's budget is half a host CPU: one polling rank would spend its quota
     # waiting and stall until the next period, so with no --wait given its ranks sleep
-    # until their sockets have something. Without CPU limits they poll.
-    limited = manifest["clusters"]["3xminnowboard"]["emulation"]["cgroup"]["version"] > 0
+    # until their sockets have something. Without CPU limits (neither a cgroup quota nor the
+    # user-space throttle) they poll.
+    limited = manifest["clusters"]["3xminnowboard"]["emulation"]["cpu_limit"] != "none"
     if limited:
         assert (results["wait_mode"] == "event").all()
     else:

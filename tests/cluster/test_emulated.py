@@ -33,7 +33,6 @@ def assert_gone(record_id: str, names: list[str], cgroups: list[str]) -> None:
     assert state.read(record_id) is None and not state.cluster_dir(record_id).exists()
 
 
-@host_namespaces
 def _quota(group: str) -> tuple[int | None, int]:
     """(quota us or None for unlimited, period us) of a cgroup, v1 or v2."""
     if os.path.exists(os.path.join(group, "cpu.cfs_quota_us")):
@@ -43,6 +42,7 @@ def _quota(group: str) -> tuple[int | None, int]:
     return (None if quota == "max" else int(quota)), int(period)
 
 
+@host_namespaces
 def test_up_down_hostnames_and_nothing_in_root_namespace():
     root_links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
     inv = inventory.from_emulate("2xminnowboard+1xrpi0w")
@@ -207,6 +207,7 @@ _WHERE_AM_I = ("import json, os; print(json.dumps([os.environ.get('SHOAL_DEVICE_
                "sorted(os.sched_getaffinity(0))]))")
 
 
+@host_namespaces
 def test_each_rank_runs_on_a_core_of_its_own_with_that_cores_budget(any_mpi):
     """Two ranks on a two-core device: one in each core's group (own quota, own host CPU)."""
     with cluster.open(emulate="1xminnowboard", calibrate=False, dilation=2) as c:
@@ -266,6 +267,7 @@ def test_matrix_names_the_slow_device_of_a_mixed_cluster(tmp_path):
     assert result["slow_nodes"][0]["bandwidth_Bps"] * 2 < result["slow_nodes"][0]["others_bandwidth_Bps"]
 
 
+@host_namespaces
 def test_cpu_fidelity_times_the_kernel_in_every_rank_of_each_configuration(mpich):
     """What `shoal cluster fidelity` and benchmarks/cpu_fidelity.py measure (no timing asserted)."""
     from shoal.cluster import cpufidelity
@@ -282,6 +284,7 @@ def test_cpu_fidelity_times_the_kernel_in_every_rank_of_each_configuration(mpich
         assert 0 < point["delivered"] < 2  # the share of its core's budget the slowest rank got
 
 
+@host_namespaces
 def test_a_device_core_whose_budget_the_host_cannot_give_is_flagged(mpich, tmp_path, monkeypatch):
     """One core more than the host has CPUs, each of 0.75 of a host core, at D = 1 (forced):
     two cores share the first host CPU and get 0.5 each while they compute; the point is

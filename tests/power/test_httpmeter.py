@@ -148,7 +148,9 @@ def test_a_named_meter_that_does_not_answer_is_refused_before_the_run(meter, tmp
 
 def test_a_meter_that_fails_mid_sweep_is_a_warning_and_in_the_manifest(meter, tmp_path):
     out = tmp_path / "run"
-    cmd = [sys.executable, "-m", "shoal", "bench", "--tests", "imb.PingPong", "--sizes", "8,1K,64K",
+    # Five points after the first, each at least its 0.5 s budget: time for the sampler's
+    # next reads to find the meter gone (with two, a fast sweep ended before it looked).
+    cmd = [sys.executable, "-m", "shoal", "bench", "--tests", "imb.PingPong", "--sizes", "8,1K,8K,64K,256K,1M",
            "--budget", "0.5", "--ci", "0", "--min-reps", "4", "--power", f"http:{meter.url}#data.power_W",
            "--out", str(out)]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

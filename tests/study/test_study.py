@@ -40,11 +40,12 @@ def study_run(tmp_path_factory):
 
 
 def _wait_expected(study_run) -> str:
-    """Two ranks on a device whose CPU budget is under two CPUs: with CPU limits, polling
-    would use up the quota, so they sleep until a socket event; without, backoff."""
+    """Two ranks on a device whose CPU budget is under two CPUs: with CPU limits (a cgroup
+    quota or the user-space throttle), polling would use up the budget, so they sleep until
+    a socket event; without, backoff."""
     manifest = json.loads((study_run / "manifest.json").read_text())
     cluster = next(iter(manifest["clusters"].values()))
-    return "event" if cluster["emulation"]["cgroup"]["version"] > 0 else "backoff"
+    return "event" if cluster["emulation"]["cpu_limit"] != "none" else "backoff"
 
 
 def test_study_measures_every_node_count_and_the_reference(study_run):

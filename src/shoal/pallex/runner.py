@@ -172,11 +172,14 @@ class Runner:
                         self._reap(what, records, sel, key.fileobj, pidfds, t0)
             self._end(records, outcome, end_s, problems, sel, pidfds, t0)
             for rec in records.values():
-                rec.log = _read_log(os.path.join(work, f"{rec.name}.log"))
-                reports = protocol.parse_reports(rec.log)
+                out = _read_log(os.path.join(work, f"{rec.name}.log"))
+                err = _read_log(os.path.join(work, f"{rec.name}.err"))
+                rec.log = out + err
+                reports = protocol.parse_reports(out)
                 rec.report = reports[-1] if reports else {}
                 if rec.status == "failed":
-                    said = last_error_line(rec.log, rec.report)
+                    # Its error output first: a buffered stdout reaches the file after it.
+                    said = last_error_line(err, rec.report) or last_error_line(out, rec.report)
                     if said:
                         rec.reason = f"{rec.reason}: {said}"
                     problems.append(f"stage {rec.name} failed: {rec.reason}")
@@ -233,7 +236,7 @@ class Runner:
                 pass
         rec.start_s = time.monotonic() - t0
         try:
-            rec.pid = _spawn(argv, env, fds, os.path.join(work, f"{name}.log"))
+            rec.pid = _spawn(argv, env, fds, os.path.join(work, name))
         except OSError as exc:
             rec.status, rec.reason, rec.end_s = "failed", f"cannot start {argv[0]}: {exc.strerror}", rec.start_s
             return
@@ -290,21 +293,23 @@ class Runner:
 
 
 def _spawn(argv: list[str], env: dict[str, str], fds: list[int], log: str) -> int:
-    """posix_spawn through /bin/sh so LISTEN_PID is the stage's own pid; fds become 3, 4, ..."""
+    """posix_spawn through /bin/sh so LISTEN_PID is the stage's own pid; fds become 3, 4, ...;
+    its output goes to LOG.log and its error output to LOG.err."""
     # Copies above every target number first, so no dup2 overwrites a source still needed.
     floor = 3 + len(fds)
     moved = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, floor) for fd in fds]
-    log_fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC
+    log_fd, err_fd = os.open(log + ".log", flags, 0o600), os.open(log + ".err", flags, 0o600)
     null = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
     try:
         actions = [(os.POSIX_SPAWN_DUP2, null, 0), (os.POSIX_SPAWN_DUP2, log_fd, 1),
-                   (os.POSIX_SPAWN_DUP2, log_fd, 2)]
+                   (os.POSIX_SPAWN_DUP2, err_fd, 2)]
         actions += [(os.POSIX_SPAWN_DUP2, fd, 3 + i) for i, fd in enumerate(moved)]
         full = [SH, "-c", _TRAMPOLINE if fds else 'exec "$@"', "pallex-stage", *argv]
         verbose.show(argv, {k: v for k, v in env.items() if k.startswith(("PALLEX_", "LISTEN_FD"))})
         return os.posix_spawn(SH, full, env, file_actions=actions, setsid=True)
     finally:
-        for fd in (log_fd, null, *moved):
+        for fd in (log_fd, err_fd, null, *moved):
             os.close(fd)
 
 
