@@ -17,6 +17,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from shoal.report.figures import METRIC_COLUMNS, size_and_metric_axes  # noqa: E402
+from shoal.study.findings import BenchmarkResult  # noqa: E402
 
 REFERENCE_STYLE = {"color": "black", "linestyle": "--", "linewidth": 1.6}
 
@@ -77,25 +78,25 @@ def power_by_nodes(findings: dict[str, dict[str, Any]]) -> plt.Figure:
     return fig
 
 
-def ppw_vs_nodes(tests: dict[str, dict[str, Any]], test: str) -> plt.Figure:
+def ppw_vs_nodes(tests: dict[str, BenchmarkResult], test: str) -> plt.Figure:
     """Performance per watt against node count, the reference, and the fitted model."""
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     unit = ""
     for run_name, t in tests.items():
-        points = [p for p in t.get("cluster", []) if math.isfinite(p["perf_per_W"])]
+        points = [p for p in t.cluster if math.isfinite(p.perf_per_W)]
         if not points:
             continue
-        unit = t["perf_unit"]
+        unit = t.perf_unit
         prefix = f"{run_name}: " if len(tests) > 1 else ""
-        n = np.array([p["nodes"] for p in points], dtype=float)
-        ppw = np.array([p["perf_per_W"] for p in points])
-        lo = np.array([p["perf_ci"][0] / p["power_W"] for p in points])
-        hi = np.array([p["perf_ci"][1] / p["power_W"] for p in points])
-        modelled = any(p["power_kind"] != "measured" for p in points)
+        n = np.array([p.nodes for p in points], dtype=float)
+        ppw = np.array([p.perf_per_W for p in points])
+        lo = np.array([p.perf_ci[0] / p.power_W for p in points])
+        hi = np.array([p.perf_ci[1] / p.power_W for p in points])
+        modelled = any(p.power_kind != "measured" for p in points)
         line = ax.errorbar(n, ppw, yerr=[np.clip(ppw - lo, 0, None), np.clip(hi - ppw, 0, None)],
                            fmt="o", capsize=3,
                            label=f"{prefix}measured perf / {'modelled' if modelled else 'measured'} W")
-        fit = t.get("_fit")
+        fit = t.model_fit
         if fit is not None and fit.ok and fit.has_efficiency:
             grid = np.linspace(1, max(2 * n.max(), n.max() + 2), 60)
             pred = fit.predict(grid)
@@ -105,17 +106,17 @@ def ppw_vs_nodes(tests: dict[str, dict[str, Any]], test: str) -> plt.Figure:
             ax.fill_between(grid[beyond], (pred.perf_per_watt - 2 * pred.perf_per_watt_se)[beyond],
                             (pred.perf_per_watt + 2 * pred.perf_per_watt_se)[beyond],
                             color=line[0].get_color(), alpha=0.12, label=f"{prefix}prediction beyond measured n")
-        opt = t.get("optimum") or {}
-        if opt.get("status") == "ok" and opt.get("n_recommended"):
-            ax.axvline(opt["n_recommended"], color=line[0].get_color(), linestyle=":",
-                       label=f"{prefix}recommended n = {opt['n_recommended']}")
-        ref = t.get("reference")
-        if ref and math.isfinite(ref["perf_per_W"]):
-            ax.axhline(ref["perf_per_W"], label=f"{prefix}reference", **REFERENCE_STYLE)
+        opt = t.optimum
+        if opt and opt.status == "ok" and opt.n_recommended:
+            ax.axvline(opt.n_recommended, color=line[0].get_color(), linestyle=":",
+                       label=f"{prefix}recommended n = {opt.n_recommended}")
+        ref = t.reference
+        if ref and math.isfinite(ref.perf_per_W):
+            ax.axhline(ref.perf_per_W, label=f"{prefix}reference", **REFERENCE_STYLE)
     ax.set_yscale("log")  # the reference may be orders of magnitude away
     ax.set_xlabel("nodes")
     ax.set_ylabel(f"performance per watt ({unit}/W)")
-    size = next((t.get("size_B") for t in tests.values() if t.get("size_B") is not None), None)
+    size = next((t.size_B for t in tests.values() if t.size_B is not None), None)
     ax.set_title(f"{test}: performance per watt" + (f" at {size} B" if size is not None else ""))
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=7)

@@ -18,6 +18,7 @@ from shoal.report.html import Section, figure_svg, page, table_html
 from shoal.runs import jsonout
 from shoal.runs.store import Run
 from shoal.study.analysis import analyse, public
+from shoal.study.findings import BenchmarkResult
 
 
 def _fmt_perf(value: float, unit: str) -> str:
@@ -105,24 +106,23 @@ def _verdict_html(name: str, f: dict[str, Any]) -> str:
             "</small></div>")
 
 
-def _points_table(t: dict[str, Any]) -> str:
-    unit = t["perf_unit"]
+def _points_table(t: BenchmarkResult) -> str:
+    unit = t.perf_unit
     rows, flags = [], []
-    entries = list(t.get("cluster", [])) + ([dict(t["reference"], nodes="reference")]
-                                           if t.get("reference") else [])
-    ref = t.get("reference")
-    for p in entries:
-        vs = (p["perf_per_W"] / ref["perf_per_W"] if ref and math.isfinite(p["perf_per_W"])
-              and math.isfinite(ref["perf_per_W"]) else math.nan)
-        rows.append({"nodes": p["nodes"], "ranks": p["ranks"], "performance": _fmt_perf(p["perf"], unit),
-                     "converged": "yes" if p["converged"] else "no",
-                     "power": render.watts(p["power_W"]) if math.isfinite(p["power_W"]) else "-",
-                     "perf/W": _fmt_ppw(p["perf_per_W"], unit),
+    ref = t.reference
+    entries = [(p.nodes, p) for p in t.cluster] + ([("reference", ref)] if ref else [])
+    for nodes, p in entries:
+        vs = (p.perf_per_W / ref.perf_per_W if ref and math.isfinite(p.perf_per_W)
+              and math.isfinite(ref.perf_per_W) else math.nan)
+        rows.append({"nodes": nodes, "ranks": p.ranks, "performance": _fmt_perf(p.perf, unit),
+                     "converged": "yes" if p.converged else "no",
+                     "power": render.watts(p.power_W) if math.isfinite(p.power_W) else "-",
+                     "perf/W": _fmt_ppw(p.perf_per_W, unit),
                      "vs reference": "-" if not math.isfinite(vs) else f"{vs:.2f}x",
-                     "perf/W spinning": _fmt_ppw(p.get("perf_per_W_spin", math.nan), unit),
-                     "vs reference spinning": _ratio(p.get("perf_per_W_spin"), (ref or {}).get("perf_per_W_spin")),
-                     "results row": p["point_id"]})
-        flags.append(p.get("power_kind") != "measured")
+                     "perf/W spinning": _fmt_ppw(p.perf_per_W_spin or math.nan, unit),
+                     "vs reference spinning": _ratio(p.perf_per_W_spin, ref.perf_per_W_spin if ref else None),
+                     "results row": p.point_id})
+        flags.append(p.power_kind != "measured")
     return table_html(rows, ["nodes", "ranks", "performance", "converged", "power", "perf/W",
                              "vs reference", "perf/W spinning", "vs reference spinning", "results row"],
                       modelled={"power", "perf/W", "vs reference", "perf/W spinning", "vs reference spinning"},
@@ -138,8 +138,8 @@ def _ratio(a: float | None, b: float | None) -> str:
 def _fit_rows(f: dict[str, Any]) -> list[dict[str, Any]]:
     rows = []
     for t in f["tests"]:
-        fit = t.get("fit") or {}
-        params, se = fit.get("params", {}), fit.get("stderr", {})
+        fit = t.fit
+        params, se = (fit.params, fit.stderr) if fit else ({}, {})
 
         def pm(name: str) -> str:
             if params.get(name) is None:
@@ -147,10 +147,10 @@ def _fit_rows(f: dict[str, Any]) -> list[dict[str, Any]]:
             err = se.get(name)
             return f"{params[name]:.3g} ± {err:.2g}" if err else f"{params[name]:.3g} (fixed)"
 
-        rows.append({"test": t["test"], "size": render.byte_size(t["size_B"]) if t.get("size_B") else "-",
-                     "fit": fit.get("status", t.get("status", "-")), "f": pm("f"), "k": pm("k"),
-                     "R² perf": f"{fit['r2_perf']:.3f}" if fit.get("r2_perf") is not None else "-",
-                     "optimum": _optimum_text(t.get("optimum"))})
+        rows.append({"test": t.test, "size": render.byte_size(t.size_B) if t.size_B else "-",
+                     "fit": fit.status if fit else (t.status or "-"), "f": pm("f"), "k": pm("k"),
+                     "R² perf": f"{fit.r2_perf:.3f}" if fit and fit.r2_perf is not None else "-",
+                     "optimum": _optimum_text(t.optimum.to_dict() if t.optimum else None)})
     return rows
 
 
@@ -261,10 +261,10 @@ def build(runs: list[Run]) -> tuple[str, str, dict[str, Any]]:
                                                       for p in findings[n]["power"]]))
     sections.append(power)
 
-    tests = sorted({t["test"] for f in findings.values() for t in f["tests"]})
+    tests = sorted({t.test for f in findings.values() for t in f["tests"]})
     for test in tests:
-        per_run = {n: next(t for t in findings[n]["tests"] if t["test"] == test)
-                   for n in names if any(t["test"] == test for t in findings[n]["tests"])}
+        per_run = {n: next(t for t in findings[n]["tests"] if t.test == test)
+                   for n in names if any(t.test == test for t in findings[n]["tests"])}
         section = Section(test)
         section.figures.append((_svg(figs.perf_vs_size(frames, test, labels)),
                                 "Median of each point; one line per node count, the reference dashed."))
@@ -272,7 +272,7 @@ def build(runs: list[Run]) -> tuple[str, str, dict[str, Any]]:
                                 "Measured performance over power at the representative size; the fitted "
                                 "Woo-Lee curve and its prediction beyond the measured node counts."))
         for n, t in per_run.items():
-            if "cluster" in t:
+            if t.status is None:
                 section.tables.append(f"<h3>{html.escape(n)}</h3>" + _points_table(t))
         sections.append(section)
 

@@ -20,6 +20,7 @@ from shoal.errors import ShoalError
 from shoal.runs.store import Run
 from shoal.study import work_analysis
 from shoal.study import workloads as study_workloads
+from shoal.study.findings import BenchmarkFit, BenchmarkPoint, BenchmarkResult
 from shoal.study.reference import Reference
 from shoal.study.request import StudyRequest
 from shoal.study.run import REFERENCE
@@ -43,33 +44,30 @@ def _representative_size(frame: pd.DataFrame, metric: str) -> int | None:
     return max(common) if metric == "bandwidth" else min(common)
 
 
-def _point(row: pd.Series, metric: str, spin_W: Any = None) -> dict[str, Any]:
+def _point(row: pd.Series, metric: str, spin_W: Any = None) -> BenchmarkPoint:
     perf = float(row[PERF_COLUMN[metric]])
     power = float(row["power_mean_W"]) if pd.notna(row.get("power_mean_W")) else math.nan
     bytes_per_op = float(row["bytes_per_op_B"]) if metric == "bandwidth" else 1.0
+    spin = _spinning_W(row, spin_W)
     # CI of the performance from the CI of the median time (perf is monotone in time).
-    return {
-        "nodes": int(row["nodes"]), "ranks": int(row["ranks"]), "point_id": row["point_id"],
-        "perf": perf,
-        "perf_ci": [bytes_per_op / float(row["time_ci_high_s"]), bytes_per_op / float(row["time_ci_low_s"])],
-        "converged": str(row["converged"]).lower() == "true",
-        "power_W": power,
-        "power_kind": row.get("power_kind") if pd.notna(row.get("power_kind")) else None,
-        "energy_partial": str(row.get("energy_partial")).lower() == "true",
-        "perf_per_W": perf / power if power and power > 0 else math.nan,
-        **_spinning(row, perf, spin_W),
-    }
+    return BenchmarkPoint(
+        nodes=int(row["nodes"]), ranks=int(row["ranks"]), point_id=str(row["point_id"]), perf=perf,
+        perf_ci=(bytes_per_op / float(row["time_ci_high_s"]), bytes_per_op / float(row["time_ci_low_s"])),
+        converged=str(row["converged"]).lower() == "true", power_W=power,
+        power_kind=row.get("power_kind") if pd.notna(row.get("power_kind")) else None,
+        energy_partial=str(row.get("energy_partial")).lower() == "true",
+        perf_per_W=perf / power if power and power > 0 else math.nan,
+        power_spin_W=spin, perf_per_W_spin=perf / spin if spin else None)
 
 
-def _spinning(row: pd.Series, perf: float, spin_W: Any) -> dict[str, Any]:
-    """The point's power and perf/W had its ranks spun while waiting (shoal.model.waiting)."""
+def _spinning_W(row: pd.Series, spin_W: Any) -> float | None:
+    """The point's power had its ranks spun while waiting (shoal.model.waiting)."""
     if spin_W is None:
-        return {}
+        return None
     idle = pd.to_numeric(row.get("idle_power_W"), errors="coerce")
     if pd.isna(idle):
-        return {}
-    watts = spin_W(int(row["nodes"]), int(row["ranks"])) + float(idle)
-    return {"power_spin_W": watts, "perf_per_W_spin": perf / watts}
+        return None
+    return spin_W(int(row["nodes"]), int(row["ranks"])) + float(idle)
 
 
 def _idle_fraction(manifest: dict[str, Any]) -> float | None:
@@ -79,53 +77,49 @@ def _idle_fraction(manifest: dict[str, Any]) -> float | None:
 
 
 def analyse_test(frame: pd.DataFrame, test: str, cluster_label: str, k: float | None,
-                 spin: tuple[Any, Any] = (None, None)) -> dict[str, Any]:
+                 spin: tuple[Any, Any] = (None, None)) -> BenchmarkResult:
     rows = frame[frame["test"] == test]
     metric = rows["metric"].iloc[0]
     size = _representative_size(rows, metric)
-    out: dict[str, Any] = {"test": test, "metric": metric, "perf_unit": PERF_UNIT[metric], "size_B": size}
+    out = BenchmarkResult(test=test, metric=metric, perf_unit=PERF_UNIT[metric], size_B=size)
     if size is None:
-        out["status"] = "no size measured in every configuration"
+        out.status = "no size measured in every configuration"
         return out
     at = rows[rows["size_B"] == size]
-    cluster = [_point(r, metric, spin[0]) for _, r in at[at["config"] == cluster_label].sort_values("nodes").iterrows()]
+    out.cluster = [_point(r, metric, spin[0])
+                   for _, r in at[at["config"] == cluster_label].sort_values("nodes").iterrows()]
     reference = [_point(r, metric, spin[1]) for _, r in at[at["config"] == REFERENCE].iterrows()]
-    out["cluster"] = cluster
-    out["reference"] = reference[0] if reference else None
-    nodes = [p["nodes"] for p in cluster]
-    perf = [p["perf"] for p in cluster]
-    ppw = [p["perf_per_W"] for p in cluster]
+    out.reference = reference[0] if reference else None
+    nodes = [p.nodes for p in out.cluster]
+    perf = [p.perf for p in out.cluster]
+    ppw = [p.perf_per_W for p in out.cluster]
     has_power = any(math.isfinite(x) for x in ppw)
     fit = model.fit_scaling(nodes, perf, ppw if has_power else None, idle_fraction=k)
-    out["fit"] = _fit_dict(fit)
+    status, reason = fit.status, fit.reason
     optimum = model.optimal_nodes(fit)
     poor = [f"{name} R² = {r2:.2f}" for name, r2 in (("performance", fit.r2_perf), ("perf/W", fit.r2_ppw))
             if r2 is not None and r2 < MIN_R2]
     if fit.ok and poor:
+        status = "poor_fit"
         reason = (f"the Amdahl/Woo-Lee model does not describe these measurements ({', '.join(poor)}, "
                   f"below {MIN_R2}); no optimum is inferred")
         optimum = dataclasses.replace(optimum, status="cannot_tell", reason=reason, n_recommended=None,
                                       n_recommended_range=None, n_best_efficiency=None,
                                       n_best_efficiency_range=None, closed_form_n=None, extrapolated=False)
-        out["fit"]["status"], out["fit"]["reason"] = "poor_fit", reason
-    out["optimum"] = optimum.to_dict()
-    if out["fit"]["status"] == "ok":
-        out["_fit"] = fit
-    if out["reference"] and has_power and math.isfinite(out["reference"]["perf_per_W"]):
-        ref = out["reference"]["perf_per_W"]
-        out["beats_reference_at"] = [p["nodes"] for p in cluster if p["perf_per_W"] > ref]
-        out["ppw_vs_reference"] = {str(p["nodes"]): p["perf_per_W"] / ref for p in cluster}
-    if out["reference"] and out["reference"].get("perf_per_W_spin"):
-        ref = out["reference"]["perf_per_W_spin"]
-        out["ppw_vs_reference_spin"] = {str(p["nodes"]): p.get("perf_per_W_spin", math.nan) / ref
-                                        for p in cluster}
+    out.fit = BenchmarkFit(status=status, reason=reason, params=fit.params, stderr=fit.stderr,
+                           n_points=fit.n_points, r2_perf=fit.r2_perf, r2_ppw=fit.r2_ppw,
+                           rmse_rel=fit.rmse_rel)
+    out.optimum = optimum
+    if status == "ok":
+        out.model_fit = fit
+    ref = out.reference
+    if ref and has_power and math.isfinite(ref.perf_per_W):
+        out.beats_reference_at = [p.nodes for p in out.cluster if p.perf_per_W > ref.perf_per_W]
+        out.ppw_vs_reference = {str(p.nodes): p.perf_per_W / ref.perf_per_W for p in out.cluster}
+    if ref and ref.perf_per_W_spin:
+        out.ppw_vs_reference_spin = {str(p.nodes): (p.perf_per_W_spin or math.nan) / ref.perf_per_W_spin
+                                     for p in out.cluster}
     return out
-
-
-def _fit_dict(fit: model.ScalingFit) -> dict[str, Any]:
-    return {"status": fit.status, "reason": fit.reason, "params": fit.params, "stderr": fit.stderr,
-            "n_points": fit.n_points, "r2_perf": fit.r2_perf, "r2_ppw": fit.r2_ppw,
-            "rmse_rel": fit.rmse_rel}
 
 
 def power_by_nodes(frame: pd.DataFrame, cluster_label: str, spin: tuple[Any, Any] = (None, None)
@@ -254,7 +248,7 @@ def analyse(run: Run) -> dict[str, Any]:
             work_analysis.spinning_watts(work_analysis.reference_profile(manifest)))
     tests = ([analyse_test(frame, t, label, k, spin) for t in sorted(frame["test"].unique())]
              if not frame.empty else [])
-    fits = {t["test"]: t["_fit"] for t in tests if "_fit" in t}
+    fits = {t.test: t.model_fit for t in tests if t.model_fit is not None}
     overall = model.overall_optimum(fits).to_dict() if fits else _no_overall(tests)
     request = saved_request(manifest)
     work = work_analysis.analyse(work_frame, manifest, label, REFERENCE,
@@ -328,10 +322,9 @@ def measured_stream(work: dict[str, Any]) -> dict[str, Any] | None:
     return None
 
 
-def _no_overall(tests: list[dict[str, Any]]) -> dict[str, Any]:
+def _no_overall(tests: list[BenchmarkResult]) -> dict[str, Any]:
     """The overall answer when no test's fit can be trusted: the measured best, said plainly."""
-    best = [t["optimum"]["n_best_measured"] for t in tests
-            if t.get("optimum") and t["optimum"].get("n_best_measured")]
+    best = [t.optimum.n_best_measured for t in tests if t.optimum and t.optimum.n_best_measured]
     common = max(set(best), key=best.count) if best else None
     return {"status": "cannot_tell", "n_recommended": None, "n_best_measured": common,
             "reason": "no test's measurements follow the Amdahl/Woo-Lee model closely enough to "
@@ -346,4 +339,4 @@ def public(findings: dict[str, Any]) -> dict[str, Any]:
                                  "combined": findings.get("combined", {}),
                                  "headline": findings.get("headline", {})})
     return {**findings, **work,
-            "tests": [{k: v for k, v in t.items() if not k.startswith("_")} for t in findings["tests"]]}
+            "tests": [t.to_json() for t in findings["tests"]]}

@@ -10,8 +10,83 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from shoal.model.optimum import Optimum
 from shoal.model.resample import Interval
 from shoal.model.scaling import ScalingFit, _jsonable
+
+
+@dataclass(frozen=True)
+class BenchmarkPoint:
+    """One benchmark test at its representative size on one configuration (a results.csv row)."""
+
+    nodes: int
+    ranks: int
+    point_id: str  # the results.csv row
+    perf: float  # the test's own metric, higher is better (unit: BenchmarkResult.perf_unit)
+    perf_ci: tuple[float, float]  # from the 95 % CI of the median time
+    converged: bool
+    power_W: float  # NaN when the point has no power
+    power_kind: str | None  # measured | modelled
+    energy_partial: bool
+    perf_per_W: float  # NaN without power
+    # Had its ranks spun while waiting (shoal.model.waiting); None when the profile cannot say.
+    power_spin_W: float | None = None
+    perf_per_W_spin: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class BenchmarkFit:
+    """Amdahl/Woo-Lee fitted to one test's performance (and perf/W) over node counts."""
+
+    status: str  # ok | poor_fit | why no fit
+    reason: str
+    params: dict[str, float]
+    stderr: dict[str, float]
+    n_points: int
+    r2_perf: float | None
+    r2_ppw: float | None
+    rmse_rel: float | None
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class BenchmarkResult:
+    """One benchmark test: its points over node counts at one size, the reference's point,
+    the fit and the optimum it gives. ``status`` says why the rest is missing."""
+
+    test: str
+    metric: str  # bandwidth | time | rate
+    perf_unit: str
+    size_B: int | None
+    status: str | None = None
+    cluster: list[BenchmarkPoint] = field(default_factory=list)
+    reference: BenchmarkPoint | None = None
+    fit: BenchmarkFit | None = None
+    optimum: Optimum | None = None
+    beats_reference_at: list[int] | None = None  # node counts whose perf/W beats the reference's
+    ppw_vs_reference: dict[str, float] | None = None  # node count -> perf/W over the reference's
+    ppw_vs_reference_spin: dict[str, float] | None = None
+    # Not in findings.json: the fit itself, for the curves and the overall optimum.
+    model_fit: ScalingFit | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"test": self.test, "metric": self.metric, "perf_unit": self.perf_unit,
+                               "size_B": self.size_B}
+        if self.status is not None:
+            return {**out, "status": self.status}
+        out.update(cluster=[p.to_json() for p in self.cluster],
+                   reference=self.reference.to_json() if self.reference else None,
+                   fit=self.fit.to_json() if self.fit else None,
+                   optimum=self.optimum.to_dict() if self.optimum else None)
+        for name in ("beats_reference_at", "ppw_vs_reference", "ppw_vs_reference_spin"):
+            if getattr(self, name) is not None:
+                out[name] = getattr(self, name)
+        return out
 
 
 @dataclass(frozen=True)
