@@ -63,16 +63,23 @@ def test_the_full_seed002_is_128_boxes_beside_a_blade_with_what_does_not_fit_pla
     # A 128-box Alltoall of 256 KiB: 128 x 127 x 256 KiB through the one 27 Mbit/s upstream.
     todo, skipped = bench.points(128, "128xstb")
     why = dict((f"{p.test}:{p.size_B}", reason) for p, reason in skipped)
-    assert why["imb.Alltoall:262144"].startswith("not run: one call would take 1.34e+03 s on the docsis-27m plant")
+    assert why["imb.Alltoall:262144"].startswith("not run: it would take 5.41e+03 s of host time at D = 2 "
+                                                 "(one call 1.34e+03 s on the docsis-27m plant by the model, "
+                                                 "38.9 s fixed at 128 ranks)")
     assert "imb.Alltoall:262144" not in {f"{p.test}:{p.size_B}" for p in todo}
-    # What runs fits the budget by the same model; the small points all run.
-    assert {f"{p.test}:{p.size_B}" for p in todo} >= {"imb.PingPong:262144", "imb.Bcast:64", "imb.Barrier:0"}
-    assert bench.points(8, "128xstb")[1] == []
+    # What the preset keeps runs at 128 boxes whatever it costs: Bcast at every size (the seed's
+    # 8 -> 128 ratio is of the mean over its sizes), Allreduce and Alltoall at 64 B.
+    assert {f"{p.test}:{p.size_B}" for p in todo} == {f"imb.Bcast:{s}" for s in bench.sizes} | {
+        "imb.Allreduce:64", "imb.Alltoall:64"}
+    # At 8 boxes all but the four longest points run (Alltoall of 256 KiB, and the gathers and
+    # the exchange, which cost four times their modelled calls).
+    assert {f"{p.test}:{p.size_B}" for p, _ in bench.points(8, "128xstb")[1]} == {
+        "imb.Alltoall:262144", "imb.Allgather:262144", "imb.Allgather:131072", "imb.Exchange:262144"}
     # A point that runs is not declared hung before its warm-up and call could end, six times
-    # over: Sendrecv of 128 KiB at 128 boxes, 5 s a call by the model, timed out at 30 s.
-    sendrecv = imb_budget.call_s("imb.Sendrecv", 128, 131072, profiles.load_links()["docsis-27m"])
-    assert ("128xstb", "imb.Sendrecv", 131072, 128) not in bench.not_run
-    assert bench.request.options.timeout_s >= 12 * sendrecv > 60
+    # over: Bcast of 256 KiB at 128 boxes, 127 transfers of 256 KiB on the one upstream.
+    bcast = imb_budget.call_s("imb.Bcast", 128, 262144, profiles.load_links()["docsis-27m"])
+    assert ("128xstb", "imb.Bcast", 262144, 128) not in bench.not_run
+    assert bench.request.options.timeout_s >= 12 * bcast > 60
     # Saved and read back for --resume: the same plan.
     again = run.plan(StudyRequest.from_manifest(request.to_manifest()))
     assert again.plans[0].not_run == bench.not_run
@@ -80,7 +87,7 @@ def test_the_full_seed002_is_128_boxes_beside_a_blade_with_what_does_not_fit_pla
 
 def test_a_larger_imb_budget_runs_more_and_a_bad_one_is_refused():
     small = run.plan(StudyRequest.create(preset="seed002")).plans[0].not_run
-    large = run.plan(StudyRequest.create(preset="seed002", imb_budget_s=4000.0)).plans[0].not_run
+    large = run.plan(StudyRequest.create(preset="seed002", imb_budget_s=6000.0)).plans[0].not_run
     assert set(large) < set(small)
     with pytest.raises(ShoalError, match=r"^--imb-budget must be a positive number of seconds, got -1$"):
         StudyRequest.create(preset="seed002", imb_budget_s=-1.0).validate()
@@ -107,3 +114,34 @@ def test_the_headline_reads_node_counts_that_start_above_one_and_skip():
     # The default 1..N reads as before.
     one = head({1: 1.0, 2: 0.8, 3: 0.9})
     assert "of 1..3 measured (1.25x one device's)" in one.text
+
+
+def test_the_full_seed002_states_its_planned_time_and_what_it_left_out():
+    study = run.plan(StudyRequest.create(preset="seed002"))
+    timing = study.timing
+    # Two rounds (the warm-up and one counted) of the measured workload rounds: 8 boxes 277 s,
+    # 16 and 32 boxes and the blade 111 s each, 64 boxes 170 s, 128 boxes 200 s.
+    assert timing.work_rounds == 2 and timing.work_s == pytest.approx(2 * (277 + 111 + 111 + 170 + 200 + 111))
+    # The blade's 67 IMB points at their fixed cost of two ranks at D = 2.
+    assert timing.reference_imb_s == pytest.approx(67 * imb_budget.fixed_s(2, 2.0))
+    # IMB on the plant gets what is left of the 85 minutes, and plans within it.
+    assert timing.imb_budget_s == pytest.approx(5100 - timing.setup_s - timing.work_s - timing.reference_imb_s)
+    assert timing.imb.planned_s <= timing.imb_budget_s and timing.total_s <= 5100
+    dropped = {}
+    for (_test, _size, ranks) in study.plans[0].not_run and timing.imb.not_run:
+        dropped[ranks] = dropped.get(ranks, 0) + 1
+    assert dropped[128] == 59 and dropped[128] > dropped[64] > dropped[32] > dropped[8]
+    text = "\n".join(timing.lines())
+    assert "planned: 85 min of the study's 85 min" in text
+    assert "workloads: 33 min, 2 rounds (the warm-up and 1 counted)" in text
+    assert f"left out to fit: {len(timing.imb.not_run)} IMB points (" in text
+    assert "59 of 67 at 128 boxes" in text
+
+
+def test_a_study_budget_without_measured_workload_rounds_or_room_for_imb_is_refused():
+    with pytest.raises(ShoalError, match=r"preset \(none\) does not hold; give --imb-budget SECONDS instead"):
+        run.plan(StudyRequest.create(emulate="8xstb", nodes="4,8", reference="none", suite="imb.Bcast",
+                                     sizes="64", workloads="raytrace", study_budget_s=600.0))
+    with pytest.raises(ShoalError, match=r"^the study's 1000 s hold no IMB on the plant: its workloads are "
+                                         r"planned at 1960 s"):
+        run.plan(StudyRequest.create(preset="seed002", study_budget_s=1000.0))

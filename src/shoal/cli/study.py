@@ -71,9 +71,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                         f"{defaults.QUICK_TIME_BUDGET_S:g}; {defaults.BENCH_BUDGET_WITH_WORK_S:g} "
                         "after workloads); sets each point's budget")
     p.add_argument("--imb-budget", type=typed.SECONDS_NUMBER, default=None, metavar="SECONDS",
-                   help="host seconds for IMB on a shared plant (docsis-27m; preset seed002: 1200): "
-                        "the points whose modelled calls do not fit are planned as not run, each "
-                        "with its reason in the report")
+                   help="host seconds for IMB on a shared plant (docsis-27m; preset seed002: what "
+                        "its 85 minutes leave after the workloads): the costliest points (modelled "
+                        "calls and a fixed cost by node count) are planned as not run, each with its "
+                        "reason in the report")
     p.add_argument("--mpi", type=typed.text, default=None, help=kinds.choices_help())
     p.add_argument("--power", default=None, type=typed.POWER_SPEC,
                    help=f"power source on real hosts and 'host' (default {defaults.DEFAULT_POWER})")
@@ -149,6 +150,8 @@ def run(args: argparse.Namespace) -> int:
     else:
         run_dir, study = study_run.start(_request(args), ["shoal", *sys.argv[1:]], args.out)
     print(f"shoal study: at most {study.total_points} points -> {run_dir.path}", file=sys.stderr)
+    if study.timing is not None:
+        print("\n".join(study.timing.lines()), file=sys.stderr)
     done = sum(len(run_dir.rows(t)) for t in ("results", "skipped", "work"))
     progress = Progress(study.total_points, done, quiet=False)
     with progress as events:

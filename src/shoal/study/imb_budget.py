@@ -1,12 +1,16 @@
-"""Which IMB points of a study fit its budget on a shared plant, by the link model.
+"""Which IMB points of a study fit its budget on a shared plant, by the link model and the
+fixed cost of a point measured by node count.
 
 On one shared medium (seed 002's 27 Mbit/s DOCSIS upstream) every byte any device sends
 crosses the one channel: a call's time is at least the bytes all ranks send in it over the
-rate, plus its sequential steps of one latency each. A point costs at least a warm-up and
-one counted call, each D times longer on the emulated plant. The points whose calls are
-longest are planned as not run, one at a time, until the rest fit the budget; each keeps
-its reason ("not run: one call would take X s (model)"), which the run's ``skipped`` table
-and the report print, so nothing is left out silently.
+rate, plus its sequential steps of one latency each. A point costs a warm-up and one counted
+call, each D times longer on the emulated plant, and a fixed cost of host time that grows
+with the number of boxes (the harness's own collectives and its timing negotiation on slow
+boxes over the request-grant plant), which on the plant is most of a point below 128 KiB.
+The costliest points are planned as not run, one at a time, until the rest fit the budget;
+the points of tests the study keeps (``keep``) are never dropped. Each point not run keeps
+its reason ("not run: ..."), which the run's ``skipped`` table and the report print, so
+nothing is left out silently.
 """
 
 from __future__ import annotations
@@ -18,6 +22,23 @@ from shoal.cluster import linkmodel
 from shoal.profiles import LinkType
 
 CALLS_PER_POINT = 2  # the warm-up and one counted repetition
+# Host seconds a point costs beside its modelled calls, a + b * ranks, at D = 2 (MPICH, the
+# seed002 preset in pieces, docs/study.md "Measured in pieces"): 428 s for 67 points at 8 boxes,
+# 889 s for 67 at 16, 1118 s for 57 at 32, 1853 s for 40 at 128, less the modelled calls of
+# those points, left 4.8, 8.0, 10.2 and 39.1 s a point; the least-squares line through them
+# gives 4.7, 7.0, 11.5 and 38.9 s. The boxes' share of it runs D times slower, so it is scaled
+# by D / 2 (an upper bound for the launcher's share, which does not slow down).
+FIXED_S = 2.4
+FIXED_PER_RANK_S = 0.285
+FIXED_AT_DILATION = 2.0
+# Gathers and exchanges queue on the plant beyond the model's bytes: Gather of 128 KiB at 128
+# boxes took 18.9 s against 4.9 s modelled, and the others 3-4 times their calls.
+SLOW_TESTS = {"Gather": 4.0, "Allgather": 4.0, "Exchange": 4.0}
+
+
+def fixed_s(ranks: int, dilation: float) -> float:
+    """Host seconds of a point beside its calls, at ``ranks`` (one per box) and ``dilation``."""
+    return (FIXED_S + FIXED_PER_RANK_S * ranks) * dilation / FIXED_AT_DILATION
 
 
 def _log2(p: int) -> int:
@@ -47,12 +68,25 @@ def call_s(test: str, ranks: int, size_B: int, link: LinkType) -> float:
     return 8 * wire / link.rate_bps + steps * linkmodel.path(link).latency_s
 
 
+def point_s(test: str, ranks: int, size_B: int, link: LinkType, dilation: float) -> float:
+    """Host seconds one point costs at ``dilation``: its calls, slowed as measured, and its
+    fixed cost."""
+    slow = SLOW_TESTS.get(test.split(".", 1)[-1], 1.0)
+    return CALLS_PER_POINT * dilation * slow * call_s(test, ranks, size_B, link) + fixed_s(ranks, dilation)
+
+
+def kept(test: str, size_B: int, keep: frozenset[str]) -> bool:
+    """Whether ``keep`` (test names, or ``test@size_B``) holds the point."""
+    return test in keep or f"{test}@{size_B}" in keep
+
+
 @dataclass(frozen=True)
 class Budget:
     not_run: dict[tuple[str, int, int], str]  # (test, size_B, ranks) -> why
-    planned_s: float  # host seconds of the calls of the points that run (at least)
-    dropped_s: float  # host seconds the points not run would have taken (at least)
+    planned_s: float  # host seconds the points that run are planned to take
+    dropped_s: float  # host seconds the points not run would have taken
     longest_call_s: float  # the longest modelled call of a point that runs (device time)
+    planned: dict[int, int]  # ranks -> points that run
 
     @property
     def point_timeout_s(self) -> float:
@@ -64,19 +98,28 @@ class Budget:
         return 6 * CALLS_PER_POINT * self.longest_call_s
 
 
-def plan(points: list[tuple[str, int, int]], link: LinkType, dilation: float, budget_s: float) -> Budget:
-    """Points (test, size_B, ranks) within ``budget_s`` host seconds of calls at ``dilation``."""
+def plan(points: list[tuple[str, int, int]], link: LinkType, dilation: float, budget_s: float,
+         keep: frozenset[str] = frozenset()) -> Budget:
+    """Points (test, size_B, ranks) within ``budget_s`` host seconds at ``dilation``, never
+    dropping those ``keep`` holds (they may then take more than the budget)."""
     call = {pt: call_s(pt[0], pt[2], pt[1], link) for pt in points}  # device seconds
-    cost = {pt: CALLS_PER_POINT * dilation * call[pt] for pt in points}
+    cost = {pt: point_s(pt[0], pt[2], pt[1], link, dilation) for pt in points}
     total = sum(cost.values())
     not_run: dict[tuple[str, int, int], str] = {}
     for pt in sorted(points, key=lambda q: -cost[q]):
         if total <= budget_s:
             break
+        if kept(pt[0], pt[1], keep):
+            continue
         total -= cost[pt]
         one = call[pt]
-        not_run[pt] = (f"not run: one call would take {one:.3g} s on the {link.name} plant (model; "
-                       f"{one * dilation:.3g} s at D = {dilation:g}), over the study's "
+        not_run[pt] = (f"not run: it would take {cost[pt]:.3g} s of host time at D = {dilation:g} "
+                       f"(one call {one:.3g} s on the {link.name} plant by the model, "
+                       f"{fixed_s(pt[2], dilation):.3g} s fixed at {pt[2]} ranks), over the study's "
                        f"{budget_s:.0f} s for IMB on it")
-    longest = max((call[pt] for pt in points if pt not in not_run), default=0.0)
-    return Budget(not_run, total, sum(cost[pt] for pt in not_run), longest)
+    running = [pt for pt in points if pt not in not_run]
+    longest = max((call[pt] * SLOW_TESTS.get(pt[0].split(".", 1)[-1], 1.0) for pt in running), default=0.0)
+    planned: dict[int, int] = {}
+    for pt in running:
+        planned[pt[2]] = planned.get(pt[2], 0) + 1
+    return Budget(not_run, total, sum(cost[pt] for pt in not_run), longest, planned)

@@ -92,6 +92,11 @@ class StudyRequest:
     # Host seconds for IMB's calls on a shared plant (None: no limit); the points whose calls
     # do not fit are planned as not run, with their modelled call time (shoal.study.imb_budget).
     imb_budget_s: float | None = None
+    # IMB points never planned as not run: test names, or test@size_B (e.g. imb.Allreduce@64).
+    imb_keep: str | None = None
+    # Host seconds for the whole study (a preset's): the workloads and the reference as
+    # measured, IMB on the plant what they leave unless --imb-budget (shoal.study.schedule).
+    study_budget_s: float | None = None
 
     @classmethod
     def create(cls, **given: Any) -> "StudyRequest":

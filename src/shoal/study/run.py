@@ -27,7 +27,7 @@ from shoal.execute.placement import Placement
 from shoal.bench.sweep import Events, Options
 from shoal.errors import ShoalError
 from shoal.runs.store import Run
-from shoal.study import imb_budget, workloads
+from shoal.study import imb_budget, schedule, workloads
 from shoal.study.request import StudyRequest
 
 REFERENCE = "reference"
@@ -44,6 +44,8 @@ class StudyPlan:
     work: workloads.WorkPlans  # the workloads, on the cluster and on a local reference
     # The sets of devices that compute at the same time: the cluster's, and the reference's.
     at_once: list[tuple[str, ...]] | None = None
+    # The planned time of its parts, for a study with a time budget (shoal.study.schedule).
+    timing: schedule.Schedule | None = None
 
     @property
     def total_points(self) -> int:
@@ -102,6 +104,7 @@ def plan(request: StudyRequest) -> StudyPlan:
                           devices[-1] if emulated_reference else None, REFERENCE)
     plans: list[Plan] = []
     budget = None  # IMB's points within the study's time on a shared plant
+    timing = None
     if request.suite != "none":
         base = BenchRequest(tests=request.suite, sizes=request.size_list, mpi=request.mpi,
                             emulate=spec, cluster=request.cluster, attach=request.attach,
@@ -109,15 +112,16 @@ def plan(request: StudyRequest) -> StudyPlan:
                             power="model" if spec or request.attach else request.power,
                             dilation=request.dilation)
         plans.append(runner.plan(base, placements))
-        if request.imb_budget_s is not None and cluster_nodes[0].link.shared:
-            budget = _plan_within_budget(request, plans[0], cluster_nodes,
-                                         devices[-1] if emulated_reference else None)
+        if (request.imb_budget_s is not None or request.study_budget_s is not None) \
+                and cluster_nodes[0].link.shared:
+            budget, timing = _plan_within_budget(request, plans[0], cluster_nodes,
+                                                 devices[-1] if emulated_reference else None, counts)
         if request.reference.local:
             local = BenchRequest(tests=request.suite, sizes=request.size_list, mpi=request.mpi,
                                  power=request.power)
             plans.append(runner.plan(local, [Placement(REFERENCE, 1, 2, with_shared=False)]))
     at_once = [tuple(names)] + ([(devices[-1].name,)] if emulated_reference else [])
-    study = StudyPlan(request, label, plans, work, at_once)
+    study = StudyPlan(request, label, plans, work, at_once, timing)
     options = _options(request, sum(p.total_points for p in plans))
     if budget is not None:
         # The plant's long calls: a point is not hung before its modelled calls could end.
@@ -127,10 +131,11 @@ def plan(request: StudyRequest) -> StudyPlan:
     return study
 
 
-def _plan_within_budget(request: StudyRequest, the_plan: Plan, cluster_nodes: list,
-                        reference: Any) -> imb_budget.Budget:
-    """Plan the cluster's IMB points whose calls do not fit the study's budget on its shared
-    plant as not run (shoal.study.imb_budget), at the dilation the devices will run at."""
+def _plan_within_budget(request: StudyRequest, the_plan: Plan, cluster_nodes: list, reference: Any,
+                        counts: list[int]) -> tuple[imb_budget.Budget, schedule.Schedule | None]:
+    """Plan the cluster's IMB points that do not fit the study's budget on its shared plant as
+    not run (shoal.study.imb_budget), at the dilation the devices will run at; with a study
+    budget, IMB's is what the set-up, the workloads and the reference leave of it."""
     from shoal.cluster import cpulimit, dilation
 
     def cpus(node: Any) -> float:
@@ -141,9 +146,28 @@ def _plan_within_budget(request: StudyRequest, the_plan: Plan, cluster_nodes: li
     label = next(p.label for p in the_plan.placements if p.label != REFERENCE)
     points = [(p.test, p.size_B, placement.ranks) for placement in the_plan.placements
               if placement.label == label for p in the_plan.points(placement.ranks, label)[0]]
-    budget = imb_budget.plan(points, cluster_nodes[0].link, d, request.imb_budget_s)
+    keep = frozenset(w.strip() for w in (request.imb_keep or "").split(",") if w.strip())
+    timing = None
+    budget_s = request.imb_budget_s
+    if request.study_budget_s is not None:
+        rounds = request.work_warmup + request.work_reps
+        one_round = schedule.work_round_s(request.preset, counts, reference is not None) \
+            if request.workload_list else 0.0
+        if one_round is None:
+            raise ShoalError(f"the study's time budget needs the measured cost of its workloads' rounds, "
+                             f"which preset {request.preset or '(none)'} does not hold; "
+                             "give --imb-budget SECONDS instead")
+        work_s = rounds * one_round
+        ref_points = sum(len(the_plan.points(p.ranks, p.label)[0]) for p in the_plan.placements
+                         if p.label == REFERENCE)
+        ref_s = schedule.reference_imb_s(ref_points, d)
+        if budget_s is None:
+            budget_s = schedule.imb_share_s(request.study_budget_s, work_s, ref_s)
+    budget = imb_budget.plan(points, cluster_nodes[0].link, d, budget_s, keep)
+    if request.study_budget_s is not None:
+        timing = schedule.Schedule(request.study_budget_s, rounds, work_s, ref_s, budget_s, budget)
     the_plan.not_run = {(label, *point): why for point, why in budget.not_run.items()}
-    return budget
+    return budget, timing
 
 
 def _options(request: StudyRequest, points: int) -> Options:

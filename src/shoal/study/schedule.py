@@ -1,0 +1,89 @@
+"""The planned time of a study's parts, stated before anything starts (studies with a time
+budget: ``study_budget_s``, e.g. the seed002 preset's 90 minutes).
+
+The workloads cost what their rounds cost as measured (``presets.WORK_ROUND_S``: host seconds
+of one round at each node count, one launch per configuration), times the rounds (the warm-up
+and ``work_reps``); the IMB points on a shared plant cost their modelled calls and their fixed
+cost by node count (``shoal.study.imb_budget``); what is left of the budget after the set-up,
+the workloads and the reference's IMB is IMB's on the plant, unless ``--imb-budget`` gives it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from shoal.errors import ShoalError
+from shoal.study import imb_budget, presets
+
+# Host seconds outside the parts: the 128 boxes and the blade brought up and calibrated,
+# down again, and the report (cluster up of 128 boxes: 29 s at D = 7, docs/cluster.md).
+SETUP_S = 120.0
+
+
+def work_round_s(preset: str | None, counts: list[int], reference: bool) -> float | None:
+    """Host seconds of one round of the preset's workloads at ``counts`` boxes (and on the
+    reference), interpolated between the node counts measured; None: nothing measured."""
+    measured = presets.WORK_ROUND_S.get(preset or "")
+    if not measured:
+        return None
+    boxes = sorted(n for n in measured if isinstance(n, int))
+    at = np.interp(counts, boxes, [measured[n] for n in boxes])
+    return float(at.sum()) + (measured["reference"] if reference else 0.0)
+
+
+def reference_imb_s(points: int, dilation: float) -> float:
+    """The reference's IMB points: two ranks on one device on its own link, fixed cost alone
+    (its calls take milliseconds)."""
+    return points * imb_budget.fixed_s(2, dilation)
+
+
+def _span(seconds: float) -> str:
+    return f"{seconds / 60:.0f} min" if seconds >= 600 else f"{seconds:.0f} s"
+
+
+@dataclass(frozen=True)
+class Schedule:
+    budget_s: float
+    work_rounds: int
+    work_s: float
+    reference_imb_s: float
+    imb_budget_s: float
+    imb: imb_budget.Budget
+    setup_s: float = SETUP_S
+
+    @property
+    def total_s(self) -> float:
+        return self.setup_s + self.work_s + self.reference_imb_s + self.imb.planned_s
+
+    def lines(self) -> list[str]:
+        """What the study plans to spend, and what it leaves out to fit."""
+        ran = sum(self.imb.planned.values())
+        dropped: dict[int, int] = {}
+        for (_test, _size, ranks) in self.imb.not_run:
+            dropped[ranks] = dropped.get(ranks, 0) + 1
+        out = [f"planned: {_span(self.total_s)} of the study's {_span(self.budget_s)} "
+               f"(host time, by measured costs; shoal.study.schedule)",
+               f"  workloads: {_span(self.work_s)}, {self.work_rounds} rounds (the warm-up and "
+               f"{self.work_rounds - 1} counted)",
+               f"  IMB on the plant: {_span(self.imb.planned_s)}, {ran} points, of its "
+               f"{_span(self.imb_budget_s)}",
+               f"  IMB on the reference: {_span(self.reference_imb_s)}",
+               f"  set-up and report: {_span(self.setup_s)}"]
+        if dropped:
+            per = ", ".join(f"{dropped[r]} of {dropped[r] + self.imb.planned.get(r, 0)} at {r} boxes"
+                            for r in sorted(dropped))
+            out.append(f"  left out to fit: {len(self.imb.not_run)} IMB points ({per}; "
+                       f"{_span(self.imb.dropped_s)}), each in skipped.csv and the report")
+        return out
+
+
+def imb_share_s(budget_s: float, work_s: float, reference_s: float) -> float:
+    """The study's seconds left to IMB on the plant after the set-up, workloads and reference."""
+    left = budget_s - SETUP_S - work_s - reference_s
+    if left <= 0:
+        raise ShoalError(f"the study's {budget_s:.0f} s hold no IMB on the plant: its workloads are "
+                         f"planned at {work_s:.0f} s and the reference's IMB at {reference_s:.0f} s; "
+                         "give fewer --work-reps or --nodes, or --imb-budget SECONDS")
+    return left
