@@ -19,6 +19,12 @@ lines), so rounds of different parts interleave and a round that failed is simpl
     flock LOCK python benchmarks/seed002_shapes.py big --results R.jsonl   # one 128-box plant
     python benchmarks/seed002_shapes.py table --results R.jsonl
 
+A full ``shoal study --preset seed002`` run holds the same numbers (one counted round of its
+workloads, IMB's Bcast at every size); ``study RUN`` records them as one round and prints the
+table, with the host time each part of the study took (from its rows' monotonic stamps):
+
+    python benchmarks/seed002_shapes.py study --run /var/tmp/seed002-full --results R.jsonl
+
 ``big`` brings one 128-box plant up, runs Bcast at 8 and 128 boxes and ray tracing at 8, 64
 and 128 boxes on it with ``--attach``, and brings it down. ``table`` prints the median over
 rounds (min..max) of each number beside the seed's (``shoal/data/seed002.csv``).
@@ -121,6 +127,46 @@ def part_big(results: Path, rnd: int, mpi: str) -> None:
     with_plant(f"shapes{BIG}r{rnd}", BIG, body)
 
 
+def part_study(results: Path, rnd: int, run_dir: Path) -> None:
+    """Record a seed002 study run's counted workload runs and IMB medians as round ``rnd``, and
+    print the host time of each part (first start to last end of its rows)."""
+    import pandas as pd
+
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    warmup = int(manifest["study"].get("work_warmup", 0))
+    label = manifest["cluster_label"]
+    work = pd.read_csv(run_dir / "work.csv")
+    bench = pd.read_csv(run_dir / "results.csv")
+    counted = work[work["rep"].astype(int) >= warmup]
+    for (config, nodes, size), rows in counted[counted["workload"] == "raytrace"].groupby(["config", "nodes", "size"]):
+        if config == label:
+            record(results, {"part": "raytrace", "round": rnd, "image": int(size), "nodes": int(nodes),
+                             "time_s": float(rows["time_s"].median()), "wall_s": 0.0})
+    for r in bench.itertuples():
+        if r.test == "imb.Bcast" and r.config == label:
+            record(results, {"part": "bcast", "round": rnd, "nodes": int(r.nodes), "size_B": int(r.size_B),
+                             "time_s": float(r.time_median_s), "reps": int(r.reps), "dilation": float(r.dilation),
+                             "wall_s": 0.0})
+        if r.test == "imb.PingPong" and (r.config == "reference" or (r.config == label and r.nodes == 8)):
+            record(results, {"part": "pingpong", "round": rnd, "size_B": int(r.size_B),
+                             "machine": "xeon-blade" if r.config == "reference" else "stb",
+                             "time_s": float(r.time_median_s), "bandwidth_Bps": float(r.bandwidth_median_Bps),
+                             "reps": int(r.reps), "dilation": float(r.dilation), "wall_s": 0.0})
+
+    def span(rows) -> str:
+        if rows.empty:
+            return "none"
+        return f"{rows['t_end_mono_s'].max() - rows['t_start_mono_s'].min():.0f} s, {len(rows)} rows"
+
+    print(f"workloads (warm-up and counted rounds): {span(work)}")
+    for (config, nodes), rows in work.groupby(["config", "nodes"]):
+        print(f"  {config} at {nodes}: {rows['t_end_mono_s'].sub(rows['t_start_mono_s']).sum():.0f} s of runs")
+    skipped = pd.read_csv(run_dir / "skipped.csv") if (run_dir / "skipped.csv").exists() else pd.DataFrame()
+    for (config, nodes), rows in bench.groupby(["config", "nodes"]):
+        left = 0 if skipped.empty else int(((skipped["config"] == config) & (skipped["nodes"] == nodes)).sum())
+        print(f"IMB {config} at {nodes}: {span(rows)} measured, {left} not run")
+
+
 def spread(xs: list[float], fmt: str = "{:.3g}") -> str:
     return f"{fmt.format(statistics.median(xs))} ({fmt.format(min(xs))}..{fmt.format(max(xs))}, {len(xs)} rounds)"
 
@@ -210,12 +256,18 @@ def table(results: Path) -> int:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("part", choices=("pingpong", "small", "big", "table"))
+    ap.add_argument("part", choices=("pingpong", "small", "big", "table", "study"))
+    ap.add_argument("--run", type=Path, default=None, help="part study: a seed002 study run directory")
     ap.add_argument("--results", type=Path, required=True, help="JSON lines, appended to")
     ap.add_argument("--round", type=int, default=None, help="round number (default: next for this part)")
     ap.add_argument("--mpi", default="mpich")
     args = ap.parse_args()
     if args.part == "table":
+        return table(args.results)
+    if args.part == "study":
+        if args.run is None or not (args.run / "manifest.json").exists():
+            raise ShoalError(f"study: give --run a 'shoal study --preset seed002' run directory, got {args.run}")
+        part_study(args.results, 1 if args.round is None else args.round, args.run)
         return table(args.results)
     done = [json.loads(line) for line in args.results.read_text().splitlines()] if args.results.exists() else []
     mine = {"pingpong": lambda r: r["part"] == "pingpong", "big": lambda r: r["part"] == "bcast",
