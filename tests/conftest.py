@@ -8,13 +8,16 @@ an unmarked test that launches ranks or brings emulated devices up in this proce
 fails and says where to mark it.
 
 `make test` runs the tests in parallel processes (pytest-xdist). A test that times the
-host or counts what the whole host holds (namespaces, cgroups) is marked ``alone``
-(``ALONE`` below): while it runs no other test does.
+host is marked ``alone`` (``ALONE`` below): while it runs no other test does. One that
+counts what the whole host holds (namespaces, cgroups, cluster records) is marked
+``apart`` (``APART``): while it runs, only tests that make none of those (no ``mpi``,
+``netns`` or ``root`` mark) run beside it.
 """
 
 from __future__ import annotations
 
 import fcntl
+import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -96,13 +99,18 @@ NEEDS: dict[str, tuple[str, ...]] = {
 }
 
 
-# Tests that time the host or count what the whole host holds, by file or by test.
+# Tests that time the host, by file or by test.
 ALONE = {
-    "cluster/test_kill_points.py": "counts every shoal cgroup and namespace on the host",
-    "cluster/test_userns.py": "checks that nothing appears anywhere the host can see",
     "cluster/test_linkemu.py": "times frames against the link's schedule",
     "wait/test_rhythm.py": "predicts arrivals from their timing",
 }
+# Tests that count what the whole host holds, by file or by test.
+APART = {
+    "cluster/test_kill_points.py": "counts every shoal cgroup and namespace on the host",
+    "cluster/test_userns.py": "checks that nothing appears anywhere the host can see",
+}
+# What a test may make that an ``apart`` test counts.
+MAKES = {"mpi", "netns", "root"}
 
 
 def _needs(item: pytest.Item) -> set[str]:
@@ -119,21 +127,41 @@ def _needs(item: pytest.Item) -> set[str]:
             found.update(marks)
     if path in ALONE or f"{path}::{name}" in ALONE:
         found.add("alone")
+    if path in APART or f"{path}::{name}" in APART:
+        found.add("apart")
     return found
 
 
-# The longest tests (minutes each), started first so that they end with the rest.
+# The longest tests (minutes each), started early so that they end with the rest.
 LONGEST = ("test_user_tests_as_uid_65534.py",)
+
+
+def _order(item: pytest.Item) -> int:
+    """In parallel runs the tests that run alone come first, one after another, while
+    nothing long is running yet; then those that run apart, beside the tests that make
+    nothing they count; then the longest; then the rest in file order."""
+    marks = {m.name for m in item.iter_markers()}
+    if "alone" in marks:
+        return 0
+    if "apart" in marks:
+        return 1
+    if not marks & MAKES:
+        return 2
+    return 3 if item.nodeid.split("::")[0].endswith(LONGEST) else 4
 
 
 def pytest_collection_modifyitems(config, items):
     for item in items:
         for mark in sorted(_needs(item)):
             item.add_marker(mark)
-    # In parallel runs the tests that run alone come first, one after another, while
-    # nothing long is running yet; then the longest, then the rest in file order.
-    items.sort(key=lambda item: (item.get_closest_marker("alone") is None,
-                                 not item.nodeid.split("::")[0].endswith(LONGEST)))
+    # As root, tests/user runs inside the uid-65534 tests, as the user it is written for;
+    # run here as well, it would only repeat those paths with more rights.
+    if os.geteuid() == 0 and any(i.nodeid.split("::")[0].endswith(LONGEST) for i in items):
+        repeated = [i for i in items if Path(str(i.fspath)).resolve().is_relative_to(TESTS / "user")]
+        if repeated:
+            config.hook.pytest_deselected(items=repeated)
+            items[:] = [i for i in items if i not in repeated]
+    items.sort(key=_order)
 
 
 def _unmarked(what: str, mark: str, item: pytest.Item):
@@ -176,23 +204,30 @@ def pytest_unconfigure(config):
 
 @pytest.hookimpl(hookwrapper=True, tryfirst=True)
 def pytest_runtest_protocol(item, nextitem):
-    """Under xdist, an ``alone`` test holds the host exclusively and every other test
-    shares it: a readers-writer lock on two files the run's workers share. A test waiting
-    to be alone holds the gate, so no new test starts until it has run. Outermost, so
-    that the wait counts against no test's timeout."""
+    """Under xdist, two readers-writer locks on files the run's workers share: ``host``,
+    which an ``alone`` test holds exclusively and every other test shares, and
+    ``clusters``, which an ``apart`` test holds exclusively and every test that may make
+    what it counts shares. A test waiting for a lock holds the gate, so no new test starts
+    until it has run. Outermost, so that the wait counts against no test's timeout."""
     workerinput = getattr(item.config, "workerinput", None)
     if workerinput is None:
         yield
         return
     shared = Path(workerinput["shoal_host_lock_dir"])
-    alone = item.get_closest_marker("alone") is not None
-    with open(shared / "gate", "a") as gate, open(shared / "host", "a") as host:
-        fcntl.flock(gate, fcntl.LOCK_EX)
-        try:
-            fcntl.flock(host, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
-        finally:
-            fcntl.flock(gate, fcntl.LOCK_UN)
-        try:
-            yield
-        finally:
-            fcntl.flock(host, fcntl.LOCK_UN)
+    marks = {m.name for m in item.iter_markers()}
+    wants = [("host", fcntl.LOCK_EX if "alone" in marks else fcntl.LOCK_SH)]
+    if "apart" in marks or marks & MAKES:
+        wants.append(("clusters", fcntl.LOCK_EX if "apart" in marks else fcntl.LOCK_SH))
+    files = [open(shared / name, "a") for name, _ in wants]
+    try:
+        with open(shared / "gate", "a") as gate:
+            fcntl.flock(gate, fcntl.LOCK_EX)
+            try:
+                for fh, (_, mode) in zip(files, wants):  # always host, then clusters
+                    fcntl.flock(fh, mode)
+            finally:
+                fcntl.flock(gate, fcntl.LOCK_UN)
+        yield
+    finally:
+        for fh in files:
+            fh.close()  # closing releases its lock
