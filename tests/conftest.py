@@ -86,6 +86,7 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "dsm/test_library.py": ("mpi",),
     "dsm/test_cluster_runs.py": ("mpi", "netns"),
     "study/test_study.py": ("mpi", "netns"),
+    "study/test_seed002_study.py": ("mpi", "netns"),
     "work/test_work_cli.py": ("mpi",),
     "power/test_httpmeter.py::test_a_named_meter_that_does_not_answer_is_refused_before_the_run": ("mpi",),
     "power/test_httpmeter.py::test_a_meter_that_fails_mid_sweep_is_a_warning_and_in_the_manifest": ("mpi",),
@@ -132,22 +133,28 @@ def _needs(item: pytest.Item) -> set[str]:
     return found
 
 
-# The longest tests (minutes each), started early so that they end with the rest.
-LONGEST = ("test_user_tests_as_uid_65534.py",)
+# The file that runs tests/user as uid 65534.
+USER_RUNS = "test_user_tests_as_uid_65534.py"
+# The longest tests (a minute or more each, with their module's fixtures), longest first,
+# started early so that they end with the rest rather than after it.
+LONGEST = (USER_RUNS, "study/test_seed002_study.py", "cluster/test_host_loss.py", "study/test_study.py",
+           "cluster/test_emulated.py")
 
 
-def _order(item: pytest.Item) -> int:
+def _order(item: pytest.Item) -> tuple[int, int]:
     """In parallel runs the tests that run alone come first, one after another, while
     nothing long is running yet; then those that run apart, beside the tests that make
     nothing they count; then the longest; then the rest in file order."""
     marks = {m.name for m in item.iter_markers()}
     if "alone" in marks:
-        return 0
+        return 0, 0
     if "apart" in marks:
-        return 1
+        return 1, 0
     if not marks & MAKES:
-        return 2
-    return 3 if item.nodeid.split("::")[0].endswith(LONGEST) else 4
+        return 2, 0
+    path = item.nodeid.split("::")[0]
+    long = [i for i, name in enumerate(LONGEST) if path.endswith(name)]
+    return (3, long[0]) if long else (4, 0)
 
 
 def pytest_collection_modifyitems(config, items):
@@ -156,7 +163,7 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(mark)
     # As root, tests/user runs inside the uid-65534 tests, as the user it is written for;
     # run here as well, it would only repeat those paths with more rights.
-    if os.geteuid() == 0 and any(i.nodeid.split("::")[0].endswith(LONGEST) for i in items):
+    if os.geteuid() == 0 and any(i.nodeid.split("::")[0].endswith(USER_RUNS) for i in items):
         repeated = [i for i in items if Path(str(i.fspath)).resolve().is_relative_to(TESTS / "user")]
         if repeated:
             config.hook.pytest_deselected(items=repeated)
