@@ -22,7 +22,7 @@ from shoal.cluster import linkmodel
 from shoal.profiles import LinkType
 
 CALLS_PER_POINT = 2  # the warm-up and one counted repetition
-# Host seconds a point costs beside its modelled calls, a + b * ranks, at D = 2 (MPICH, the
+# Host seconds a point costs beside its modelled calls, a + b * ranks, at D = 2 (the default MPI, the
 # seed002 preset in pieces, docs/study.md "Measured in pieces"): 428 s for 67 points at 8 boxes,
 # 889 s for 67 at 16, 1118 s for 57 at 32, 1853 s for 40 at 128, less the modelled calls of
 # those points, left 4.8, 8.0, 10.2 and 39.1 s a point; the least-squares line through them

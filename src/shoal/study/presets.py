@@ -71,7 +71,8 @@ PRESETS: dict[str, dict[str, Any]] = {
     },
 }
 # Host seconds of one round of the seed002 workloads (raytrace 512² and 2048², msa's seven
-# sets: one launch per configuration) at D = 2, MPICH (docs/study.md, "Measured in pieces"):
+# sets: one launch per configuration) at D = 2 under the default MPI (docs/study.md,
+# "Measured in pieces"):
 # 8 boxes 256-297 s a round; 16 and 32 boxes and the blade 333 s together (the 570-650 s
 # rounds less the 8-box runs), split evenly; 64 and 128 boxes 370 s together (234 s of
 # launches a round, benchmarks/seed002_shapes.py, and 68 s of device work each at D = 2),
