@@ -126,10 +126,9 @@ def _needs(item: pytest.Item) -> set[str]:
     for prefix, marks in NEEDS.items():
         if prefix.endswith("/") and path.startswith(prefix):
             found.update(marks)
-    if path in ALONE or f"{path}::{name}" in ALONE:
-        found.add("alone")
-    if path in APART or f"{path}::{name}" in APART:
-        found.add("apart")
+    for mark, table in (("alone", ALONE), ("apart", APART)):
+        if path in table or f"{path}::{name}" in table:
+            found.add(mark)
     return found
 
 
@@ -167,7 +166,8 @@ def pytest_collection_modifyitems(config, items):
         repeated = [i for i in items if Path(str(i.fspath)).resolve().is_relative_to(TESTS / "user")]
         if repeated:
             config.hook.pytest_deselected(items=repeated)
-            items[:] = [i for i in items if i not in repeated]
+            left = {id(i) for i in repeated}
+            items[:] = [i for i in items if id(i) not in left]
     items.sort(key=_order)
 
 
