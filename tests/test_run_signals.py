@@ -25,11 +25,15 @@ def _wait_rows(table: Path, rows: int, limit_s: float = 180) -> None:
     pytest.fail(f"{table} did not reach {rows} rows within {limit_s:.0f} s")
 
 
-def _stop(argv: list[str], out: Path, table: str, signals: list[int]) -> tuple[subprocess.CompletedProcess, dict]:
+def _stop(argv: list[str], out: Path, table: str, signals: list[int],
+          before=lambda: None) -> tuple[subprocess.CompletedProcess, dict]:
+    """Run a shoal command, send it ``signals`` once it wrote its first row (``before()``
+    called just then), and return how it ended and its manifest."""
     process = subprocess.Popen([sys.executable, "-m", "shoal", *argv, "--out", str(out)],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                preexec_fn=as_foreground)
     _wait_rows(out / f"{table}.csv", 1)
+    before()
     for signum in signals:
         process.send_signal(signum)
         time.sleep(0.05)
@@ -75,16 +79,28 @@ def test_a_stopped_workload_run_ends_interrupted_with_its_rows(tmp_path, signals
                          ids=["SIGHUP", "SIGTERM", "SIGINT-twice"])
 def test_a_signal_ends_a_benchmark_sweep_interrupted_under_either_mpi(tmp_path, mpi, signals):
     out = tmp_path / "bench"
+    shared: set[str] = set()
+
+    def note_shared_memory() -> None:  # what the ranks hold in /dev/shm while they run
+        for pid in _workers_left("shoal-bench"):
+            try:
+                maps = Path(f"/proc/{pid}/maps").read_text().splitlines()
+            except OSError:
+                continue
+            shared.update(line.split()[-1] for line in maps if " /dev/shm/" in line)
+
     done, manifest = _stop(["bench", "--mpi", mpi, "--tests", "imb.PingPong", "--sizes", "8..64K",
-                            "--budget", "0.5"], out, "results", signals)
+                            "--budget", "0.5"], out, "results", signals, before=note_shared_memory)
     code = 130 if signals[0] == signal.SIGINT else 128 + signals[0]
     assert done.returncode == code, done.stderr
     assert "Traceback" not in done.stderr
     assert manifest["status"] == "interrupted"
     assert manifest["reason"].startswith(f"stopped by {signal.Signals(signals[0]).name}")
     assert len(list(csv.DictReader((out / "results.csv").open()))) >= 1
-    # The whole MPI job is gone: launcher, daemons and ranks.
+    # The whole MPI job is gone: launcher, daemons and ranks, and the shared memory its ranks
+    # held (an MPI removes it only when its ranks end cleanly; it stayed in RAM for good).
     assert not _workers_left(str(out)) and not _workers_left("shoal-bench")
+    assert shared and not [path for path in shared if os.path.exists(path)]
 
 
 def test_doctor_fix_marks_a_run_whose_process_was_killed(tmp_path):

@@ -168,6 +168,7 @@ def check_leftovers(fix: bool = False) -> list[Finding]:
                                     f"leftovers of crashed run(s): {', '.join(left)}" if left
                                     else "no leftovers of crashed runs",
                                     "shoal doctor --fix removes them" if left else ""))
+    findings.append(mpi_leftovers(fix))
     if fix:
         marked = registry.reap()
         findings.append(Finding("runs", True, f"marked interrupted (their process was gone): "
@@ -181,6 +182,27 @@ def check_leftovers(fix: bool = False) -> list[Finding]:
                                 "shoal doctor --fix marks them interrupted (--resume continues them)"
                                 if stale else ""))
     return findings
+
+
+def mpi_leftovers(fix: bool = False) -> Finding:
+    """The MPIs' files that outlived their jobs (shared memory, launcher files) and that no
+    live process holds; ``fix`` removes them."""
+    from shoal import heldfiles
+    from shoal.mpi import kinds
+
+    patterns = [p for impl in kinds.implementations() for p in impl.leftovers]
+    found = heldfiles.unheld(patterns)
+    size = sum(b for _, b in found)
+    what = f"{len(found)} file(s), {size / 1e6:.1f} MB, that no running process holds"
+    if fix:
+        gone = heldfiles.remove(path for path, _ in found)
+        return Finding("MPI leftovers", True, f"removed {len(gone)} file(s) of stopped MPI jobs "
+                                              f"({size / 1e6:.1f} MB)" if gone
+                       else "no files of stopped MPI jobs")
+    return Finding("MPI leftovers", not found,
+                   f"files of stopped MPI jobs: {what}, e.g. {found[0][0]}" if found
+                   else "no files of stopped MPI jobs",
+                   "shoal doctor --fix removes them" if found else "")
 
 
 def run_all(selected_mpi: str | None, fix: bool = False) -> list[Finding]:

@@ -220,7 +220,7 @@ def run(argv: list[str], *, env: dict[str, str] | None = None,
         capture: bool = True, text: bool = True, timeout: float | None = None,
         check: bool = False, what: str | None = None, cwd: str | None = None,
         show: bool = True, show_env: dict[str, str] | None = None,
-        also: Also | None = None) -> Result:
+        also: Also | None = None, leaves: tuple[str, ...] = ()) -> Result:
     """Run a command to completion.
 
     ``env`` replaces the environment (default: shoal's own), ``env_add`` is
@@ -229,7 +229,8 @@ def run(argv: list[str], *, env: dict[str, str] | None = None,
     command and all it started, then raises CommandTimeout; ``check`` turns a
     non-zero exit into CommandFailed (``what`` names the command in both).
     ``show_env`` is what --verbose prints as the added environment when the
-    caller passes a whole ``env`` (default ``env_add``).
+    caller passes a whole ``env`` (default ``env_add``). ``also`` and ``leaves``:
+    as for ``start()``.
     """
     argv = _resolve(argv)
     if show:
@@ -239,7 +240,7 @@ def run(argv: list[str], *, env: dict[str, str] | None = None,
         if faked is not None:
             return _checked(faked, check, what)
     out = PIPE if capture else None
-    with start(argv, env=env, env_add=env_add, cwd=cwd, text=text, show=False, also=also,
+    with start(argv, env=env, env_add=env_add, cwd=cwd, text=text, show=False, also=also, leaves=leaves,
                stdin=PIPE if input is not None else None, stdout=out,
                stderr=out) as process:
         try:
@@ -272,14 +273,18 @@ def start(argv: list[str], *, env: dict[str, str] | None = None,
           env_add: dict[str, str] | None = None, stdin: Any = None, stdout: Any = None,
           stderr: Any = None, text: bool = True, bufsize: int = -1,
           pass_fds: Iterable[int] = (), cwd: str | None = None, show: bool = True,
-          show_env: dict[str, str] | None = None, also: Also | None = None) -> "Process":
+          show_env: dict[str, str] | None = None, also: Also | None = None,
+          leaves: tuple[str, ...] = ()) -> "Process":
     """Start a command in its own session and return its handle.
 
     ``stdin``/``stdout``/``stderr`` take PIPE, DEVNULL, a file, or None
     (inherit); ``stderr=TAIL`` keeps the last lines for error messages.
     ``also(pids seen in the job, process table)`` names more processes that
     belong to the job but left its session and tree (an MPI's daemons); they
-    are stopped with it.
+    are stopped with it. ``leaves`` (globs) names files its processes make and
+    remove only when they end cleanly (an MPI's shared memory): when the
+    command stops or fails, those made since it started that no live process
+    holds are removed (``shoal.heldfiles``).
     """
     argv = _resolve(argv)
     if show:
@@ -299,7 +304,7 @@ def start(argv: list[str], *, env: dict[str, str] | None = None,
                                      start_new_session=True)
         except OSError as exc:
             raise CannotStart(argv[0], exc.strerror or str(exc)) from None
-        process = Process(argv, popen, also)
+        process = Process(argv, popen, also, leaves)
     if keep_tail:
         process._pump_tail()
     return process
@@ -312,6 +317,8 @@ class Process:
     argv: list[str]
     popen: subprocess.Popen
     also: Also | None = None
+    leaves: tuple[str, ...] = ()
+    _started: float = field(default_factory=time.time)
     _seen: set[int] = field(default_factory=set)
     _tail: collections.deque = field(default_factory=lambda: collections.deque(maxlen=_TAIL_LINES))
     _head: list = field(default_factory=list)
@@ -472,6 +479,18 @@ class Process:
     def _forget(self) -> None:
         with _live_lock:
             _live.discard(self)
+        if self.leaves and self.popen.returncode not in (None, 0):
+            self._remove_leftovers()
+
+    def _remove_leftovers(self) -> None:
+        """Files of ``leaves`` made since the start that nobody holds: the job's, now that
+        it stopped or failed (a clean end removes its own). Once."""
+        from shoal import heldfiles
+
+        patterns, self.leaves = self.leaves, ()
+        with contextlib.suppress(OSError):
+            found = heldfiles.unheld(patterns, min_age_s=0, newer_than=self._started - 1)
+            heldfiles.remove(path for path, _ in found)
 
 
 def _kill(pid: int, signum: int) -> None:

@@ -18,7 +18,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--fix", action="store_true",
                    help="remove what crashed shoal processes left behind (emulated clusters, runs "
-                        "left 'running') and say what; never touches anything shoal did not create")
+                        "left 'running', the MPIs' shared memory and launcher files that no running "
+                        "process holds) and say what; never touches anything else")
     p.set_defaults(func=run)
 
 

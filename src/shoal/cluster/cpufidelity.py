@@ -60,7 +60,7 @@ def kernel_time(where, mpi, devices: int, ranks_per_device: int, steps: int) -> 
     job = where.job(mpi, devices, [sys.executable, "-c", KERNEL, str(steps)],
                     ranks_per_node=ranks_per_device)
     argv, env_add = job.command()
-    result = proc.run(argv, env=job.popen_env(), show_env=env_add,
+    result = proc.run(argv, env=job.popen_env(), show_env=env_add, leaves=job.leaves,
                       timeout=120 * where.dilation, what="the CPU kernel")
     found = [(float(w), float(c)) for w, c in re.findall(r"<([0-9.e+-]+) ([0-9.e+-]+) \d+>",
                                                           result.stdout)]

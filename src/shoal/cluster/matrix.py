@@ -19,7 +19,7 @@ def measure(cluster, mpi: MPIInstall, lat_size_B: int = 8, bw_size_B: int = 1 <<
                       argv=[str(exe), str(lat_size_B), str(bw_size_B), str(bw_total_B), str(lat_iters)])
     argv, env = job.command()
     try:
-        done = proc.run(argv, env=job.popen_env(), show_env=env, timeout=timeout_s)
+        done = proc.run(argv, env=job.popen_env(), show_env=env, timeout=timeout_s, leaves=job.leaves)
     except proc.CommandTimeout:
         raise ShoalError(f"the pair matrix did not finish within {timeout_s:.0f} s; "
                          "use a smaller --bytes or fewer nodes") from None

@@ -135,6 +135,9 @@ class Implementation:
     setting_prefixes: tuple[str, ...] = ()
     #: The MPI's own ways to wait less (label -> rank environment), for waitlab.
     wait_knobs: dict[str, dict[str, str]] = {}
+    #: Files (globs) its ranks and daemons remove only when they end cleanly: removed
+    #: after a job that was stopped or failed, and by ``shoal doctor --fix``.
+    leftovers: tuple[str, ...] = ()
     #: The variable its launcher sets in each rank to the rank's index among the ranks
     #: of its host (which core of an emulated device the rank runs on).
     local_rank_variable: str = ""

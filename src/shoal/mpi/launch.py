@@ -104,17 +104,23 @@ class Job:
         merged["PATH"] = f"{self.mpi.bindir}{os.pathsep}{merged.get('PATH', '')}"
         return merged
 
+    @property
+    def leaves(self) -> tuple[str, ...]:
+        """Files the MPI's processes leave when stopped (removed after a job that did not
+        end cleanly: ``shoal.heldfiles``)."""
+        return self.mpi.impl.leftovers
+
     def start(self, **kwargs) -> proc.Process:
         """Start the job (``shoal.proc.start`` options: stdout, stderr, ...)."""
         argv, env = self.command()
         return proc.start(argv, env=self.popen_env(), show_env=env, also=self.mpi.impl.strays,
-                          **kwargs)
+                          leaves=self.leaves, **kwargs)
 
     def run(self, **kwargs) -> proc.Result:
         """Run the job to completion (``shoal.proc.run`` options: timeout, capture, ...)."""
         argv, env = self.command()
         return proc.run(argv, env=self.popen_env(), show_env=env, also=self.mpi.impl.strays,
-                        **kwargs)
+                        leaves=self.leaves, **kwargs)
 
 
 def program_path(path: Path | str) -> str:

@@ -212,7 +212,7 @@ def measure_batch(run: Run, plans: list[Plan], placement: Placement, rep: int, w
     with where.slack_monitor() as slack:
         try:
             result = proc.run(cmd, env=job.popen_env(), show_env=env_add, timeout=timeout_s,
-                              what="the workload job")
+                              leaves=job.leaves, what="the workload job")
             found = {(r["workload"], r["size"]): r for r in _result_records(result.stdout)}
             why = ("crashed", result.tail() or f"exit status {result.returncode}, no result printed")
         except proc.CommandTimeout:

@@ -25,6 +25,9 @@ class MPICH(Implementation):
     order = 10
     launcher_names = ("mpiexec.hydra",)
     setting_prefixes = ("MPIR_CVAR_", "MPICH_", "UCX_", "FI_")
+    # Shared memory of each host's ranks (1-2 MB each, in RAM) and each proxy's topology
+    # file (Hydra writes it to /tmp whatever TMPDIR says).
+    leftovers = ("/dev/shm/mpich_shm_*", "/tmp/hydra_hwloc_xmlfile_*")
     local_rank_variable = "MPI_LOCALRANKID"
     wait_knobs = {"mpich:heavy_yield": {"MPIR_CVAR_ENABLE_HEAVY_YIELD": "1"},
                   "mpich:progress_throttle": {"MPIR_CVAR_CH4_PROGRESS_THROTTLE": "1"}}

@@ -24,6 +24,9 @@ class OpenMPI(Implementation):
     order = 20
     launcher_names = ("prterun", "orterun")
     setting_prefixes = ("OMPI_MCA_", "PRTE_MCA_", "UCX_")
+    # The shared-memory transport's segments (one per rank); its session directory holds
+    # the rest.
+    leftovers = ("/dev/shm/sm_segment.*",)
     local_rank_variable = "OMPI_COMM_WORLD_LOCAL_RANK"
     wait_knobs = {"ompi:yield_when_idle": {"OMPI_MCA_mpi_yield_when_idle": "1"}}
 
