@@ -17,6 +17,7 @@ from pathlib import Path
 
 from shoal import proc
 from shoal.errors import ShoalError
+from shoal.mpi import scratch
 from shoal.mpi.base import MPIInstall
 
 
@@ -102,6 +103,10 @@ class Job:
         merged.update({k: v for k, v in self.rank_env.items() if k != "LD_PRELOAD"})
         # The MPI's own tools first on PATH, so helpers it spawns are its own.
         merged["PATH"] = f"{self.mpi.bindir}{os.pathsep}{merged.get('PATH', '')}"
+        if self.hosts is None and not self.exec_prefix:
+            # Every process of the job on this machine: its session files in a directory
+            # of this shoal process's own (never another user's leftovers; removed at exit).
+            merged["TMPDIR"] = scratch.directory()
         return merged
 
     @property
