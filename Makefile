@@ -18,10 +18,10 @@ study: setup
 	$(VENV)/bin/shoal study
 
 test: setup
-	$(VENV)/bin/python -m pytest -n $(JOBS)
+	$(VENV)/bin/python -m pytest -n $(JOBS) --dist loadgroup
 
 test-fast: setup
-	$(VENV)/bin/python -m pytest -q -n $(JOBS) -m "not mpi and not netns and not root"
+	$(VENV)/bin/python -m pytest -q -n $(JOBS) --dist loadgroup -m "not mpi and not netns and not root"
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info

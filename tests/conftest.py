@@ -140,6 +140,13 @@ LONGEST = (USER_RUNS, "study/test_seed002_study.py", "cluster/test_host_loss.py"
            "cluster/test_emulated.py")
 
 
+# Files whose module fixture is a whole run (a study, a build of every program): their tests
+# go to one process together (``--dist loadgroup``), or each process running one of them
+# would run the fixture again (test_study's two minutes ran twice in one measured run).
+WHOLE_RUN_FIXTURES = ("study/test_seed002_study.py", "study/test_study.py", "user/test_as_ordinary_user.py",
+                      "native/test_bench_program.py", "wait/test_semantics.py")
+
+
 def _order(item: pytest.Item) -> tuple[int, int]:
     """In parallel runs the tests that run alone come first, one after another, while
     nothing long is running yet; then those that run apart, beside the tests that make
@@ -160,6 +167,9 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         for mark in sorted(_needs(item)):
             item.add_marker(mark)
+        path = item.nodeid.split("::")[0]
+        if any(path.endswith(name) for name in WHOLE_RUN_FIXTURES):
+            item.add_marker(pytest.mark.xdist_group(path))
     # As root, tests/user runs inside the uid-65534 tests, as the user it is written for;
     # run here as well, it would only repeat those paths with more rights.
     if os.geteuid() == 0 and any(i.nodeid.split("::")[0].endswith(USER_RUNS) for i in items):
