@@ -74,6 +74,20 @@ def test_four_ranks_collectives(tmp_path, mpich):
         assert "64 B..64 B" in row and "…" not in row
 
 
+
+def test_inner_fixes_the_operations_of_one_repetition(tmp_path, mpich):
+    """--inner 1 with no warm-up and one repetition makes a point of exactly one call, as a
+    call that takes minutes needs (no calibration trials)."""
+    out = tmp_path / "run"
+    proc = shoal("bench", "--tests", "imb.Alltoall,imb.PingPong", "--sizes", "1K", "--ranks", "2",
+                 "--inner", "1", "--warmup", "0", "--min-reps", "1", "--max-reps", "1", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    results = pd.read_csv(out / "results.csv")
+    assert list(results["inner"]) == [1, 1] and list(results["reps"]) == [1, 1]
+    # A ping-pong's repetition is two half round trips, each counted as an operation.
+    assert dict(zip(results["test"], results["ops_per_rep"])) == {"imb.Alltoall": 1, "imb.PingPong": 2}
+    assert json.loads((out / "manifest.json").read_text())["request"]["options"]["inner"] == 1
+
 def test_interrupted_run_keeps_points_and_resume_finishes_it(tmp_path):
     out = tmp_path / "run"
     cmd = [sys.executable, "-m", "shoal", "bench", "--tests", "imb.PingPong,imb.Sendrecv",

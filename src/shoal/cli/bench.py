@@ -43,6 +43,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-reps", type=typed.whole(1, MAX_REPS), default=None, help="repetitions per point at most (default 100000)")
     p.add_argument("--rep-time", type=typed.SECONDS_NUMBER, default=None,
                    help="target seconds per repetition; sets inner iterations (default 2e-4)")
+    p.add_argument("--inner", type=typed.whole(1, MAX_REPS), default=None,
+                   help="operations per repetition, with no calibration (1 for a call that takes "
+                        "minutes, as a large Alltoall on a shared plant)")
     p.add_argument("--warmup", type=typed.whole(0, MAX_REPS), default=None, help="untimed warm-up repetitions (default 2)")
     p.add_argument("--flush", default=0, type=typed.SIZE, help="flush caches between repetitions with a buffer this big (e.g. 16M)")
     p.add_argument("--check", action="store_true", help="verify every received byte")
@@ -69,11 +72,15 @@ def _options(args: argparse.Namespace) -> Options:
         min_reps=args.min_reps if args.min_reps is not None else (8 if quick else 10),
         max_reps=args.max_reps if args.max_reps is not None else 100000,
         rep_time_s=args.rep_time,
+        inner=args.inner,
         warmup=args.warmup,
         flush_B=args.flush,
         check=args.check,
         point_timeout_s=args.timeout,
     )
+    if args.inner is not None and args.rep_time is not None:
+        raise ShoalError("--inner fixes the operations per repetition and --rep-time calibrates them: "
+                         "give one of the two")
     if opts.min_reps > opts.max_reps:
         raise ShoalError(f"--min-reps {opts.min_reps} exceeds --max-reps {opts.max_reps}; "
                          "lower --min-reps or raise --max-reps")
