@@ -129,6 +129,32 @@ def test_a_crash_hydra_reports_behind_a_rank_it_killed_keeps_its_signal():
     assert detail == "first: a rank killed by SIGSEGV", detail
 
 
+def test_a_crash_behind_another_ranks_abort_is_named_from_the_ranks_own_signal_report():
+    """Open MPI on two emulated devices, rank 1 writing through a null pointer, as it printed
+    it here (3 of 4 runs): the launcher reported only rank 0's abort (its socket to rank 1
+    closed); the crashed rank's own handler said which signal, with its device and pid."""
+    from shoal.bench.sweep import _crash_detail
+    from shoal.mpi.kinds import openmpi
+
+    said = ["[nuc2:22008] *** Process received signal ***",
+            "[nuc2:22008] Signal: Segmentation fault (11)",
+            "[nuc2:22008] Signal code: Address not mapped (1)",
+            "[nuc2:22008] Failing at address: (nil)",
+            "[nuc2:22008] *** End of error message ***",
+            "[nuc1:00000] *** An error occurred in Socket closed",
+            "[nuc1:00000] *** MPI_ERRORS_ARE_FATAL (processes in this communicator will now abort,",
+            "prterun has exited due to process rank 0 with PID 0 on node nuc1 calling"]
+    deaths = openmpi.IMPLEMENTATION.deaths(said)
+    assert [(d.pid, d.host, d.signal) for d in deaths] == [(22008, "nuc2", 11)]
+    hello = {"hosts": ["nuc1", "nuc2"], "pids": [22007, 22008]}
+    detail = _crash_detail(_Silent(), 1, deaths, hello)
+    assert detail == "first: rank 1 on nuc2 (pid 22008) killed by SIGSEGV", detail
+    # The launcher's own report of the same death is not counted twice.
+    also = said + ["prterun noticed that process rank 1 with PID 22008 on node nuc2 exited on",
+                   "signal 11 (Segmentation fault)."]
+    assert [(d.rank, d.pid, d.signal) for d in openmpi.IMPLEMENTATION.deaths(also)] == [(1, 22008, 11)]
+
+
 class _Silent:
     """A finished job whose processes wrote nothing on stderr."""
 

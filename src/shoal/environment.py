@@ -92,7 +92,8 @@ WAIT_SEND_EAGER_B = Variable("SHOAL_WAIT_SEND_EAGER_B", "libshoalwait: blocking 
 BENCH_CORRUPT = Variable("SHOAL_BENCH_CORRUPT", "tests only: this rank of the benchmark program "
                          "flips a sent byte (to test --check)", "none", reader="native")
 BENCH_CRASH = Variable("SHOAL_BENCH_CRASH", "tests only: this rank of the benchmark program "
-                       "dies of SIGSEGV without a word as its last point starts (to test crash reports)",
+                       "dies of SIGSEGV without a word as its last point starts (to test crash reports; "
+                       "RANK:fault writes through a null pointer, the MPI's handlers in place)",
                        "none", reader="native")
 
 ALL = (MPI, CACHE, RUNS, PROFILES, SSH, STATE_DIR, CGROUP_ROOT, USERNS, USERNS_INSIDE,

@@ -13,6 +13,10 @@ from shoal.mpi.base import Death, HeadLaunch, Implementation, MPIInstall, tool_o
 OB1_HEADER_B = 64
 # PRRTE's report of the first process that ended badly (its sentences wrap over lines).
 _PRTE_SIGNAL = re.compile(r"process rank (\d+) with PID (\d+) on node (\S+) exited on\s+signal (\d+)")
+# A rank's own report of the signal that kills it ("[stb2:812] Signal: Segmentation fault
+# (11)"): PRRTE names the first process that ended, and with devices on separate hosts that
+# is often a rank that aborted because the crashed one's socket closed.
+_RANK_SIGNAL = re.compile(r"\[([^\]:\s]+):(\d+)\] Signal: [^(\]]*\((\d+)\)")
 _PRTE_STATUS = re.compile(r"Process name:\s*\[[^\]]*,(\d+)\]\s*Exit code:\s*(\d+)")
 _NSPACE = re.compile(r"ess_base_nspace\x00[^\x00]*-(\d+)@\d+\x00")
 
@@ -104,6 +108,9 @@ class OpenMPI(Implementation):
         text = " ".join(lines)
         deaths = [Death(rank=int(m.group(1)), pid=int(m.group(2)), host=m.group(3),
                         signal=int(m.group(4))) for m in _PRTE_SIGNAL.finditer(text)]
+        deaths += [Death(pid=int(m.group(2)), host=m.group(1), signal=int(m.group(3)))
+                   for m in _RANK_SIGNAL.finditer(text)
+                   if not any(d.pid == int(m.group(2)) for d in deaths)]
         deaths += [Death(rank=int(m.group(1)), status=int(m.group(2)))
                    for m in _PRTE_STATUS.finditer(text)]
         return list(dict.fromkeys(deaths))

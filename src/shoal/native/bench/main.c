@@ -149,14 +149,21 @@ int main(int argc, char **argv)
 
     emit_hello(MPI_COMM_WORLD);
     /* Tests only: SHOAL_BENCH_CRASH=<rank> makes that rank die of SIGSEGV without a word as
-     * its last point starts, so a crash report must come from the launcher. Any earlier
-     * point has let the hello line (pids) reach shoal, as in a crash in the middle of a run;
-     * a crash right at the start could take the hello with it. */
+     * its last point starts, so a crash report must come from the launcher; <rank>:fault
+     * makes it write through a null pointer instead, with whatever handler the MPI set (one
+     * that reports the signal on stderr, as a real crash meets). Any earlier point has let
+     * the hello line (pids) reach shoal, as in a crash in the middle of a run; a crash right
+     * at the start could take the hello with it. */
     const char *crash = getenv("SHOAL_BENCH_CRASH");
     int crashes = crash && *crash && atoi(crash) == rank;
+    int faults = crashes && strstr(crash, ":fault") != NULL;
     sb_settle(o.settle, MPI_COMM_WORLD);
     for (size_t i = 0; i < o.npoints; i++) {
         if (crashes && i + 1 == o.npoints) {
+            if (faults) {
+                volatile int *nowhere = NULL;
+                *nowhere = 1;
+            }
             signal(SIGSEGV, SIG_DFL);
             raise(SIGSEGV);
         }
