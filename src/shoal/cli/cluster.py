@@ -136,25 +136,43 @@ def _print_cluster(record: dict) -> None:
     from rich.table import Table
 
     emulation = record.get("emulation", {})
-    table = Table(title=f"emulated cluster {record['id']}")
-    for col in ("node", "address", "profile", "link", "CPU budget", "speed (calibrated)", "memory"):
-        table.add_column(col)
+    table = Table(title=f"emulated cluster {record['id']}", caption="speed: calibrated, against this host")
+    for col in ("node", "address", "profile", "link", "CPU budget", "speed", "memory"):
+        table.add_column(col, overflow="fold")
+    for row in _node_rows(record):
+        table.add_row(*row)
+    Console().print(table)
+    print(f"links: {emulation.get('link_emulator', 'tbf')}; time dilation "
+          f"{emulation.get('dilation', 1):g} (CPU budgets and link rates / D, latencies x D)")
+
+
+def _node_rows(record: dict) -> list[tuple[str, ...]]:
+    """One row per device; a run of three or more alike devices (a 128-box plant) is one row
+    naming the first and last device and address, and how many."""
     described = {n["name"]: n for n in record["inventory"]["nodes"]}
     links = record["inventory"].get("links", {})
-    calibration = emulation.get("calibration", {})
+    calibration = record.get("emulation", {}).get("calibration", {})
+    runs: list[tuple[list[str], list[str], tuple[str, ...]]] = []
     for name, node in record.get("nodes", {}).items():
         d = described.get(name, {})
         link = links.get(d.get("link"), {})
         cal = calibration.get(d.get("profile"), {})
-        speed = f"{cal['achieved_speed']:.3f}" if cal else "-"
         memory = node.get("memory_limit_B")
-        table.add_row(name, node.get("address", "?"), d.get("profile", "?"),
-                      f"{d.get('link')} ({link.get('rate_bps', 0) / 1e6:g} Mbit/s)",
-                      f"{node.get('cpu_budget', 0):.2f} CPU", speed,
-                      f"{memory / 2**20:.0f} MiB" if memory else "not limited")
-    Console().print(table)
-    print(f"links: {emulation.get('link_emulator', 'tbf')}; time dilation "
-          f"{emulation.get('dilation', 1):g} (CPU budgets and link rates / D, latencies x D)")
+        alike = (d.get("profile", "?"), f"{d.get('link')} ({link.get('rate_bps', 0) / 1e6:g} Mbit/s)",
+                 f"{node.get('cpu_budget', 0):.3g} CPU", f"{cal['achieved_speed']:.3g}" if cal else "-",
+                 f"{memory / 2**20:.0f} MiB" if memory else "not limited")
+        if runs and runs[-1][2] == alike:
+            runs[-1][0].append(name)
+            runs[-1][1].append(node.get("address", "?"))
+        else:
+            runs.append(([name], [node.get("address", "?")], alike))
+    rows = []
+    for names, addresses, alike in runs:
+        if len(names) < 3:
+            rows += [(n, a, *alike) for n, a in zip(names, addresses)]
+        else:
+            rows.append((f"{names[0]}..{names[-1]} ({len(names)})", f"{addresses[0]}..{addresses[-1]}", *alike))
+    return rows
 
 
 def _status(args) -> int:
