@@ -140,11 +140,10 @@ LONGEST = (USER_RUNS, "study/test_seed002_study.py", "cluster/test_host_loss.py"
            "cluster/test_emulated.py")
 
 
-# Files whose module fixture is a whole run (a study, a build of every program): their tests
-# go to one process together (``--dist loadgroup``), or each process running one of them
-# would run the fixture again (test_study's two minutes ran twice in one measured run).
-WHOLE_RUN_FIXTURES = ("study/test_seed002_study.py", "study/test_study.py", "user/test_as_ordinary_user.py",
-                      "native/test_bench_program.py", "wait/test_semantics.py")
+# Files whose module fixture is a whole study: their tests go to one process together
+# (``--dist loadgroup``), or each process running one of them would run the study again
+# (measured in one run: the seed002 study twice, 155 s and 145 s; test_study's three times).
+WHOLE_RUN_FIXTURES = ("study/test_seed002_study.py", "study/test_study.py", "user/test_as_ordinary_user.py")
 
 
 def _order(item: pytest.Item) -> tuple[int, int]:
@@ -163,13 +162,18 @@ def _order(item: pytest.Item) -> tuple[int, int]:
     return (3, long[0]) if long else (4, 0)
 
 
+def pytest_itemcollected(item):
+    # Marked as soon as collected: xdist's own pytest_collection_modifyitems in each worker
+    # (which may run before this file's) reads the group marks.
+    path = item.nodeid.split("::")[0]
+    if any(path.endswith(name) for name in WHOLE_RUN_FIXTURES):
+        item.add_marker(pytest.mark.xdist_group(path))
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
         for mark in sorted(_needs(item)):
             item.add_marker(mark)
-        path = item.nodeid.split("::")[0]
-        if any(path.endswith(name) for name in WHOLE_RUN_FIXTURES):
-            item.add_marker(pytest.mark.xdist_group(path))
     # As root, tests/user runs inside the uid-65534 tests, as the user it is written for;
     # run here as well, it would only repeat those paths with more rights.
     if os.geteuid() == 0 and any(i.nodeid.split("::")[0].endswith(USER_RUNS) for i in items):

@@ -226,7 +226,7 @@ def test_a_signal_that_lands_while_a_child_starts_still_stops_the_child(signum):
             proc.stop_all()
     """)
     done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "PYTHONPATH": str(SRC)})
+                          env={**os.environ, "PYTHONPATH": str(SRC)}, preexec_fn=as_foreground)
     expected = "KeyboardInterrupt" if signum == signal.SIGINT else "Terminated"
     assert done.stdout == f"stopped by {expected}\n", done.stderr
     assert _with_marker(marker) == []
