@@ -17,6 +17,8 @@ import shutil
 import stat
 import tempfile
 
+from shoal import proc
+
 _made: dict[int, str] = {}  # pid -> the directory made for it (a forked child makes its own)
 
 
@@ -44,20 +46,12 @@ def _make(pid: int) -> str:
 
 
 def _reap(base: str) -> None:
-    """Remove the directories of processes that are gone."""
+    """Remove the directories of processes that are gone (or only zombies)."""
     for entry in os.scandir(base):
-        if entry.name.isdigit() and not _alive(int(entry.name)):
-            shutil.rmtree(entry.path, ignore_errors=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+        if entry.name.isdigit():
+            info = proc.stat(entry.name)
+            if info is None or not info.alive:
+                shutil.rmtree(entry.path, ignore_errors=True)
 
 
 def _remove(pid: int) -> None:
