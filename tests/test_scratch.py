@@ -12,16 +12,19 @@ from pathlib import Path
 from shoal.mpi import scratch
 from shoal.mpi.launch import Job
 
-SHOW_TMPDIR = "import os; print('TMPDIR=' + os.environ['TMPDIR'])"
+# Each rank writes what it sees to a file of its own: the launcher forwards the ranks' output
+# in pieces, and two ranks' lines can arrive interleaved on one stdout.
+SHOW_TMPDIR = ("import os, sys; "
+               "open(os.path.join(sys.argv[1], str(os.getpid())), 'w').write(os.environ['TMPDIR'])")
 
 
-def test_a_local_job_gets_this_processs_directory(mpich):
-    done = Job(mpich, 2, [sys.executable, "-c", SHOW_TMPDIR]).run(timeout=120)
+def test_a_local_job_gets_this_processs_directory(mpich, tmp_path):
+    done = Job(mpich, 2, [sys.executable, "-c", SHOW_TMPDIR, str(tmp_path)]).run(timeout=120)
     assert done.ok, done.stderr
     mine = scratch.directory()
     assert Path(mine) == Path(tempfile.gettempdir()) / f"shoal-{os.geteuid()}" / str(os.getpid())
-    shown = [line for line in done.stdout.splitlines() if line.startswith("TMPDIR=")]
-    assert shown == [f"TMPDIR={mine}"] * 2, done.stdout
+    shown = [f.read_text() for f in tmp_path.iterdir()]
+    assert shown == [mine] * 2, shown
     assert os.stat(mine).st_mode & 0o777 == 0o700
 
 

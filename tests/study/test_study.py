@@ -88,7 +88,8 @@ def test_study_times_each_workload_at_every_node_count_with_the_switch_counted_o
         # Each point says how precisely its median is known: --work-reps 2 cannot bound it.
         for p in w["cluster"] + [w["reference"]]:
             assert p["reps"] == 2 and p["precision"] == "repetitions spent"
-            assert p["energy_spin_J"] >= p["energy_J"] > 0
+            # Equal where no rank waits: the two are sums of the same energy in another order.
+            assert p["energy_spin_J"] >= p["energy_J"] * (1 - 1e-9) and p["energy_J"] > 0
     assert findings["precision"]["converged"] == 0 and findings["precision"]["points"] == 3 * WORKLOADS
     # No fit holds, so the first line says so, with every workload's reason.
     head = findings["headline"]["sleeping"]
