@@ -39,6 +39,8 @@ def test_bad_ports_are_refused_in_one_line():
     for args, message in ((["--port", "/run/netns/x,eth0,1e6/-5/0/0/0,0/0/0/0/0"], "bad link"),
                           (["--port", "/run/netns/x,eth0,1e6/0/0/1.5/0,0/0/0/0/0"], "loss <= 1"),
                           (["--port", "only-two,fields"], "NETNS,IFNAME,UP,DOWN"),
+                          (["--port", "/run/netns/x,eth0,1e6/0/0/0/0/0/1/5e5,0/0/0/0/0"], "channel_bps >= rate_bps"),
+                          (["--port", "/run/netns/x,eth0,1e6/0/0/0/0/0/0/2e6,0/0/0/0/0"], "on a channel"),
                           ([], "at least one --port"),
                           (["--bogus"], "unknown argument")):
         proc = subprocess.run([exe, *args], capture_output=True, text=True, timeout=10)
@@ -189,6 +191,20 @@ def test_the_switch_is_counted_once_in_a_configurations_power(tmp_path):
     assert described["emulation"]["dilation"] == 1.0
 
 
+def _udp_sockets(c: session.Cluster, record: dict) -> tuple[list[socket.socket], list[str]]:
+    """A UDP socket bound in each of the first two devices, and their addresses."""
+    names = [n.name for n in c.nodes[:2]]
+    addresses = [record["nodes"][n]["address"] for n in names]
+    socks = []
+    for name, address in zip(names, addresses):
+        with sysns.in_netns(str(state.NETNS_DIR / c.emulated.netns(name))):
+            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 22)
+        s.bind((address, 9000))
+        socks.append(s)
+    return socks, addresses
+
+
 def test_a_shared_medium_serialises_every_devices_upstream_and_grants_idle_ones(tmp_path):
     """Two devices stream to each other on one shared 8 Mbit/s plant: both streams take turns on
     the one upstream channel (with a port each they would overlap), and a datagram from an
@@ -199,15 +215,7 @@ def test_a_shared_medium_serialises_every_devices_upstream_and_grants_idle_ones(
     count, size = 200, 1000
     with c:
         record = state.read(c.emulated.id)
-        paths = [str(state.NETNS_DIR / c.emulated.netns(n)) for n in ("minnowboard1", "minnowboard2")]
-        addresses = [record["nodes"][n]["address"] for n in ("minnowboard1", "minnowboard2")]
-        socks = []
-        for path, address in zip(paths, addresses):
-            with sysns.in_netns(path):
-                s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 22)
-            s.bind((address, 9000))
-            socks.append(s)
+        socks, addresses = _udp_sockets(c, record)
         # Isolated datagrams first (each device idle when it sends), then both streams at once.
         for _ in range(10):
             socks[0].sendto(b"p" * 64, (addresses[1], 9000))
@@ -251,3 +259,53 @@ def test_a_shared_medium_serialises_every_devices_upstream_and_grants_idle_ones(
     assert len(streamed) > 1.9 * count and {f["in_port"] for f in frames if int(f["len"]) > 1000} == {"1", "2"}
     for (t0, _), (t1, w1) in zip(streamed, streamed[1:]):
         assert t1 - t0 >= 8e9 * w1 / rate - 1e3
+
+
+def test_capped_devices_on_a_shared_medium_send_at_their_cap_side_by_side(tmp_path):
+    """Two devices capped at 2 Mbit/s on one 8 Mbit/s plant stream at once: each device's frames
+    leave at its cap, and the two streams go side by side in what the channel leaves (a channel
+    that waited for one device's paced frames would take twice as long)."""
+    channel, cap, latency = 8e6, 2e6, 8e-3
+    table = {"rate_bps": channel, "latency_s": latency, "shared": True, "grant_interval_s": 2e-3,
+             "device_rate_bps": cap}
+    c = _cluster(2, table, tmp_path)
+    count, size = 100, 1000
+    with c:
+        record = state.read(c.emulated.id)
+        socks, addresses = _udp_sockets(c, record)
+        start = threading.Barrier(2)
+
+        def stream(i: int) -> None:
+            start.wait()
+            for _ in range(count):
+                socks[i].sendto(b"x" * size, (addresses[1 - i], 9000))
+
+        threads = [threading.Thread(target=stream, args=(i,)) for i in (0, 1)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        time.sleep(count * 8 * (size + 100) / cap + 0.5)
+        counters = linkemu.stats(record["forwarder"], c.emulated.directory / "forwarder.json")
+        for s in socks:
+            s.close()
+    ports = counters["ports"]
+    assert ports[1]["up"]["rate_bps"] == cap and ports[1]["up"]["channel_bps"] == channel
+    assert ports[1]["down"]["rate_bps"] == channel and ports[1]["down"]["channel_bps"] == 0
+    assert counters["channels"][0]["wire_bytes"] == ports[1]["up"]["wire_bytes"] + ports[2]["up"]["wire_bytes"]
+    frames = list(csv.DictReader(open(tmp_path / "frames.csv")))
+    streams = {port: sorted(int(f["scheduled_ns"]) for f in frames
+                            if int(f["len"]) == 10 + 14 + 20 + 8 + size and f["in_port"] == port
+                            and f["out_port"] in ("1", "2"))  # not a copy flooded to the head
+               for port in ("1", "2")}
+    line_B = size + 8 + 20 + 14 + 24  # UDP, IP, Ethernet headers and the line's own bytes
+    own_ns, down_ns = 8e9 * line_B / cap, 8e9 * line_B / channel
+    for port, times in streams.items():
+        assert len(times) > 0.95 * count, port
+        # Paced at the device's cap: its frames arrive its own line time apart on average, and
+        # no two closer than that less one frame of the other stream on the shared downstream.
+        assert (times[-1] - times[0]) / (len(times) - 1) >= own_ns - 1e3, port
+        assert min(b - a for a, b in zip(times, times[1:])) >= own_ns - down_ns - 1e3, port
+    # Side by side: both streams end within one stream's paced time (and a little), not two.
+    span = max(t[-1] for t in streams.values()) - min(t[0] for t in streams.values())
+    assert (count - 1) * own_ns - 1e3 <= span <= 1.25 * count * own_ns, (span, own_ns)

@@ -71,6 +71,8 @@ def test_every_builtin_link_number_has_a_source():
     ({"rate_bps": 1e6, "latency_s": 0.001, "jitter_s": 0.002}, r"needs jitter_s <= latency_s"),
     ({"rate_bps": 0}, r"links.bad.rate_bps: must be above 0"),
     ({"rate_bps": 1e6, "delay": 3}, r"links.bad.delay: unknown field"),
+    ({"rate_bps": 1e6, "device_rate_bps": 5e5}, r"caps one device on a shared medium: give shared = true"),
+    ({"rate_bps": 1e6, "shared": True, "device_rate_bps": 2e6}, r"needs device_rate_bps <= rate_bps"),
 ])
 def test_bad_links_are_refused_with_what_to_fix(table, message):
     with pytest.raises(ShoalError, match=message):
@@ -152,7 +154,8 @@ def test_a_shared_medium_serialises_a_broadcasts_transfers_and_a_port_each_does_
 
     from shoal import profiles
 
-    plant = profiles.load_links()["docsis-27m"]
+    # The channel alone: every box may send at its whole rate (the cap is tested below).
+    plant = replace(profiles.load_links()["docsis-27m"], device_rate_bps=0.0)
     assert plant.shared and plant.grant_wait_s == 1.5 * plant.grant_interval_s
     ports = replace(plant, shared=False, grant_interval_s=0.0)
     # Two ranks: one transfer, nothing to share (the grant wait is inside the latency).
@@ -183,3 +186,34 @@ def test_the_medium_grants_an_idle_device_and_lets_a_busy_one_go_on():
     assert second == pytest.approx(first + wire_s)
     third = medium.send(1, 0.0, 1000)
     assert third == pytest.approx(second + wire_s)
+
+
+def test_a_capped_device_sends_at_its_cap_and_capped_devices_share_what_the_channel_leaves():
+    link = LinkType("plant", rate_bps=8e6, latency_s=0.01, shared=True, device_rate_bps=2e6)
+    assert link.upstream_bps == 2e6 and linkmodel.path(link).rate_bps == 2e6
+    size = 100_000
+    own_s, channel_s = 8 * linkmodel.wire_bytes(size) / 2e6, 8 * linkmodel.wire_bytes(size) / 8e6
+    edge_s = 8 * linkmodel.frame_line_bytes(size - (linkmodel.frames(size) - 1) * linkmodel.MSS_B) / 8e6
+    medium = linkmodel.Medium(link, 6)
+    # Four capped devices fill the 8 Mbit/s channel side by side: each ends at its own pace.
+    ends = [medium.send(d, 0.0, size) for d in range(4)]
+    assert ends == pytest.approx([own_s + 0.01 + edge_s] * 4)
+    # Two more at the same time find the channel full until those end: then they go at their cap.
+    more = [medium.send(d, 0.0, size) for d in (4, 5)]
+    assert more == pytest.approx([2 * own_s + 0.01 + edge_s] * 2)
+    # All six carried 6 messages' channel time in 2 own times: no more than the channel holds.
+    assert 6 * channel_s <= 2 * own_s
+    # A device's next message goes right behind its first, at its cap.
+    assert medium.send(0, 0.0, size) == pytest.approx(2 * own_s + 0.01 + edge_s)
+
+
+def test_the_plants_per_box_cap_gives_the_seeds_ping_pong_and_bandwidth():
+    """docsis-27m's device_rate_bps is fitted to seed 002's PingPong over its six sizes: a mean
+    time of 122 ms and a mean bandwidth of 0.39 MB/s (5 ms of latency, as the profile has)."""
+    from shoal import profiles
+
+    plant = linkmodel.path(load_links()["docsis-27m"])
+    sizes = [64, 1024, 8192, 32768, 131072, 262144]
+    times = [plant.one_way_s(s) for s in sizes]
+    assert sum(times) / 6 == pytest.approx(0.122, rel=0.05)
+    assert sum(s / t for s, t in zip(sizes, times)) / 6 == pytest.approx(0.39e6, rel=0.05)

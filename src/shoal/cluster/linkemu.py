@@ -41,19 +41,23 @@ def binary() -> Path:
 
 def direction(link: LinkType | None, channel: int = 0, upstream: bool = False, sharing: int = 1) -> str:
     """One direction of a port as the forwarder reads it: rate/delay/jitter/loss/limit, and on a
-    shared medium (``channel`` > 0, ``sharing`` ports on it) /grant/channel."""
+    shared medium (``channel`` > 0, ``sharing`` ports on it) /grant/channel, and for an
+    upstream capped below its channel /channel_bps (the rate is then the device's own)."""
     if link is None:  # unshaped (the head's port)
         return "0/0/0/0/0"
     limit = max(QUEUE_MIN_B, int(link.rate_bps / 8 * QUEUE_S)) * max(1, sharing)
     delay_s = link.latency_s / 2
     grant_ns = 0
+    rate_bps, capped = link.rate_bps, ""
     if channel:
         # The grant wait is part of the link's latency: the rest is delay, half each way.
         delay_s = max(0.0, link.latency_s - link.grant_wait_s) / 2
         grant_ns = round(link.grant_interval_s * 1e9) if upstream else 0
-    text = (f"{link.rate_bps:.6g}/{round(delay_s * 1e9)}/"
+        if upstream and link.upstream_bps < link.rate_bps:
+            rate_bps, capped = link.upstream_bps, f"/{link.rate_bps:.6g}"
+    text = (f"{rate_bps:.6g}/{round(delay_s * 1e9)}/"
             f"{round(link.jitter_s / 2 * 1e9)}/{link.loss:.9g}/{limit}")
-    return text + (f"/{grant_ns}/{channel}" if channel else "")
+    return text + (f"/{grant_ns}/{channel}{capped}" if channel else "")
 
 
 @dataclass(frozen=True)

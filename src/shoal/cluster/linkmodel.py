@@ -23,6 +23,7 @@ than 84 line bytes (60 B + FCS + preamble + gap).
 from __future__ import annotations
 
 import math
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 
 from shoal.profiles import LinkType
@@ -77,7 +78,7 @@ class Path:
 
     @property
     def rate_bps(self) -> float:
-        return min(self.uplink.rate_bps, self.downlink.rate_bps)
+        return min(self.uplink.upstream_bps, self.downlink.rate_bps)
 
     @property
     def loss(self) -> float:
@@ -87,7 +88,7 @@ class Path:
     def serialization_s(self, payload_B: int) -> float:
         """Line time of a message, store-and-forward at the switch included."""
         wire = wire_bytes(payload_B)
-        up, down = self.uplink.rate_bps, self.downlink.rate_bps
+        up, down = self.uplink.upstream_bps, self.downlink.rate_bps
         full = frame_line_bytes(min(payload_B, MSS_B))
         last = frame_line_bytes(payload_B - (frames(payload_B) - 1) * MSS_B)
         if up <= down:
@@ -119,9 +120,12 @@ class Medium:
     A port per device: a device sends its messages one after another at the link's rate.
     A shared medium (``link.shared``): every device's messages also take turns on the one
     upstream channel, and a device with nothing queued first waits for its grant
-    (``link.grant_wait_s``, inside the latency). The downstream carries the same frames at
-    the same rate right behind, so it adds the last frame's time only. Call ``send`` in
-    the order of send times (``collective_s`` does).
+    (``link.grant_wait_s``, inside the latency). A device capped below the channel
+    (``link.device_rate_bps``) sends at most at its cap, in what the channel has left
+    beside the messages already on it (``Channel``), so several capped devices send side
+    by side until together they fill the channel. The downstream carries the same frames
+    at the channel's rate right behind, so it adds the last frame's time only. Call
+    ``send`` in the order of send times (``run_ranks`` does).
     """
 
     def __init__(self, link: LinkType, devices: int, seed: int | None = None) -> None:
@@ -133,24 +137,73 @@ class Medium:
         self.draw = random.Random(seed) if seed is not None and self.grant_s else None
         self.rest_s = path(link).latency_s - self.grant_s  # the delay beyond the grant wait
         self.channel_free = 0.0
+        self.channel = Channel(link.rate_bps) if link.shared and link.upstream_bps < link.rate_bps else None
         self.device_free = [0.0] * devices
 
     def send(self, src: int, t: float, payload_B: int) -> float:
         """When a message that ``src`` hands over at ``t`` has arrived."""
-        wire_s = 8 * wire_bytes(payload_B) / self.link.rate_bps
+        wire = 8 * wire_bytes(payload_B)
         edge_s = 8 * frame_line_bytes(payload_B - (frames(payload_B) - 1) * MSS_B) / self.link.rate_bps
         busy = self.device_free[src]
         grant = self.grant_s
         if self.draw is not None:
             grant = self.link.grant_interval_s * (1 + self.draw.random())
         start = t + grant if busy <= t else busy
-        if self.link.shared:
-            start = max(start, self.channel_free)
-        end = start + wire_s
+        if self.channel is not None:
+            end = self.channel.carry(start, wire, self.link.upstream_bps, prune_before=t)
+        else:
+            if self.link.shared:
+                start = max(start, self.channel_free)
+            end = start + wire / self.link.rate_bps
+            if self.link.shared:
+                self.channel_free = end
         self.device_free[src] = end
-        if self.link.shared:
-            self.channel_free = end
         return end + self.rest_s + edge_s
+
+
+class Channel:
+    """The rate in use on one shared channel over time (piecewise constant), so that a
+    message sent at a capped rate takes what the messages already on it leave."""
+
+    def __init__(self, capacity_bps: float) -> None:
+        self.capacity_bps = capacity_bps
+        self.times = [0.0]  # the rate used[i] holds from times[i] to times[i + 1] (the last: on)
+        self.used = [0.0]
+
+    def _split(self, t: float) -> int:
+        """The index of the piece that starts at ``t`` (made if needed)."""
+        if t < self.times[0]:
+            self.times.insert(0, t)
+            self.used.insert(0, 0.0)
+            return 0
+        i = bisect_right(self.times, t) - 1
+        if self.times[i] == t:
+            return i
+        self.times.insert(i + 1, t)
+        self.used.insert(i + 1, self.used[i])
+        return i + 1
+
+    def carry(self, start: float, bits: float, rate_bps: float, prune_before: float = 0.0) -> float:
+        """Carry ``bits`` from ``start`` at up to ``rate_bps`` in what is left; when the last is."""
+        i = self._split(start)
+        t, left = start, bits
+        while True:
+            free = min(rate_bps, self.capacity_bps - self.used[i])
+            until = self.times[i + 1] if i + 1 < len(self.times) else math.inf
+            if free > 1e-9 * self.capacity_bps and free * (until - t) >= left:
+                end = t + left / free
+                if end < until:
+                    self._split(end)
+                self.used[i] += free
+                break
+            if free > 1e-9 * self.capacity_bps:
+                self.used[i] += free
+                left -= free * (until - t)
+            t, i = until, i + 1
+        # Pieces wholly before the sends still to come are never read again.
+        keep = max(0, bisect_left(self.times, prune_before) - 1)
+        del self.times[:keep], self.used[:keep]
+        return end
 
 
 

@@ -50,6 +50,15 @@ class LinkType:
     # head-end's next allocation map (MAP) after this interval: it waits 1 to 2 intervals.
     # Part of latency_s (which stays the mean one-way time of a small message).
     grant_interval_s: float = 0.0
+    # On a shared medium, the most one device may send upstream (its service flow's maximum
+    # sustained rate, set by the operator): it paces its frames at this rate, each taking the
+    # channel for its time at rate_bps. 0: a device may use the whole channel.
+    device_rate_bps: float = 0.0
+
+    @property
+    def upstream_bps(self) -> float:
+        """The rate one device sends at: its own cap on a shared medium, else the link's."""
+        return self.device_rate_bps if self.shared and self.device_rate_bps else self.rate_bps
 
     @property
     def grant_wait_s(self) -> float:

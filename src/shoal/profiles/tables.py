@@ -75,6 +75,7 @@ class LinkTable(Table):
     switch: str = ""
     shared: bool = False
     grant_interval_s: NonNegative = 0.0
+    device_rate_bps: NonNegative = 0.0
     rate_source: str = ""
     latency_source: str = ""
     jitter_source: str = ""
@@ -82,12 +83,19 @@ class LinkTable(Table):
     switch_source: str = ""
     shared_source: str = ""
     grant_interval_source: str = ""
+    device_rate_source: str = ""
 
     @model_validator(mode="after")
-    def _jitter(self) -> "LinkTable":
+    def _consistent(self) -> "LinkTable":
         if self.jitter_s > self.latency_s:
             raise ValueError(f"needs jitter_s <= latency_s (a message cannot arrive before it is "
                              f"sent), got {self.jitter_s:g} and {self.latency_s:g}")
+        if self.device_rate_bps and not self.shared:
+            raise ValueError("device_rate_bps caps one device on a shared medium: give shared = true "
+                             "or leave it out (a port of its own runs at rate_bps)")
+        if self.device_rate_bps > self.rate_bps:
+            raise ValueError(f"needs device_rate_bps <= rate_bps (one device cannot send faster than "
+                             f"the channel), got {self.device_rate_bps:g} and {self.rate_bps:g}")
         return self
 
     @property

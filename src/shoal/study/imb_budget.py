@@ -3,7 +3,8 @@ fixed cost of a point measured by node count.
 
 On one shared medium (seed 002's 27 Mbit/s DOCSIS upstream) every byte any device sends
 crosses the one channel: a call's time is at least the bytes all ranks send in it over the
-rate, plus its sequential steps of one latency each. A point costs a warm-up and one counted
+channel's rate, and at least its steps' messages each sent by one box at its own cap, plus
+its sequential steps of one latency each. A point costs a warm-up and one counted
 call, each D times longer on the emulated plant, and a fixed cost of host time that grows
 with the number of boxes (the harness's own collectives and its timing negotiation on slow
 boxes over the request-grant plant), which on the plant is most of a point below 128 KiB.
@@ -65,7 +66,9 @@ def call_s(test: str, ranks: int, size_B: int, link: LinkType) -> float:
     sent, steps = _traffic(test, ranks, size_B)
     messages = max(1, steps)
     wire = linkmodel.wire_bytes(max(1, int(sent / messages))) * messages if sent else 0
-    return 8 * wire / link.rate_bps + steps * linkmodel.path(link).latency_s
+    # Each step has a box sending its message at its own rate (a capped box, below the channel's).
+    own = linkmodel.wire_bytes(size_B) * steps if sent else 0
+    return max(8 * wire / link.rate_bps, 8 * own / link.upstream_bps) + steps * linkmodel.path(link).latency_s
 
 
 def point_s(test: str, ranks: int, size_B: int, link: LinkType, dilation: float) -> float:

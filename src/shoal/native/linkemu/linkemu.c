@@ -23,7 +23,11 @@
  * waits for its request to reach the head-end and for the grant in a later
  * allocation map, 1 to 2 G (uniform: the map's phase against the frame's
  * arrival; 1.5 G on average); frames behind it go with the queue (piggybacked
- * requests).
+ * requests). An upstream capped below its channel's rate (a service flow's
+ * maximum sustained rate) paces its frames at its own rate and takes the channel
+ * only for each frame's time at the channel's rate, at the end of its own: the
+ * channel then serves frames in the order they are ready, so other devices'
+ * frames fill the time a capped device leaves free.
  * Loss is drawn once per direction. A direction's queue holds at most
  * limit bytes' worth of serialization time; later frames are dropped (tail drop).
  * Times are computed from the scheduled times, not from when this process
@@ -32,8 +36,9 @@
  * Usage (see shoal/cluster/linkemu.py, which builds the arguments):
  *   shoal-linkemu [--switch NETNS] [--stats FILE] [--log FILE] [--seed N]
  *                 --port NETNS,IFNAME,UP,DOWN ...
- * where UP and DOWN are rate_bps/delay_ns/jitter_ns/loss/limit_B[/grant_ns/channel]
- * ("0" rate: no serialization; channel N > 0: the shared medium N). Prints "ready" on stdout once every TAP exists; SIGTERM
+ * where UP and DOWN are rate_bps/delay_ns/jitter_ns/loss/limit_B[/grant_ns/channel[/channel_bps]]
+ * ("0" rate: no serialization; channel N > 0: the shared medium N; channel_bps: its
+ * rate when above this direction's own). Prints "ready" on stdout once every TAP exists; SIGTERM
  * or SIGINT writes the statistics (JSON) and exits; SIGUSR1 writes them only.
  * A line "host_latency_ns N" on stdin takes N/2 off the delay of every direction
  * (the host's own latency, measured once the ports are up), "port_host_latency_ns
@@ -88,6 +93,7 @@ typedef struct {
     int64_t host_share_ns; /* this port's share of the host's latency (-1: host_ns below) */
     int64_t grant_ns;      /* request-grant interval of a shared upstream (0: none) */
     int channel;           /* shared medium this direction transmits on (0: its own) */
+    double channel_bps;    /* the channel's rate when above rate_bps (a capped device; 0: none) */
     uint64_t frames, bytes, lost, dropped; /* bytes: line bytes */
 } direction_t;
 
@@ -110,13 +116,13 @@ typedef struct frame {
     unsigned char data[FRAME_MAX];
 } frame_t;
 
-enum { EV_SWITCH = 0, EV_DELIVER = 1 };
+enum { EV_SWITCH = 0, EV_DELIVER = 1, EV_CHANNEL = 2 };
 
 typedef struct {
     int64_t t_ns;
     uint64_t seq;          /* ties keep insertion order */
     frame_t *frame;
-    int port;              /* output port for EV_DELIVER */
+    int port;              /* output port for EV_DELIVER, input port for EV_CHANNEL */
     int kind;
 } event_t;
 
@@ -249,47 +255,104 @@ static uint32_t wire_bytes(const unsigned char *buf, uint32_t len, uint32_t *seg
     return payload + segments * (headers + LINE_OVERHEAD);
 }
 
-/* Queue a frame of `segments` segments on a direction, its first segment
- * arriving at `first`, its last at `last`; return when the last leaves the far
- * end, or -1 if it is lost or the queue is full. Segments are pipelined: a
- * super-frame is not stored and forwarded whole. */
-static int64_t cross(direction_t *d, int64_t first, int64_t last, uint32_t wire, uint32_t segments) {
+/* Whether a frame is lost on this direction (drawn once per direction). */
+static int lost_on(direction_t *d) {
     if (d->loss > 0 && rng_unit() < d->loss) {
         d->lost++;
+        return 1;
+    }
+    return 0;
+}
+
+static int64_t line_ns(uint32_t wire, double rate_bps) {
+    return (int64_t)(wire * 8e9 / rate_bps + 0.5);
+}
+
+/* When a frame's first segment, arriving at `first`, may start on this direction's own
+ * transmitter: when it is free, or, if it was idle on an upstream with grants, after the
+ * request and the next MAP's grant. -1 if the queue is full (tail drop). */
+static int64_t start_at(direction_t *d, int64_t first, int64_t earliest) {
+    int64_t start = d->free_ns > first ? d->free_ns : first;
+    if (d->grant_ns > 0 && d->free_ns <= first) /* idle: request, then the next MAP's grant */
+        start = first + d->grant_ns + (int64_t)(rng_unit() * (double)d->grant_ns);
+    if (earliest > start) start = earliest;
+    if (d->limit_B > 0 && (double)(start - first) * d->rate_bps / 8e9 > (double)d->limit_B) {
+        d->dropped++;
         return -1;
     }
-    int64_t depart = last;
-    if (d->rate_bps > 0) {
-        int64_t start = d->free_ns > first ? d->free_ns : first;
-        if (d->grant_ns > 0 && d->free_ns <= first) /* idle: request, then the next MAP's grant */
-            start = first + d->grant_ns + (int64_t)(rng_unit() * (double)d->grant_ns);
-        channel_t *ch = d->channel ? &channels[d->channel] : NULL;
-        if (ch && ch->free_ns > start) start = ch->free_ns;
-        int64_t backlog_ns = start - first;
-        if (d->limit_B > 0 && (double)backlog_ns * d->rate_bps / 8e9 > (double)d->limit_B) {
-            d->dropped++;
-            return -1;
-        }
-        depart = start + (int64_t)(wire * 8e9 / d->rate_bps + 0.5);
-        int64_t tail = last + (int64_t)(wire * 8e9 / segments / d->rate_bps + 0.5);
-        if (tail > depart) depart = tail;
-        d->free_ns = depart;
-        if (ch) {
-            ch->free_ns = depart;
-            ch->frames += segments;
-            ch->bytes += wire;
-        }
-    }
+    return start;
+}
+
+/* Segments are pipelined: the last, arriving at `last`, leaves one segment's time later. */
+static int64_t not_before_tail(int64_t depart, int64_t last, uint32_t wire, uint32_t segments, double rate_bps) {
+    int64_t tail = last + (int64_t)(wire * 8e9 / segments / rate_bps + 0.5);
+    return tail > depart ? tail : depart;
+}
+
+static void count_on_channel(channel_t *ch, int64_t depart, uint32_t wire, uint32_t segments) {
+    ch->free_ns = depart;
+    ch->frames += segments;
+    ch->bytes += wire;
+}
+
+/* The far end of a direction: its delay (less the host's own share), jitter, and no
+ * frame before the previous one (TCP sees no reordering). */
+static int64_t propagate(direction_t *d, int64_t depart, uint32_t wire) {
     int64_t delay = d->delay_ns - (d->host_share_ns >= 0 ? d->host_share_ns : host_ns) / 2;
     int64_t out = depart + (delay > 0 ? delay : 0);
     if (d->jitter_ns > 0)
         out += (int64_t)((2.0 * rng_unit() - 1.0) * (double)d->jitter_ns);
     if (out < depart) out = depart;
-    if (out < d->last_out_ns) out = d->last_out_ns; /* keep order: TCP sees no reordering */
+    if (out < d->last_out_ns) out = d->last_out_ns;
     d->last_out_ns = out;
     d->frames++;
     d->bytes += wire;
     return out;
+}
+
+/* Queue a frame of `segments` segments on a direction, its first segment
+ * arriving at `first`, its last at `last`; return when the last leaves the far
+ * end, or -1 if it is lost or the queue is full. Segments are pipelined: a
+ * super-frame is not stored and forwarded whole. */
+static int64_t cross(direction_t *d, int64_t first, int64_t last, uint32_t wire, uint32_t segments) {
+    if (lost_on(d)) return -1;
+    int64_t depart = last;
+    if (d->rate_bps > 0) {
+        channel_t *ch = d->channel ? &channels[d->channel] : NULL;
+        int64_t start = start_at(d, first, ch ? ch->free_ns : 0);
+        if (start < 0) return -1;
+        depart = not_before_tail(start + line_ns(wire, d->rate_bps), last, wire, segments, d->rate_bps);
+        d->free_ns = depart;
+        if (ch) count_on_channel(ch, depart, wire, segments);
+    }
+    return propagate(d, depart, wire);
+}
+
+/* A capped upstream's own part: when a frame arriving at `t` is ready for its turn on
+ * the channel (its own pacing done but the channel's time for it), or -1 if lost or
+ * dropped. The channel's part runs at that time (EV_CHANNEL), in the order frames of
+ * every device get ready. */
+static int64_t pace(direction_t *d, int64_t t, uint32_t wire, uint32_t segments) {
+    if (lost_on(d)) return -1;
+    int64_t start = start_at(d, t, 0);
+    if (start < 0) return -1;
+    int64_t done = not_before_tail(start + line_ns(wire, d->rate_bps), t, wire, segments, d->rate_bps);
+    d->free_ns = done;
+    return done - line_ns(wire, d->channel_bps);
+}
+
+/* The channel's part of a capped upstream, at `ready`: when the frame reaches the head-end
+ * and then the switch. */
+static int64_t on_channel(direction_t *d, int64_t ready, uint32_t wire, uint32_t segments) {
+    channel_t *ch = &channels[d->channel];
+    int64_t start = ch->free_ns > ready ? ch->free_ns : ready;
+    int64_t depart = start + line_ns(wire, d->channel_bps);
+    count_on_channel(ch, depart, wire, segments);
+    return propagate(d, depart, wire);
+}
+
+static int capped(const direction_t *d) {
+    return d->channel && d->channel_bps > 0;
 }
 
 /* ---- switching ---------------------------------------------------------------------- */
@@ -361,9 +424,21 @@ static void log_delivery(const frame_t *f, int out, int64_t scheduled, int64_t a
             f->arrived_ns, scheduled, actual);
 }
 
+static void to_switch(frame_t *f, int port, int64_t t) {
+    direction_t *up = &ports[port].up;
+    f->first_ns = t;
+    if (up->rate_bps > 0 && f->segments > 1) /* its first segment, paced at the device's rate */
+        f->first_ns -= (int64_t)((double)f->wire * (f->segments - 1) / f->segments * 8e9 / up->rate_bps);
+    heap_push(t, f, port, EV_SWITCH);
+}
+
 static void run_event(event_t ev) {
     if (ev.kind == EV_SWITCH) {
         at_switch(ev.frame, ev.t_ns);
+        return;
+    }
+    if (ev.kind == EV_CHANNEL) {
+        to_switch(ev.frame, ev.port, on_channel(&ports[ev.port].up, ev.t_ns, ev.frame->wire, ev.frame->segments));
         return;
     }
     frame_t *f = ev.frame;
@@ -395,15 +470,18 @@ static void read_port(int i) {
         f->len = (uint32_t)n;
         f->wire = wire_bytes(f->data, f->len, &f->segments);
         f->arrived_ns = now_ns();
+        if (capped(&p->up)) {
+            int64_t ready = pace(&p->up, f->arrived_ns, f->wire, f->segments);
+            if (ready < 0) frame_free(f);
+            else heap_push(ready, f, i, EV_CHANNEL);
+            continue;
+        }
         int64_t t = cross(&p->up, f->arrived_ns, f->arrived_ns, f->wire, f->segments);
         if (t < 0) {
             frame_free(f);
             continue;
         }
-        f->first_ns = t;
-        if (p->up.rate_bps > 0 && f->segments > 1)
-            f->first_ns -= (int64_t)((double)f->wire * (f->segments - 1) / f->segments * 8e9 / p->up.rate_bps);
-        heap_push(t, f, i, EV_SWITCH);
+        to_switch(f, i, t);
     }
 }
 
@@ -413,9 +491,10 @@ static void write_direction(FILE *out, const char *name, const direction_t *d) {
     fprintf(out, "\"%s\": {\"rate_bps\": %.17g, \"delay_ns\": %" PRId64 ", \"jitter_ns\": %" PRId64
             ", \"loss\": %.17g, \"limit_B\": %" PRId64 ", \"frames\": %" PRIu64 ", \"wire_bytes\": %" PRIu64
             ", \"lost\": %" PRIu64 ", \"dropped\": %" PRIu64 ", \"host_latency_ns\": %" PRId64
-            ", \"grant_ns\": %" PRId64 ", \"channel\": %d}", name,
+            ", \"grant_ns\": %" PRId64 ", \"channel\": %d, \"channel_bps\": %.17g}", name,
             d->rate_bps, d->delay_ns, d->jitter_ns, d->loss, d->limit_B, d->frames, d->bytes, d->lost,
-            d->dropped, d->host_share_ns >= 0 ? d->host_share_ns : host_ns, d->grant_ns, d->channel);
+            d->dropped, d->host_share_ns >= 0 ? d->host_share_ns : host_ns, d->grant_ns, d->channel,
+            d->channel_bps);
 }
 
 static void write_stats(void) {
@@ -457,16 +536,17 @@ static void on_signal(int sig) {
 /* ---- set-up ---------------------------------------------------------------------------- */
 
 static void parse_direction(const char *text, direction_t *d, const char *spec) {
-    double rate, loss;
+    double rate, loss, channel_bps = 0;
     long long delay, jitter, limit, grant = 0;
     int channel = 0;
-    int got = sscanf(text, "%lf/%lld/%lld/%lf/%lld/%lld/%d", &rate, &delay, &jitter, &loss, &limit, &grant,
-                     &channel);
-    if ((got != 5 && got != 7) || rate < 0 || delay < 0 || jitter < 0 || loss < 0 || loss > 1 || limit < 0 ||
-        grant < 0 || channel < 0 || channel > MAX_CHANNELS) {
+    int got = sscanf(text, "%lf/%lld/%lld/%lf/%lld/%lld/%d/%lf", &rate, &delay, &jitter, &loss, &limit, &grant,
+                     &channel, &channel_bps);
+    if ((got != 5 && got != 7 && got != 8) || rate < 0 || delay < 0 || jitter < 0 || loss < 0 || loss > 1 ||
+        limit < 0 || grant < 0 || channel < 0 || channel > MAX_CHANNELS ||
+        (got == 8 && (channel == 0 || rate <= 0 || channel_bps < rate))) {
         fprintf(stderr, "shoal-linkemu: bad link %s in --port %s (want rate_bps/delay_ns/jitter_ns/"
-                "loss/limit_B[/grant_ns/channel], all >= 0, loss <= 1, channel <= %d)\n", text, spec,
-                MAX_CHANNELS);
+                "loss/limit_B[/grant_ns/channel[/channel_bps]], all >= 0, loss <= 1, channel <= %d, "
+                "channel_bps >= rate_bps on a channel)\n", text, spec, MAX_CHANNELS);
         exit(2);
     }
     memset(d, 0, sizeof *d);
@@ -478,6 +558,7 @@ static void parse_direction(const char *text, direction_t *d, const char *spec) 
     d->host_share_ns = -1;
     d->grant_ns = grant;
     d->channel = channel;
+    d->channel_bps = channel_bps > rate ? channel_bps : 0; /* equal: the channel's rate is its own */
 }
 
 static void parse_port(char *spec) {
