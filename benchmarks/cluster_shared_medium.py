@@ -1,14 +1,14 @@
 """Shared cable plant: emulated IMB PingPong and Bcast against the link model, N = 2, 8, 32.
 
 docsis-27m is one medium: every device's upstream takes turns on one 27 Mbit/s channel,
-each burst after a request-grant wait (1-2 MAP intervals of 2 ms), and the head-end
-broadcasts on one downstream channel. For each N, N emulated NUCs on docsis-27m run
+each burst after a request-grant wait (1-2 MAP intervals of 2 ms), a device sending at
+most at its own cap (5.12 Mbit/s), and the head-end broadcasts on one downstream channel. For each N, N emulated NUCs on docsis-27m run
 ``shoal bench`` (MPICH, binomial broadcast, one call per repetition, ranks in event mode,
 D = 1 so the link is not dilated); the references computed in the same run are the link
 model's (cluster.linkmodel): ping-pong one-way time, and ``bench_bcast_s``, the same
 repetition loop (barrier, broadcast, reduction of the slowest time, decision) on the shared
-medium. The model with a port per device is printed beside it, to show what sharing
-changes. Target: every ratio within +-15 %. Points where the host ran short of CPU are
+medium. The model with a 27 Mbit/s port per device is printed beside it, to show what
+sharing and the cap change. Target: every ratio within +-15 %. Points where the host ran short of CPU are
 marked (cluster.slack).
 Run as root: .venv/bin/python benchmarks/cluster_shared_medium.py [--nodes 2,8,32] [--rounds 2]
 """

@@ -205,6 +205,22 @@ def _udp_sockets(c: session.Cluster, record: dict) -> tuple[list[socket.socket],
     return socks, addresses
 
 
+def _stream_both_ways(socks: list[socket.socket], addresses: list[str], count: int, size: int) -> None:
+    """Each of two devices sends ``count`` datagrams of ``size`` bytes to the other, both at once."""
+    start = threading.Barrier(2)
+
+    def stream(i: int) -> None:
+        start.wait()
+        for _ in range(count):
+            socks[i].sendto(b"x" * size, (addresses[1 - i], 9000))
+
+    threads = [threading.Thread(target=stream, args=(i,)) for i in (0, 1)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
 def test_a_shared_medium_serialises_every_devices_upstream_and_grants_idle_ones(tmp_path):
     """Two devices stream to each other on one shared 8 Mbit/s plant: both streams take turns on
     the one upstream channel (with a port each they would overlap), and a datagram from an
@@ -220,18 +236,7 @@ def test_a_shared_medium_serialises_every_devices_upstream_and_grants_idle_ones(
         for _ in range(10):
             socks[0].sendto(b"p" * 64, (addresses[1], 9000))
             time.sleep(3 * latency)
-        start = threading.Barrier(2)
-
-        def stream(i: int) -> None:
-            start.wait()
-            for _ in range(count):
-                socks[i].sendto(b"x" * size, (addresses[1 - i], 9000))
-
-        threads = [threading.Thread(target=stream, args=(i,)) for i in (0, 1)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        _stream_both_ways(socks, addresses, count, size)
         time.sleep(2 * count * 8 * (size + 100) / rate + 0.5)
         counters = linkemu.stats(record["forwarder"], c.emulated.directory / "forwarder.json")
         for s in socks:
@@ -273,18 +278,7 @@ def test_capped_devices_on_a_shared_medium_send_at_their_cap_side_by_side(tmp_pa
     with c:
         record = state.read(c.emulated.id)
         socks, addresses = _udp_sockets(c, record)
-        start = threading.Barrier(2)
-
-        def stream(i: int) -> None:
-            start.wait()
-            for _ in range(count):
-                socks[i].sendto(b"x" * size, (addresses[1 - i], 9000))
-
-        threads = [threading.Thread(target=stream, args=(i,)) for i in (0, 1)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        _stream_both_ways(socks, addresses, count, size)
         time.sleep(count * 8 * (size + 100) / cap + 0.5)
         counters = linkemu.stats(record["forwarder"], c.emulated.directory / "forwarder.json")
         for s in socks:
