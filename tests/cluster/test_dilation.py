@@ -25,6 +25,9 @@ def test_links_and_budgets_scale_with_d():
     slow = dilation.link(link, 4)
     assert (slow.rate_bps, slow.latency_s, slow.jitter_s, slow.loss) == (25e6, 4e-4, 8e-5, 0.01)
     assert dilation.link(link, 1) is link
+    plant = LinkType("plant", 27e6, latency_s=5e-3, shared=True, grant_interval_s=2e-3, device_rate_bps=5e6)
+    slow = dilation.link(plant, 2)
+    assert (slow.rate_bps, slow.upstream_bps, slow.grant_interval_s) == (13.5e6, 2.5e6, 4e-3)
     assert dilation.budget(1.5, 3) == 0.5
     assert dilation.seconds(0.3, 3) == pytest.approx(0.1)
     assert dilation.rate(10.0, 3) == 30.0
