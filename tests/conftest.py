@@ -17,9 +17,11 @@ counts what the whole host holds (namespaces, cgroups, cluster records) is marke
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import shutil
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -235,9 +237,11 @@ def pytest_runtest_protocol(item, nextitem):
     the gate, a test that makes ranks behind a minute-long ``apart`` test stopped every
     other process for that minute). Outermost, so that the wait counts against no test's
     timeout."""
+    asked = time.time()
     workerinput = getattr(item.config, "workerinput", None)
     if workerinput is None:
         yield
+        _timeline(item, asked, asked)
         return
     shared = Path(workerinput["shoal_host_lock_dir"])
     marks = {m.name for m in item.iter_markers()}
@@ -265,7 +269,33 @@ def pytest_runtest_protocol(item, nextitem):
         # tests that need neither lock (the pure ones) go on starting meanwhile.
         for fh, mode in waiting:
             fcntl.flock(fh, mode)
+        locked = time.time()
         yield
     finally:
         for fh in files:
             fh.close()  # closing releases its lock
+    _timeline(item, asked, locked)
+
+
+#: With SHOAL_TEST_TIMELINE=FILE each test appends a line of JSON to FILE: its process,
+#: when it asked for its locks, when it had them, when it ended, and each phase's outcome.
+TIMELINE = os.environ.get("SHOAL_TEST_TIMELINE")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = (yield).get_result()
+    if TIMELINE:
+        item.__dict__.setdefault("_shoal_phases", {})[report.when] = [report.outcome,
+                                                                     round(report.duration, 3)]
+
+
+def _timeline(item: pytest.Item, asked: float, locked: float):
+    if not TIMELINE:
+        return
+    line = {"worker": os.environ.get("PYTEST_XDIST_WORKER", "-"), "test": item.nodeid,
+            "marks": sorted({m.name for m in item.iter_markers()} & (MAKES | {"alone", "apart"})),
+            "asked": round(asked, 3), "locked": round(locked, 3), "end": round(time.time(), 3),
+            "phases": item.__dict__.get("_shoal_phases", {})}
+    with open(TIMELINE, "a") as out:  # one write of a short line: the processes' lines stay whole
+        out.write(json.dumps(line) + "\n")
