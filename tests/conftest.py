@@ -16,6 +16,7 @@ counts what the whole host holds (namespaces, cgroups, cluster records) is marke
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -166,12 +167,25 @@ def _order(item: pytest.Item) -> tuple[int, int]:
     return (3, long[0]) if long else (4, 0)
 
 
+def pytest_configure(config):
+    # xdist would hand out its groups largest first, ahead of the order _order gives
+    # (a whole study started before the alone tests, and they waited two minutes for it).
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
+
+
 def pytest_itemcollected(item):
     # Marked as soon as collected: xdist's own pytest_collection_modifyitems in each worker
-    # (which may run before this file's) reads the group marks.
+    # (which may run before this file's) reads the group marks. The ``alone`` tests go to
+    # one process, one after another, and so do the ``apart`` ones: spread over several,
+    # each would wait for the others holding the gate, and no other test would start.
     path = item.nodeid.split("::")[0]
     if any(path.endswith(name) for name in WHOLE_RUN_FIXTURES):
         item.add_marker(pytest.mark.xdist_group(path))
+    else:
+        for mark in ("alone", "apart"):
+            if mark in _needs(item):
+                item.add_marker(pytest.mark.xdist_group(mark))
 
 
 def pytest_collection_modifyitems(config, items):
@@ -215,16 +229,65 @@ def _marks_hold(request, monkeypatch):
 _host_lock_dir: str | None = None
 
 
+# The controller's exclusive lock on the start: the workers' tests other than ``alone`` ones
+# wait for it, until the first ``alone`` test has the host (the workers start together, and
+# another test taking its locks first would run while the whole ``alone`` phase waited).
+_start: list = []
+
+
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node):
     global _host_lock_dir
-    _host_lock_dir = _host_lock_dir or tempfile.mkdtemp(prefix="shoal-tests-")
+    if _host_lock_dir is None:
+        _host_lock_dir = tempfile.mkdtemp(prefix="shoal-tests-")
+        _start.append(open(Path(_host_lock_dir) / "start", "a"))
+        fcntl.flock(_start[0], fcntl.LOCK_EX)
     node.workerinput["shoal_host_lock_dir"] = _host_lock_dir
 
 
+def _let_start():
+    while _start:
+        _start.pop().close()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_node_collection_finished(node, ids):
+    if not any(nodeid.endswith("@alone") for nodeid in ids):
+        _let_start()
+
+
+def pytest_runtest_logstart(nodeid, location):
+    # In a worker this is after the test has its locks (pytest_runtest_protocol below).
+    if nodeid.endswith("@alone"):
+        _let_start()
+
+
+def pytest_runtest_logreport(report):
+    if report.nodeid.endswith("@alone"):  # also an alone test whose process crashed
+        _let_start()
+
+
 def pytest_unconfigure(config):
+    _let_start()
     if _host_lock_dir and not hasattr(config, "workerinput"):
         shutil.rmtree(_host_lock_dir, ignore_errors=True)
+
+
+def _wants(item: pytest.Item | None) -> dict[str, int]:
+    """The locks a test takes, host first, and how."""
+    if item is None:
+        return {}
+    marks = {m.name for m in item.iter_markers()}
+    wants = {"host": fcntl.LOCK_EX if "alone" in marks else fcntl.LOCK_SH}
+    if "apart" in marks or marks & MAKES:
+        wants["clusters"] = fcntl.LOCK_EX if "apart" in marks else fcntl.LOCK_SH
+    return wants
+
+
+# The locks this process keeps for its next test: (what they are, their files).
+_kept: list = []
+# Whether this process has seen the start open.
+_started: list = []
 
 
 @pytest.hookimpl(hookwrapper=True, tryfirst=True)
@@ -235,7 +298,11 @@ def pytest_runtest_protocol(item, nextitem):
     what it counts shares. A test waiting for an exclusive lock holds the gate, so no new
     test starts until it has run; one waiting for a shared lock waits without it (holding
     the gate, a test that makes ranks behind a minute-long ``apart`` test stopped every
-    other process for that minute). Outermost, so that the wait counts against no test's
+    other process for that minute). A test that holds an exclusive lock keeps its locks for
+    the next test of its process when that one wants the same: the ``alone`` tests, one
+    after another in one process, hold the host from the first to the last, and no test
+    slips in between them (a process that keeps its locks takes no others, so no two
+    processes wait for each other). Outermost, so that the wait counts against no test's
     timeout."""
     asked = time.time()
     workerinput = getattr(item.config, "workerinput", None)
@@ -244,18 +311,26 @@ def pytest_runtest_protocol(item, nextitem):
         _timeline(item, asked, asked)
         return
     shared = Path(workerinput["shoal_host_lock_dir"])
-    marks = {m.name for m in item.iter_markers()}
-    wants = [("host", fcntl.LOCK_EX if "alone" in marks else fcntl.LOCK_SH)]
-    if "apart" in marks or marks & MAKES:
-        wants.append(("clusters", fcntl.LOCK_EX if "apart" in marks else fcntl.LOCK_SH))
-    files = [open(shared / name, "a") for name, _ in wants]
-    exclusive = any(mode == fcntl.LOCK_EX for _, mode in wants)
+    wants = _wants(item)
+    if not _started and "alone" not in {m.name for m in item.iter_markers()}:
+        with open(shared / "start", "a") as start:
+            fcntl.flock(start, fcntl.LOCK_SH)
+        _started.append(True)
+    kept, files = _kept.pop() if _kept else ({}, {})
+    if kept != wants:
+        for fh in files.values():
+            fh.close()
+        files = {}
+    take = [(name, mode) for name, mode in wants.items() if name not in files]
+    exclusive = any(mode == fcntl.LOCK_EX for _, mode in take)
     try:
-        with open(shared / "gate", "a") as gate:
-            fcntl.flock(gate, fcntl.LOCK_EX)
-            waiting = []
+        waiting = []
+        with open(shared / "gate", "a") if take else contextlib.nullcontext() as gate:
+            if take:  # (kept locks take no gate: its holder may be waiting for them)
+                fcntl.flock(gate, fcntl.LOCK_EX)
             try:
-                for fh, (_, mode) in zip(files, wants):  # always host, then clusters
+                for name, mode in take:  # always host, then clusters
+                    fh = files[name] = open(shared / name, "a")
                     if exclusive:
                         fcntl.flock(fh, mode)
                     else:
@@ -264,7 +339,8 @@ def pytest_runtest_protocol(item, nextitem):
                         except BlockingIOError:
                             waiting.append((fh, mode))
             finally:
-                fcntl.flock(gate, fcntl.LOCK_UN)
+                if take:
+                    fcntl.flock(gate, fcntl.LOCK_UN)
         # A shared lock that an exclusive test holds is waited for without the gate: the
         # tests that need neither lock (the pure ones) go on starting meanwhile.
         for fh, mode in waiting:
@@ -272,8 +348,11 @@ def pytest_runtest_protocol(item, nextitem):
         locked = time.time()
         yield
     finally:
-        for fh in files:
-            fh.close()  # closing releases its lock
+        if fcntl.LOCK_EX in wants.values() and _wants(nextitem) == wants:
+            _kept.append((wants, files))
+        else:
+            for fh in files.values():
+                fh.close()  # closing releases its lock
     _timeline(item, asked, locked)
 
 
