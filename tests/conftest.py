@@ -140,8 +140,9 @@ def _needs(item: pytest.Item) -> set[str]:
 # The file that runs tests/user as uid 65534.
 USER_RUNS = "test_user_tests_as_uid_65534.py"
 # The longest tests (a minute or more each, with their module's fixtures), longest first,
-# started early so that they end with the rest rather than after it.
-LONGEST = (USER_RUNS, "study/test_seed002_study.py", "cluster/test_host_loss.py", "study/test_study.py",
+# started early so that they end with the rest rather than after it (the seed002 study,
+# two and a half minutes, ended a run a minute after the rest when it started third).
+LONGEST = ("study/test_seed002_study.py", USER_RUNS, "cluster/test_host_loss.py", "study/test_study.py",
            "cluster/test_emulated.py")
 
 
@@ -172,6 +173,26 @@ def pytest_configure(config):
     # (a whole study started before the alone tests, and they waited two minutes for it).
     if hasattr(config.option, "loadscopereorder"):
         config.option.loadscopereorder = False
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """``--dist loadgroup`` handing a process its next test only when it starts one: xdist's
+    own keeps two queued behind the one running, and tests queued behind a two-minute one
+    waited for it while other processes had nothing left to run."""
+    from xdist.scheduler import LoadGroupScheduling
+
+    if config.getvalue("dist") != "loadgroup" or not hasattr(LoadGroupScheduling, "_pending_of"):
+        return None
+
+    class OneAhead(LoadGroupScheduling):
+        def _reschedule(self, node):
+            # A process runs a test once it has the next (or is told to stop): one ahead.
+            if self.workqueue and not node.shutting_down and self._pending_of(self.assigned_work[node]) >= 2:
+                return
+            super()._reschedule(node)
+
+    return OneAhead(config, log)
 
 
 def pytest_itemcollected(item):
