@@ -114,6 +114,8 @@ APART = {
     "cluster/test_userns.py": "checks that nothing appears anywhere the host can see",
     "cluster/test_emulated.py::test_up_down_hostnames_and_nothing_in_root_namespace":
         "compares the host's whole list of links before and during",
+    "power/test_doctor_power.py::test_doctor_prints_a_checklist_that_fits_80_columns":
+        "compares two of doctor's checklists, which name the host's leftover clusters and MPI files",
 }
 # What a test may make that an ``apart`` test counts.
 MAKES = {"mpi", "netns", "root"}
