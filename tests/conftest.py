@@ -165,9 +165,14 @@ def _order(item: pytest.Item) -> tuple[int, int]:
         return 1, 0
     if not marks & MAKES:
         return 2, 0
-    path = item.nodeid.split("::")[0]
-    long = [i for i, name in enumerate(LONGEST) if path.endswith(name)]
+    long = _longest(item.nodeid)
     return (3, long[0]) if long else (4, 0)
+
+
+def _longest(nodeid: str) -> list[int]:
+    """Where a test's file is in ``LONGEST`` (empty if it is not)."""
+    path = nodeid.split("::")[0]
+    return [i for i, name in enumerate(LONGEST) if path.endswith(name)]
 
 
 def pytest_configure(config):
@@ -179,9 +184,11 @@ def pytest_configure(config):
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):
-    """``--dist loadgroup`` handing a process its next test only when it starts one: xdist's
+    """``--dist loadgroup`` handing a process its next test only when it starts one (xdist's
     own keeps two queued behind the one running, and tests queued behind a two-minute one
-    waited for it while other processes had nothing left to run."""
+    waited for it while other processes had nothing left to run), and never one of the
+    longest behind another (the two runs of tests/user, one behind the other in one
+    process, ended a run a minute after the rest)."""
     from xdist.scheduler import LoadGroupScheduling
 
     if config.getvalue("dist") != "loadgroup" or not hasattr(LoadGroupScheduling, "_pending_of"):
@@ -193,6 +200,18 @@ def pytest_xdist_make_scheduler(config, log):
             if self.workqueue and not node.shutting_down and self._pending_of(self.assigned_work[node]) >= 2:
                 return
             super()._reschedule(node)
+
+        def _assign_work_unit(self, node):
+            def long(unit) -> bool:
+                return any(_longest(nodeid) for nodeid in unit)
+
+            pending = [nodeid for unit in self.assigned_work.get(node, {}).values()
+                       for nodeid, done in unit.items() if not done]
+            if long(pending):
+                short = next((scope for scope, unit in self.workqueue.items() if not long(unit)), None)
+                if short is not None:
+                    self.workqueue.move_to_end(short, last=False)
+            super()._assign_work_unit(node)
 
     return OneAhead(config, log)
 
