@@ -107,6 +107,8 @@ NEEDS: dict[str, tuple[str, ...]] = {
 ALONE = {
     "cluster/test_linkemu.py": "times frames against the link's schedule",
     "wait/test_rhythm.py": "predicts arrivals from their timing",
+    "native/test_bench_program.py::test_bandwidth_grows_with_message_size":
+        "compares two bandwidths' medians (five test processes on two cores once reversed them)",
 }
 # Tests that count what the whole host holds, by file or by test.
 APART = {
