@@ -281,7 +281,9 @@ def test_cpu_fidelity_times_the_kernel_in_every_rank_of_each_configuration(mpich
     for point in by_config.values():
         assert len(point["times_s"]) == 2 and min(point["times_s"]) > 0
         assert point["median_s"] == pytest.approx(point["ratio"] * result["single_rank_s"])
-        assert 0 < point["delivered"] < 2  # the share of its core's budget the slowest rank got
+        # The share of its core's budget the slowest rank got: at most one host CPU (a loop this
+        # short may end inside one quota period, before the budget throttles it).
+        assert 0 < point["delivered"] <= 1.05 / result["core_budget_cpus"]
 
 
 @host_namespaces
