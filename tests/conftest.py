@@ -368,7 +368,7 @@ def pytest_runtest_protocol(item, nextitem):
         for fh in files.values():
             fh.close()
         files = {}
-    take = [(name, mode) for name, mode in wants.items() if name not in files]
+    take = [] if files else list(wants.items())  # kept locks are all it wants, or none
     exclusive = any(mode == fcntl.LOCK_EX for _, mode in take)
     try:
         waiting = []

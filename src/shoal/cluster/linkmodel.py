@@ -137,7 +137,7 @@ class Medium:
         self.draw = random.Random(seed) if seed is not None and self.grant_s else None
         self.rest_s = path(link).latency_s - self.grant_s  # the delay beyond the grant wait
         self.channel_free = 0.0
-        self.channel = Channel(link.rate_bps) if link.shared and link.upstream_bps < link.rate_bps else None
+        self.channel = Channel(link.rate_bps) if link.capped else None
         self.device_free = [0.0] * devices
 
     def send(self, src: int, t: float, payload_B: int) -> float:
@@ -151,12 +151,10 @@ class Medium:
         start = t + grant if busy <= t else busy
         if self.channel is not None:
             end = self.channel.carry(start, wire, self.link.upstream_bps, prune_before=t)
+        elif self.link.shared:
+            end = self.channel_free = max(start, self.channel_free) + wire / self.link.rate_bps
         else:
-            if self.link.shared:
-                start = max(start, self.channel_free)
             end = start + wire / self.link.rate_bps
-            if self.link.shared:
-                self.channel_free = end
         self.device_free[src] = end
         return end + self.rest_s + edge_s
 
@@ -190,13 +188,13 @@ class Channel:
         while True:
             free = min(rate_bps, self.capacity_bps - self.used[i])
             until = self.times[i + 1] if i + 1 < len(self.times) else math.inf
-            if free > 1e-9 * self.capacity_bps and free * (until - t) >= left:
-                end = t + left / free
-                if end < until:
-                    self._split(end)
-                self.used[i] += free
-                break
             if free > 1e-9 * self.capacity_bps:
+                if free * (until - t) >= left:
+                    end = t + left / free
+                    if end < until:
+                        self._split(end)
+                    self.used[i] += free
+                    break
                 self.used[i] += free
                 left -= free * (until - t)
             t, i = until, i + 1

@@ -61,6 +61,11 @@ class LinkType:
         return self.device_rate_bps if self.shared and self.device_rate_bps else self.rate_bps
 
     @property
+    def capped(self) -> bool:
+        """Whether one device sends below the channel's rate (a shared medium with a cap)."""
+        return self.upstream_bps < self.rate_bps
+
+    @property
     def grant_wait_s(self) -> float:
         """Mean wait of an idle device for its upstream grant (1.5 MAP intervals)."""
         return 1.5 * self.grant_interval_s
