@@ -3,7 +3,7 @@
 Three figures of seed 002 §V, measured with shoal's own commands:
 
 a. IMB PingPong averaged over the seed's six sizes (64 B..256 KiB): two ``stb`` on
-   ``docsis-27m`` against two ``xeon-blade`` on their ``gigabit`` link (seed: 122 ms against
+   ``docsis-27m`` against two ``xeon-blade`` on their ``gigabit-blades`` link (seed: 122 ms against
    0.9 ms; bandwidth 0.39 MB/s against 45-50 MB/s);
 b. IMB Bcast at 8 and 128 boxes, averaged over the six sizes (seed: 840 ms and 7.1 s, x8.5;
    target: shoal's ratio within a factor 1.5 of it);
@@ -77,7 +77,7 @@ def bench_rows(out: dict) -> list[dict]:
 
 
 def part_pingpong(results: Path, rnd: int, mpi: str) -> None:
-    for machine, link in (("stb", "docsis-27m"), ("xeon-blade", "gigabit")):
+    for machine, link in (("stb", "docsis-27m"), ("xeon-blade", "gigabit-blades")):
         out, took = shoal("bench", "--emulate", f"2x{machine}", "--link", link, "--tests", "imb.PingPong",
                           "--sizes", SIZES, "--mpi", mpi)
         for r in bench_rows(out):

@@ -217,3 +217,16 @@ def test_the_plants_per_box_cap_gives_the_seeds_ping_pong_and_bandwidth():
     times = [plant.one_way_s(s) for s in sizes]
     assert sum(times) / 6 == pytest.approx(0.122, rel=0.05)
     assert sum(s / t for s, t in zip(sizes, times)) / 6 == pytest.approx(0.39e6, rel=0.05)
+
+
+def test_the_blades_network_fitted_to_the_seeds_ping_pong_time_holds_its_bandwidth_too():
+    """gigabit-blades' latency is fitted to seed 002's blade PingPong mean over its six sizes
+    (0.9 ms at 1 Gbit/s); the mean bandwidth it then gives is the check: the seed's 45-50 MB/s."""
+    from shoal import profiles
+
+    blades = linkmodel.path(load_links()["gigabit-blades"])
+    sizes = [64, 1024, 8192, 32768, 131072, 262144]
+    times = [blades.one_way_s(s) for s in sizes]
+    assert sum(times) / 6 == pytest.approx(0.9e-3, rel=0.05)
+    assert 45e6 <= sum(s / t for s, t in zip(sizes, times)) / 6 <= 50e6
+    assert profiles.load()["xeon-blade"].link == "gigabit-blades"
