@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from shoal import cluster
-from shoal.cluster import inventory, linkemu, matrix, shaping, slack, state
+from shoal.cluster import emulated, inventory, linkemu, matrix, shaping, slack, state
 from shoal.cluster.emulated import EmulatedCluster
 from shoal.errors import ShoalError
 from tests.cluster.owners import start_owner
@@ -64,6 +64,13 @@ def test_up_down_hostnames_and_nothing_in_root_namespace():
                              record["nodes"]["minnowboard2"]["address"]}
         own = emu.run_on("minnowboard2", ["ip", "-o", "link", "show", "eth0"], check=True).stdout
         assert f"link/ether {macs[record['nodes']['minnowboard2']['address']]} " in own
+        # Each device's TCP sends its window unpaced, as the link model does, whatever the host's
+        # default (a host on BBR paces every connection).
+        congestion = record["emulation"]["tcp_congestion"]
+        assert congestion in emulated.UNPACED_CONGESTION
+        for node in ("minnowboard1", "rpi0w1"):
+            used = emu.run_on(node, ["cat", "/proc/sys/net/ipv4/tcp_congestion_control"], check=True).stdout
+            assert used.strip() == congestion
         # Shaped links at the configured rates: the forwarder's TAP ports, or tc on the veths.
         if record["emulation"]["link_emulator"] == "forwarder":
             details = emu.run_on("rpi0w1", ["ip", "-d", "link", "show", "eth0"],
@@ -308,3 +315,21 @@ def test_a_device_core_whose_budget_the_host_cannot_give_is_flagged(mpich, tmp_p
     assert "quad1 got" in verdict["reasons"][0]
     columns = slack.row_columns(verdict)
     assert columns["host_slack"] == "short" and columns["cpu_periods"] > 0
+
+
+def test_a_device_namespace_gets_an_unpaced_congestion_control_whatever_the_host_default():
+    # Any user: a namespace of one's own (unshare -Urn) may choose what the host allows
+    # namespaces to choose. On a host on BBR (this one) it takes Cubic where allowed, else Reno;
+    # on a host on Cubic it keeps it. Either way the namespace then reads what was returned.
+    code = ("from pathlib import Path\n"
+            "from shoal.cluster import emulated\n"
+            "chosen = emulated._unpaced_congestion_control()\n"
+            "print(chosen, Path('/proc/sys/net/ipv4/tcp_congestion_control').read_text().strip())\n")
+    done = subprocess.run(["unshare", "-Urn", sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    chosen, used = done.stdout.split()
+    assert chosen == used and chosen in emulated.UNPACED_CONGESTION
+    host = Path("/proc/sys/net/ipv4/tcp_congestion_control").read_text().strip()
+    allowed = Path("/proc/sys/net/ipv4/tcp_allowed_congestion_control").read_text().split()
+    if host not in emulated.UNPACED_CONGESTION:
+        assert chosen == ("cubic" if "cubic" in allowed else "reno")

@@ -217,6 +217,8 @@ def test_device_memory_is_held_to_its_profile_where_a_memory_cgroup_allows_and_s
     try:
         assert up.returncode == 0, up.stderr
         memory = json.loads(up.stdout)["emulation"]["memory_limit"]
+        # An ordinary user's devices send unpaced too (Reno where the host allows namespaces no Cubic).
+        assert json.loads(up.stdout)["emulation"]["tcp_congestion"] in ("cubic", "reno"), up.stdout
         if os.geteuid() == 0 or memlimit.detect(cpulimit.detect()).version:
             # A memory controller this user may divide: the box's 256 MiB, as the kernel holds it.
             assert memory["how"] == "cgroup" and memory["limit_B"] == {"stb1": stb_B}, memory

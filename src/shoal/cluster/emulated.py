@@ -206,10 +206,12 @@ class EmulatedCluster:
         else:
             self._veth_switch(jobs)
         members = [name for name, _ in jobs[1:]]
+        congestion = None
         for i, name in enumerate(members):
             path = str(state.NETNS_DIR / self.netns(name))
             with sysns.in_netns(path):
                 _disable_ipv6()
+                congestion = _unpaced_congestion_control()
                 ipr = IPRoute()
             with ipr:
                 ipr.link("set", index=ipr.link_lookup(ifname="lo")[0], state="up")
@@ -257,6 +259,8 @@ class EmulatedCluster:
             "device_speed": "host" if record.get("cpu_limit") == "none" else "profile",
             "host_speed": self.inventory.host_speed, "host_cpus": len(cpulimit.host_cpus()),
             "calibration": calibration, "memory_limit": memory, "warnings": self.warnings,
+            # The devices' TCP congestion control (the host's may pace: _unpaced_congestion_control).
+            "tcp_congestion": congestion,
         }
         for i, node in enumerate(self.inventory.nodes, start=1):
             record["nodes"][node.name].update(
@@ -701,6 +705,29 @@ def _polling_stalls(limited: bool, core_cpus: float, cores: int, ranks: int) -> 
     they wait use up its quota (so they wait in event mode, and pay the kernel's wake-up).
     Ranks are spread over the device's cores, one per core first."""
     return limited and ranks >= 1 and math.ceil(ranks / max(1, cores)) > core_cpus + 1e-9
+
+
+# TCP congestion controls that send a window as soon as it opens (no pacing of their own),
+# as the link model assumes: Linux's default since 2.6.19, and Reno, which every kernel lets a
+# namespace choose.
+UNPACED_CONGESTION = ("cubic", "reno")
+
+
+def _unpaced_congestion_control() -> str:
+    """Give this namespace's TCP a window-based congestion control that does not pace, and
+    return it. A namespace inherits the host's default, and a host on BBR paces every
+    connection at its own bandwidth estimate: a 4 KiB message then leaves a device in two
+    pieces a pacing gap apart, and a broadcast on a shared plant runs 1.0-1.8x the model from
+    run to run. A namespace may only choose what net.ipv4.tcp_allowed_congestion_control holds
+    (Reno always), so Cubic where allowed, else Reno."""
+    ipv4 = Path("/proc/sys/net/ipv4")
+    current = (ipv4 / "tcp_congestion_control").read_text().strip()
+    if current in UNPACED_CONGESTION:
+        return current
+    allowed = (ipv4 / "tcp_allowed_congestion_control").read_text().split()
+    chosen = next(name for name in UNPACED_CONGESTION if name in allowed or name == "reno")
+    (ipv4 / "tcp_congestion_control").write_text(chosen)
+    return chosen
 
 
 def _disable_ipv6() -> None:
