@@ -6,7 +6,7 @@ import pytest
 
 from shoal import profiles
 from shoal.errors import ShoalError
-from shoal.study import imb_budget, presets, run
+from shoal.study import imb_budget, presets, run, schedule
 from shoal.study.request import StudyRequest
 
 
@@ -63,9 +63,9 @@ def test_the_full_seed002_is_128_boxes_beside_a_blade_with_what_does_not_fit_pla
     # A 128-box Alltoall of 256 KiB: 128 x 127 x 256 KiB through the one 27 Mbit/s upstream.
     todo, skipped = bench.points(128, "128xstb")
     why = dict((f"{p.test}:{p.size_B}", reason) for p, reason in skipped)
-    assert why["imb.Alltoall:262144"].startswith("not run: it would take 5.41e+03 s of host time at D = 2 "
+    assert why["imb.Alltoall:262144"].startswith("not run: it would take 5.4e+03 s of host time at D = 2 "
                                                  "(one call 1.34e+03 s on the docsis-27m plant by the model, "
-                                                 "38.9 s fixed at 128 ranks)")
+                                                 "35.7 s fixed at 128 ranks)")
     assert "imb.Alltoall:262144" not in {f"{p.test}:{p.size_B}" for p in todo}
     # What the preset keeps runs at 128 boxes whatever it costs: Bcast at every size (the seed's
     # 8 -> 128 ratio is of the mean over its sizes), Allreduce and Alltoall at 64 B.
@@ -121,11 +121,11 @@ def test_the_headline_reads_node_counts_that_start_above_one_and_skip():
 def test_the_full_seed002_states_its_planned_time_and_what_it_left_out():
     study = run.plan(StudyRequest.create(preset="seed002"))
     timing = study.timing
-    # Two rounds (the warm-up and one counted) of the measured workload rounds: 8 boxes 277 s,
-    # 16 and 32 boxes and the blade 111 s each, 64 boxes 170 s, 128 boxes 200 s.
-    assert timing.work_rounds == 2 and timing.work_s == pytest.approx(2 * (277 + 111 + 111 + 170 + 200 + 111))
-    # The blade's 67 IMB points at their fixed cost of two ranks at D = 2.
-    assert timing.reference_imb_s == pytest.approx(67 * imb_budget.fixed_s(2, 2.0))
+    # Two rounds (the warm-up and one counted) of the measured workload rounds: 8 boxes 350 s,
+    # 16 boxes 228 s, 32 boxes 165 s, 64 boxes 162 s, 128 boxes 239 s, the blade 36 s.
+    assert timing.work_rounds == 2 and timing.work_s == pytest.approx(2 * (350 + 228 + 165 + 162 + 239 + 36))
+    # The blade's 67 IMB points, each at its measured cost.
+    assert timing.reference_imb_s == pytest.approx(67 * schedule.REFERENCE_POINT_S)
     # IMB on the plant gets what is left of the 85 minutes, and plans within it.
     assert timing.imb_budget_s == pytest.approx(5100 - timing.setup_s - timing.work_s - timing.reference_imb_s)
     assert timing.imb.planned_s <= timing.imb_budget_s and timing.total_s <= 5100
@@ -135,7 +135,7 @@ def test_the_full_seed002_states_its_planned_time_and_what_it_left_out():
     assert dropped[128] == 59 and dropped[128] > dropped[64] > dropped[32] > dropped[8]
     text = "\n".join(timing.lines())
     assert "planned: 85 min of the study's 85 min" in text
-    assert "workloads: 33 min, 2 rounds (the warm-up and 1 counted)" in text
+    assert "workloads: 39 min, 2 rounds (the warm-up and 1 counted)" in text
     assert f"left out to fit: {len(timing.imb.not_run)} IMB points (" in text
     assert "59 of 67 at 128 boxes" in text
 
@@ -145,5 +145,5 @@ def test_a_study_budget_without_measured_workload_rounds_or_room_for_imb_is_refu
         run.plan(StudyRequest.create(emulate="8xstb", nodes="4,8", reference="none", suite="imb.Bcast",
                                      sizes="64", workloads="raytrace", study_budget_s=600.0))
     with pytest.raises(ShoalError, match=r"^the study's 1000 s hold no IMB on the plant: its workloads are "
-                                         r"planned at 1960 s"):
+                                         r"planned at 2360 s"):
         run.plan(StudyRequest.create(preset="seed002", study_budget_s=1000.0))

@@ -23,14 +23,14 @@ from shoal.cluster import linkmodel
 from shoal.profiles import LinkType
 
 CALLS_PER_POINT = 2  # the warm-up and one counted repetition
-# Host seconds a point costs beside its modelled calls, a + b * ranks, at D = 2 (the default MPI, the
-# seed002 preset in pieces, docs/study.md "Measured in pieces"): 428 s for 67 points at 8 boxes,
-# 889 s for 67 at 16, 1118 s for 57 at 32, 1853 s for 40 at 128, less the modelled calls of
-# those points, left 4.8, 8.0, 10.2 and 39.1 s a point; the least-squares line through them
-# gives 4.7, 7.0, 11.5 and 38.9 s. The boxes' share of it runs D times slower, so it is scaled
+# Host seconds a point costs beside its modelled calls, a + b * ranks, at D = 2 (the default MPI):
+# the least-squares line through what two runs left a point beyond its modelled calls, the
+# seed002 preset in pieces (4.8, 8.0, 10.2 and 39.1 s a point at 8, 16, 32 and 128 boxes) and
+# its first end-to-end run (means 4.0, 6.5, 10.5, 9.9 and 36 s at 8, 16, 32, 64 and 128;
+# docs/study.md): 1.5 + 0.267 N. The boxes' share of it runs D times slower, so it is scaled
 # by D / 2 (an upper bound for the launcher's share, which does not slow down).
-FIXED_S = 2.4
-FIXED_PER_RANK_S = 0.285
+FIXED_S = 1.5
+FIXED_PER_RANK_S = 0.267
 FIXED_AT_DILATION = 2.0
 # Gathers and exchanges queue on the plant beyond the model's bytes: Gather of 128 KiB at 128
 # boxes took 18.9 s against 4.9 s modelled, and the others 3-4 times their calls.

@@ -56,7 +56,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "work_ranks_per_node": 1,  # "each STB runs at most one MPI process" (§V)
         "work_sizes": {"raytrace": "512,2048", "msa": SEED002_MSA},
         # One counted round after the warm-up: a round of every workload at 8..128 boxes and
-        # the blade is about 16 minutes on 2 cores (WORK_ROUND_S), and a second counted round
+        # the blade is about 20 minutes on 2 cores (WORK_ROUND_S), and a second counted round
         # would take the time of about 80 IMB points at 8-32 boxes.
         "work_reps": 1,
         "suite": SEED002_IMB,
@@ -71,14 +71,13 @@ PRESETS: dict[str, dict[str, Any]] = {
     },
 }
 # Host seconds of one round of the seed002 workloads (raytrace 512² and 2048², msa's seven
-# sets: one launch per configuration) at D = 2 under the default MPI (docs/study.md,
-# "Measured in pieces"):
-# 8 boxes 256-297 s a round; 16 and 32 boxes and the blade 333 s together (the 570-650 s
-# rounds less the 8-box runs), split evenly; 64 and 128 boxes 370 s together (234 s of
-# launches a round, benchmarks/seed002_shapes.py, and 68 s of device work each at D = 2),
-# the larger share at 128.
+# sets: one launch per configuration) at D = 2 under the default MPI: the mean of the two
+# rounds of the full preset's first end-to-end run (docs/study.md, "The full preset,
+# measured"; the warm-up's 8-box share less its ~50 s set-up): 8 boxes 406-50 and 345 s,
+# 16: 247 and 210, 32: 180 and 150, 64: 173 and 151, 128: 242 and 236, the blade 37 and 36.
+# (Measured in pieces before, 277, 111, 111, 170, 200 and 111 s: 7 minutes short a run.)
 WORK_ROUND_S: dict[str, dict[Any, float]] = {
-    "seed002": {8: 277.0, 16: 111.0, 32: 111.0, 64: 170.0, 128: 200.0, "reference": 111.0},
+    "seed002": {8: 350.0, 16: 228.0, 32: 165.0, 64: 162.0, 128: 239.0, "reference": 36.0},
 }
 QUICK: dict[str, dict[str, Any]] = {
     "seed002": {

@@ -160,7 +160,7 @@ def _plan_within_budget(request: StudyRequest, the_plan: Plan, cluster_nodes: li
         work_s = rounds * one_round
         ref_points = sum(len(the_plan.points(p.ranks, p.label)[0]) for p in the_plan.placements
                          if p.label == REFERENCE)
-        ref_s = schedule.reference_imb_s(ref_points, d)
+        ref_s = schedule.reference_imb_s(ref_points)
         if budget_s is None:
             budget_s = schedule.imb_share_s(request.study_budget_s, work_s, ref_s)
     budget = imb_budget.plan(points, cluster_nodes[0].link, d, budget_s, keep)
