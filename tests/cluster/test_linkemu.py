@@ -74,7 +74,12 @@ def test_mpi_traffic_keeps_the_link_schedule(any_mpi, tmp_path):
     ports = counters["ports"]
     assert ports[1]["up"]["wire_bytes"] >= row["bw_bytes"]
     assert ports[2]["down"]["wire_bytes"] >= row["bw_bytes"]
-    assert all(p["up"]["dropped"] == 0 and p["write_errors"] == 0 for p in ports)
+    assert all(p["write_errors"] == 0 for p in ports)
+    # An unpaced TCP (the devices') grows its window until the queue's tail drops, as a real
+    # link's buffer does: only where the stream queues, device 1's uplink (the bandwidth
+    # above stays near the rate: its retransmits go out while the queue still drains).
+    assert all(p["down"]["dropped"] == 0 for p in ports)
+    assert all(p["up"]["dropped"] == 0 for i, p in enumerate(ports) if i != 1)
     # The schedule of every frame from device 1 to device 2: it left the switch no
     # sooner than the two half delays (less the host's own latency) after it arrived,
     # was never written before its time, and frames on the downlink are spaced by at
