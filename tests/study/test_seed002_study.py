@@ -12,12 +12,12 @@ import pytest
 
 # The full preset at tiny scale: its blade reference, its DOCSIS plant, one rank per box;
 # small sizes. D = 2 (the blade's 2.7 CPUs on this host), given so the IMB plan is the same on
-# every host. 16 s of IMB: the preset keeps Bcast (4 points, 12.6 s with their fixed costs of
-# 3.0 s at 2 boxes and 3.3 s at 3), so of PingPong's points (3.0-3.3 s each) only the cheapest,
+# every host. 12 s of IMB: the preset keeps Bcast (4 points, 8.8 s with their fixed costs of
+# 2.0 s at 2 boxes and 2.3 s at 3), so of PingPong's points (2.1-2.4 s each) only the cheapest,
 # 64 B at 2 boxes, fits; the three others are planned as not run.
 ARGS = ["--preset", "seed002", "--emulate", "3xstb", "--nodes", "2,3", "--dilation", "2",
         "--work-size", "raytrace=48", "--work-size", "msa=S60-L40", "--work-reps", "1",
-        "--suite", "imb.PingPong,imb.Bcast", "--sizes", "64,1K", "--imb-budget", "16"]
+        "--suite", "imb.PingPong,imb.Bcast", "--sizes", "64,1K", "--imb-budget", "12"]
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +44,7 @@ def test_points_planned_as_not_run_are_recorded_with_their_cost(seed_run):
     planned = skipped[skipped["reason"].str.startswith("not run: it would take")]
     assert {(r.test, int(r.size_B), int(r.nodes)) for r in planned.itertuples()} == {
         ("imb.PingPong", 1024, 2), ("imb.PingPong", 64, 3), ("imb.PingPong", 1024, 3)}
-    assert all("fixed at" in r and "over the study's 16 s for IMB" in r for r in planned["reason"])
+    assert all("fixed at" in r and "over the study's 12 s for IMB" in r for r in planned["reason"])
     results = pd.read_csv(seed_run / "results.csv")
     measured = {(r.test, int(r.size_B), int(r.nodes)) for r in results.itertuples() if r.config == "3xstb"}
     assert measured == {("imb.PingPong", 64, 2), ("imb.Bcast", 64, 2), ("imb.Bcast", 64, 3),
@@ -53,12 +53,12 @@ def test_points_planned_as_not_run_are_recorded_with_their_cost(seed_run):
 
 def test_the_study_states_its_planned_time_and_what_it_left_out_before_it_starts(seed_run):
     said = (seed_run / "stderr.txt").read_text()
-    # Two workload rounds at 2 and 3 boxes (the 8-box round's 277 s each, the smallest measured)
-    # and the blade's 111 s: 2 x 665 s.
-    assert "workloads: 22 min, 2 rounds (the warm-up and 1 counted)" in said
-    assert "IMB on the plant: 16 s, 5 points, of its 16 s" in said
-    assert "IMB on the reference: 12 s" in said  # the blade's 4 points, 3.0 s each at D = 2
-    assert "left out to fit: 3 IMB points (1 of 4 at 2 boxes, 2 of 4 at 3 boxes; 10 s)" in said
+    # Two workload rounds at 2 and 3 boxes (the 8-box round's 350 s each, the smallest measured)
+    # and the blade's 36 s: 2 x 736 s.
+    assert "workloads: 25 min, 2 rounds (the warm-up and 1 counted)" in said
+    assert "IMB on the plant: 11 s, 5 points, of its 12 s" in said
+    assert "IMB on the reference: 1 s" in said  # the blade's 4 points, 0.35 s each
+    assert "left out to fit: 3 IMB points (1 of 4 at 2 boxes, 2 of 4 at 3 boxes; 7 s)" in said
 
 
 def test_the_report_puts_the_seeds_numbers_beside_shoals(seed_run):
