@@ -333,3 +333,16 @@ def test_a_device_namespace_gets_an_unpaced_congestion_control_whatever_the_host
     allowed = Path("/proc/sys/net/ipv4/tcp_allowed_congestion_control").read_text().split()
     if host not in emulated.UNPACED_CONGESTION:
         assert chosen == ("cubic" if "cubic" in allowed else "reno")
+
+
+def test_where_proc_sys_is_read_only_the_devices_keep_the_hosts_congestion_control():
+    # A container mounts /proc/sys read-only: the cluster comes up on the host's default and
+    # says so (EmulatedCluster warns when the devices' TCP is not in UNPACED_CONGESTION).
+    code = ("from shoal.cluster import emulated\n"
+            "print(emulated._unpaced_congestion_control())\n")
+    done = subprocess.run(["unshare", "-Urnm", "sh", "-c",
+                           "mount --bind /proc/sys /proc/sys && mount -o remount,bind,ro /proc/sys && "
+                           f"exec {sys.executable} -c \"$0\"", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    host = Path("/proc/sys/net/ipv4/tcp_congestion_control").read_text().strip()
+    assert done.stdout.strip() == host

@@ -221,6 +221,10 @@ class EmulatedCluster:
                 ipr.link("set", index=eth, state="up")
                 _static_neighbours(ipr, eth, i, len(members))
 
+        if congestion not in UNPACED_CONGESTION:
+            self._warn(f"the devices' TCP paces its sends ({congestion}, this host's default, which "
+                       "this system does not let a namespace change): short messages on a shared "
+                       "plant may read slower than the link model")
         if emulator == "forwarder":
             self._compensate_host_latency(record, links, layout)
 
@@ -726,7 +730,10 @@ def _unpaced_congestion_control() -> str:
         return current
     allowed = (ipv4 / "tcp_allowed_congestion_control").read_text().split()
     chosen = next(name for name in UNPACED_CONGESTION if name in allowed or name == "reno")
-    (ipv4 / "tcp_congestion_control").write_text(chosen)
+    try:
+        (ipv4 / "tcp_congestion_control").write_text(chosen)
+    except OSError:  # /proc/sys read-only (a container): the devices keep the host's
+        return current
     return chosen
 
 
