@@ -266,8 +266,10 @@ def build(runs: list[Run]) -> tuple[str, str, dict[str, Any]]:
         per_run = {n: next(t for t in findings[n]["tests"] if t.test == test)
                    for n in names if any(t.test == test for t in findings[n]["tests"])}
         section = Section(test)
-        section.figures.append((_svg(figs.perf_vs_size(frames, test, labels)),
-                                "Median of each point; one line per node count, the reference dashed."))
+        # A test of no size (Barrier) has nothing to draw against message size.
+        if any(((f["test"] == test) & (f["size_B"] > 0)).any() for f in frames.values()):
+            section.figures.append((_svg(figs.perf_vs_size(frames, test, labels)),
+                                    "Median of each point; one line per node count, the reference dashed."))
         section.figures.append((_svg(figs.ppw_vs_nodes(per_run, test)),
                                 "Measured performance over power at the representative size; the fitted "
                                 "Woo-Lee curve and its prediction beyond the measured node counts."))
