@@ -14,7 +14,7 @@ import hashlib
 import signal
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING, Iterable, Mapping
 
 from shoal import proc
 from shoal.errors import ShoalError
@@ -200,6 +200,13 @@ class Implementation:
     def forward_env(self, env: dict[str, str], names: Iterable[str]) -> dict[str, str]:
         """Environment for a user-written mpiexec line so its ranks see ``names`` of ``env``."""
         return dict(env)
+
+    def nonblocking_twins(self, env: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
+        """libshoalwait runs a blocking collective as its nonblocking form, whose algorithm
+        the MPI chooses by other settings. The settings that give each nonblocking form the
+        blocking algorithm that ``env`` (the ranks' environment) chooses, and the choices
+        (``NAME=value``) that have no nonblocking twin. ({}, []) where nothing is chosen."""
+        return {}, []
 
     def rendezvous_above_B(self, mpi: MPIInstall) -> int | None:
         """Message size above which this MPI's TCP transport sends a request and waits for

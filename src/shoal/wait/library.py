@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import sys
 from pathlib import Path
+from typing import Mapping
 
 from shoal import environment
 from shoal.mpi.base import MPIInstall
@@ -41,7 +43,29 @@ def wait_env(mode: str, mpi: MPIInstall, telemetry_dir: Path | str | None = None
         env[environment.WAIT_TELEMETRY.name] = str(Path(telemetry_dir).resolve())
     if slack_ns is not None:
         env[environment.WAIT_SLACK_NS.name] = str(int(slack_ns))
+    rewritten = classes or os.environ.get(environment.WAIT_CLASSES.name, "all")
+    if rewritten == "all" or "coll" in rewritten.split(","):
+        env.update(same_algorithms(mpi, os.environ))
     return env
+
+
+_warned: set[str] = set()
+
+
+def same_algorithms(mpi: MPIInstall, chosen: Mapping[str, str]) -> dict[str, str]:
+    """Settings that keep the collective algorithms the user ``chosen`` for the blocking
+    calls once libshoalwait runs them as their nonblocking forms (the MPI picks those by
+    other settings: MPICH 5 broadcast 16 KiB on 8 ranks by scatter and allgather where
+    binomial was asked). A choice with no nonblocking twin is said once."""
+    twins, lone = mpi.impl.nonblocking_twins(chosen)
+    for setting in lone:
+        if setting not in _warned:
+            _warned.add(setting)
+            print(f"shoal: warning: {setting} has no nonblocking form in {mpi.impl.title}: "
+                  "collectives under libshoalwait run the MPI's own choice "
+                  f"({environment.WAIT_CLASSES.name}=p2p,send keeps them blocking)",
+                  file=sys.stderr)
+    return twins
 
 
 def _preload(lib: Path) -> str:

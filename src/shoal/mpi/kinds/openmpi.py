@@ -20,6 +20,31 @@ _RANK_SIGNAL = re.compile(r"\[([^\]:\s]+):(\d+)\] Signal: [^(\]]*\((\d+)\)")
 _PRTE_STATUS = re.compile(r"Process name:\s*\[[^\]]*,(\d+)\]\s*Exit code:\s*(\d+)")
 _NSPACE = re.compile(r"ess_base_nspace\x00[^\x00]*-(\d+)@\d+\x00")
 
+# coll/tuned's blocking algorithms by number (Open MPI 5.0's ompi_info), and those whose
+# shape coll/libnbc's nonblocking form repeats (tuned name -> libnbc name). Tuned honours
+# its settings only under coll_tuned_use_dynamic_rules.
+_TUNED = {
+    "bcast": ("ignore", "basic_linear", "chain", "pipeline", "split_binary_tree", "binary_tree",
+              "binomial", "knomial", "scatter_allgather", "scatter_allgather_ring"),
+    "allreduce": ("ignore", "basic_linear", "nonoverlapping", "recursive_doubling", "ring",
+                  "segmented_ring", "rabenseifner"),
+    "reduce": ("ignore", "linear", "chain", "pipeline", "binary", "binomial", "in-order_binary",
+               "rabenseifner"),
+    "allgather": ("ignore", "linear", "bruck", "recursive_doubling", "ring", "neighbor",
+                  "two_proc", "sparbit"),
+}
+# Measured (bytes each of 8 ranks sent over TCP, blocking against nonblocking): bcast's
+# linear and knomial and allreduce's three send the same; tuned's chain fans out to 4
+# chains where libnbc's is one, so chain has no twin.
+_LIBNBC_TWINS = {
+    "bcast": {"basic_linear": "linear", "binomial": "binomial", "knomial": "knomial"},
+    "allreduce": {"recursive_doubling": "recursive_doubling", "ring": "ring",
+                  "rabenseifner": "rabenseifner"},
+    "reduce": {"binomial": "binomial", "rabenseifner": "rabenseifner"},
+    "allgather": {"recursive_doubling": "recursive_doubling"},
+}
+_TRUE = ("1", "true", "yes", "t", "y", "on", "enabled")
+
 
 class OpenMPI(Implementation):
     kind = "openmpi"
@@ -133,6 +158,24 @@ class OpenMPI(Implementation):
         # Ranks see only the variables named in mca_base_env_list.
         wanted = set(names)
         return {**env, "OMPI_MCA_mca_base_env_list": ";".join(k for k in env if k in wanted)}
+
+    def nonblocking_twins(self, env) -> tuple[dict[str, str], list[str]]:
+        if env.get("OMPI_MCA_coll_tuned_use_dynamic_rules", "").strip().lower() not in _TRUE:
+            return {}, []
+        twins, lone = {}, []
+        for coll, algorithms in _TUNED.items():
+            name = f"OMPI_MCA_coll_tuned_{coll}_algorithm"
+            chosen = env.get(name, "ignore").strip().lower()
+            if chosen.isdigit():
+                chosen = algorithms[int(chosen)] if int(chosen) < len(algorithms) else chosen
+            twin = f"OMPI_MCA_coll_libnbc_i{coll}_algorithm"
+            if chosen == "ignore" or twin in env:
+                continue
+            if chosen in _LIBNBC_TWINS[coll]:
+                twins[twin] = _LIBNBC_TWINS[coll][chosen]
+            else:
+                lone.append(f"{name}={env[name]}")
+        return twins, lone
 
     def strays(self, job: set[int], table: dict[int, proc.ProcInfo]) -> set[int]:
         """PRRTE daemons (prted) daemonize into their own session; once the

@@ -13,5 +13,6 @@ int wt_semantics(int argc, char **argv);
 int wt_threads(int argc, char **argv);
 int wt_fortran(int argc, char **argv);
 int wt_result(int argc, char **argv);
+int wt_settings(int argc, char **argv);
 int wt_patterns(const char *which, int argc, char **argv);
 #endif
