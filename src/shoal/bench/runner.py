@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from shoal import hostfacts
-from shoal.bench import catalog
+from shoal.bench import catalog, plant_calls
 from shoal.bench.sweep import Config, Events, Options, Point, Sweep
 from shoal.errors import Interrupted, ShoalError
 from shoal.execute.lifecycle import still_ready, transport_env
@@ -149,13 +149,28 @@ def measure_in(run: Run, the_plan: Plan, where: Any, meter: Any, slack: Any,
     described = run.manifest.get("clusters", {})
     described[request.config_label] = where.describe()
     run.update_manifest(clusters=described)
-    sweep = Sweep(run, the_plan.program, request.options, events or Events(), meter, slack,
+    sweep = Sweep(run, the_plan.program, _plant_options(the_plan, where), events or Events(), meter, slack,
                   hosts_ready=lambda: still_ready(where, the_plan.mpi, the_plan.program, run))
     for placement in the_plan.placements:
         config = _config(the_plan, where, placement)
         todo, impossible = the_plan.points(placement.ranks, placement.label)
         sweep.skip(config, impossible)
         sweep.run_config(config, todo)
+
+
+def _plant_options(the_plan: Plan, where: Any) -> Options:
+    """The sweep's options. On a shared plant, without --timeout, a point may run as long as
+    its modelled calls could (one 256 KiB broadcast to 128 set-top boxes is 11 s of device
+    time; the usual 4 x budget + 20 s declared it hung)."""
+    options = the_plan.request.options
+    links = {node.link.name: node.link for node in where.nodes if node.link.shared}
+    if options.point_timeout_s is not None or not links:
+        return options
+    points = [(point.test, point.size_B, placement.ranks) for placement in the_plan.placements
+              for point in the_plan.points(placement.ranks, placement.label)[0]]
+    longest = max(plant_calls.longest_call_s(points, link) for link in links.values())
+    return dataclasses.replace(options, point_timeout_s=max(options.timeout_s,
+                                                            plant_calls.hung_after_s(longest)))
 
 
 def execute(run: Run, the_plan: Plan, events: Events | None = None) -> Run:

@@ -1,10 +1,8 @@
 """Which IMB points of a study fit its budget on a shared plant, by the link model and the
 fixed cost of a point measured by node count.
 
-On one shared medium (seed 002's 27 Mbit/s DOCSIS upstream) every byte any device sends
-crosses the one channel: a call's time is at least the bytes all ranks send in it over the
-channel's rate, and at least its steps' messages each sent by one box at its own cap, plus
-its sequential steps of one latency each. A point costs a warm-up and one counted
+A call's time on one shared medium (seed 002's 27 Mbit/s DOCSIS upstream) is
+``shoal.bench.plant_calls``'s model. A point costs a warm-up and one counted
 call, each D times longer on the emulated plant, and a fixed cost of host time that grows
 with the number of boxes (the harness's own collectives and its timing negotiation on slow
 boxes over the request-grant plant), which on the plant is most of a point below 128 KiB.
@@ -16,13 +14,12 @@ nothing is left out silently.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
-from shoal.cluster import linkmodel
+from shoal.bench.plant_calls import (CALLS_PER_POINT, SLOW_TESTS, call_s, hung_after_s,
+                                     longest_call_s)
 from shoal.profiles import LinkType
 
-CALLS_PER_POINT = 2  # the warm-up and one counted repetition
 # Host seconds a point costs beside its modelled calls, a + b * ranks, at D = 2 (the default MPI):
 # the least-squares line through what two runs left a point beyond its modelled calls, the
 # seed002 preset in pieces (4.8, 8.0, 10.2 and 39.1 s a point at 8, 16, 32 and 128 boxes) and
@@ -32,43 +29,11 @@ CALLS_PER_POINT = 2  # the warm-up and one counted repetition
 FIXED_S = 1.5
 FIXED_PER_RANK_S = 0.267
 FIXED_AT_DILATION = 2.0
-# Gathers and exchanges queue on the plant beyond the model's bytes: Gather of 128 KiB at 128
-# boxes took 18.9 s against 4.9 s modelled, and the others 3-4 times their calls.
-SLOW_TESTS = {"Gather": 4.0, "Allgather": 4.0, "Exchange": 4.0}
 
 
 def fixed_s(ranks: int, dilation: float) -> float:
     """Host seconds of a point beside its calls, at ``ranks`` (one per box) and ``dilation``."""
     return (FIXED_S + FIXED_PER_RANK_S * ranks) * dilation / FIXED_AT_DILATION
-
-
-def _log2(p: int) -> int:
-    return max(1, math.ceil(math.log2(p)))
-
-
-# Per test: (bytes all ranks send in one call, sequential latency steps), for P ranks and
-# m bytes, as the MPIs' usual algorithms move them (binomial trees, recursive doubling, pairwise).
-def _traffic(test: str, p: int, m: int) -> tuple[float, int]:
-    short = test.split(".", 1)[-1]
-    return {
-        "PingPong": (2 * m, 2), "PingPing": (2 * m, 1), "Uniband": (m, 1), "Biband": (2 * m, 1),
-        "Sendrecv": (p * m, 1), "Exchange": (2 * p * m, 2),
-        "Bcast": ((p - 1) * m, _log2(p)), "Reduce": ((p - 1) * m, _log2(p)),
-        "Gather": ((p - 1) * m, _log2(p)), "Scatter": ((p - 1) * m, _log2(p)),
-        "Reduce_scatter": ((p - 1) * m, _log2(p)), "Allreduce": (2 * (p - 1) * m, 2 * _log2(p)),
-        "Allgather": (p * (p - 1) * m, _log2(p)), "Alltoall": (p * (p - 1) * m, p - 1),
-        "Barrier": (0, 2 * _log2(p)),
-    }.get(short, (p * m, _log2(p)))
-
-
-def call_s(test: str, ranks: int, size_B: int, link: LinkType) -> float:
-    """One call's time on the real plant (device time), by the message-level model."""
-    sent, steps = _traffic(test, ranks, size_B)
-    messages = max(1, steps)
-    wire = linkmodel.wire_bytes(max(1, int(sent / messages))) * messages if sent else 0
-    # Each step has a box sending its message at its own rate (a capped box, below the channel's).
-    own = linkmodel.wire_bytes(size_B) * steps if sent else 0
-    return max(8 * wire / link.rate_bps, 8 * own / link.upstream_bps) + steps * linkmodel.path(link).latency_s
 
 
 def point_s(test: str, ranks: int, size_B: int, link: LinkType, dilation: float) -> float:
@@ -93,12 +58,8 @@ class Budget:
 
     @property
     def point_timeout_s(self) -> float:
-        """Device seconds a point may take before it counts as hung: its warm-up and one call of
-        the longest, six times over. The model counts no TCP acknowledgement queueing for its
-        own grant: a 128-box Bcast of 256 KiB took 1.3 times its modelled call, a Sendrecv of
-        128 KiB (5 s modelled) had not done two calls in 30 s; and a point declared hung costs
-        a new launch, 150-250 s at 128 boxes."""
-        return 6 * CALLS_PER_POINT * self.longest_call_s
+        """Device seconds a point may take before it counts as hung (``hung_after_s``)."""
+        return hung_after_s(self.longest_call_s)
 
 
 def plan(points: list[tuple[str, int, int]], link: LinkType, dilation: float, budget_s: float,
@@ -121,7 +82,7 @@ def plan(points: list[tuple[str, int, int]], link: LinkType, dilation: float, bu
                        f"{fixed_s(pt[2], dilation):.3g} s fixed at {pt[2]} ranks), over the study's "
                        f"{budget_s:.0f} s for IMB on it")
     running = [pt for pt in points if pt not in not_run]
-    longest = max((call[pt] * SLOW_TESTS.get(pt[0].split(".", 1)[-1], 1.0) for pt in running), default=0.0)
+    longest = longest_call_s(running, link)
     planned: dict[int, int] = {}
     for pt in running:
         planned[pt[2]] = planned.get(pt[2], 0) + 1

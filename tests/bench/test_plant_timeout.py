@@ -1,0 +1,48 @@
+"""`shoal bench` on a shared plant waits for a point as long as its modelled calls could take."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from shoal import profiles
+from shoal.bench import plant_calls, runner
+from shoal.bench.sweep import Options
+from shoal.cluster import inventory
+from shoal.execute.placement import Placement
+
+DOCSIS = profiles.load_links()["docsis-27m"]
+
+
+def _plan(tests: str, sizes: str, timeout_s: float | None = None) -> runner.Plan:
+    request = runner.BenchRequest(tests=tests, sizes=sizes, mpi="mpich", attach="plant",
+                                  options=Options(point_timeout_s=timeout_s))
+    return runner.Plan(request, None, None, [SimpleNamespace(name=t, min_ranks=2)
+                                              for t in tests.split(",")],
+                       [int(s) for s in sizes.split(",")],
+                       [Placement("plant", 128, 1), Placement("plant", 8, 1)])
+
+
+def _where(spec: str, link: str) -> SimpleNamespace:
+    return SimpleNamespace(nodes=inventory.from_emulate(spec, link=link).nodes)
+
+
+def test_a_128_box_broadcast_of_256_kib_is_not_hung_after_a_minute():
+    the_plan = _plan("imb.Bcast,imb.Allreduce", "64,262144")
+    default = the_plan.request.options.timeout_s
+    longest = plant_calls.call_s("imb.Allreduce", 128, 262144, DOCSIS)
+    assert longest > 20   # device seconds of one call on the plant
+    chosen = runner._plant_options(the_plan, _where("128xstb", "docsis-27m")).timeout_s
+    assert chosen == pytest.approx(plant_calls.hung_after_s(longest)) and chosen > 5 * default
+
+
+def test_the_users_timeout_and_unshared_links_keep_theirs():
+    where = _where("128xstb", "docsis-27m")
+    assert runner._plant_options(_plan("imb.Bcast", "262144", 5.0), where).timeout_s == 5.0
+    the_plan = _plan("imb.Bcast", "262144")
+    ports = _where("8xnuc", "ethernet-100m")
+    assert runner._plant_options(the_plan, ports).timeout_s == the_plan.request.options.timeout_s
+    # Points too small to outlast the usual timeout keep it.
+    small = _plan("imb.Bcast", "64")
+    assert runner._plant_options(small, where).timeout_s == small.request.options.timeout_s
