@@ -11,7 +11,7 @@ DOCSIS = profiles.load_links()["docsis-27m"]
 
 
 def test_a_points_fixed_cost_grows_with_the_boxes_and_with_d():
-    # The least-squares line through two runs' measured costs (imb_budget.FIXED_S): 1.5 + 0.267 N.
+    # The least-squares line through two runs' measured costs (plant_calls.FIXED_S): 1.5 + 0.267 N.
     assert imb_budget.fixed_s(8, 2.0) == pytest.approx(3.636)
     assert imb_budget.fixed_s(128, 2.0) == pytest.approx(35.676)
     assert imb_budget.fixed_s(128, 4.0) == pytest.approx(2 * 35.676)

@@ -160,8 +160,8 @@ def measure_in(run: Run, the_plan: Plan, where: Any, meter: Any, slack: Any,
 
 def _plant_options(the_plan: Plan, where: Any) -> Options:
     """The sweep's options. On a shared plant, without --timeout, a point may run as long as
-    its modelled calls could (one 256 KiB broadcast to 128 set-top boxes is 11 s of device
-    time; the usual 4 x budget + 20 s declared it hung)."""
+    its modelled calls and fixed cost could (one 256 KiB broadcast to 128 set-top boxes is 11 s
+    of device time; the usual 4 x budget + 20 s declared it hung)."""
     options = the_plan.request.options
     links = {node.link.name: node.link for node in where.nodes if node.link.shared}
     if options.point_timeout_s is not None or not links:
@@ -169,8 +169,9 @@ def _plant_options(the_plan: Plan, where: Any) -> Options:
     points = [(point.test, point.size_B, placement.ranks) for placement in the_plan.placements
               for point in the_plan.points(placement.ranks, placement.label)[0]]
     longest = max(plant_calls.longest_call_s(points, link) for link in links.values())
-    return dataclasses.replace(options, point_timeout_s=max(options.timeout_s,
-                                                            plant_calls.hung_after_s(longest)))
+    ranks = max(placement.ranks for placement in the_plan.placements)
+    hung = plant_calls.hung_after_s(longest, ranks)
+    return dataclasses.replace(options, point_timeout_s=max(options.timeout_s, hung))
 
 
 def execute(run: Run, the_plan: Plan, events: Events | None = None) -> Run:

@@ -17,23 +17,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from shoal.bench.plant_calls import (CALLS_PER_POINT, SLOW_TESTS, call_s, hung_after_s,
-                                     longest_call_s)
+                                     longest_call_s, point_fixed_s)
 from shoal.profiles import LinkType
-
-# Host seconds a point costs beside its modelled calls, a + b * ranks, at D = 2 (the default MPI):
-# the least-squares line through what two runs left a point beyond its modelled calls, the
-# seed002 preset in pieces (4.8, 8.0, 10.2 and 39.1 s a point at 8, 16, 32 and 128 boxes) and
-# its first end-to-end run (means 4.0, 6.5, 10.5, 9.9 and 36 s at 8, 16, 32, 64 and 128;
-# docs/study.md): 1.5 + 0.267 N. The boxes' share of it runs D times slower, so it is scaled
-# by D / 2 (an upper bound for the launcher's share, which does not slow down).
-FIXED_S = 1.5
-FIXED_PER_RANK_S = 0.267
-FIXED_AT_DILATION = 2.0
-
 
 def fixed_s(ranks: int, dilation: float) -> float:
     """Host seconds of a point beside its calls, at ``ranks`` (one per box) and ``dilation``."""
-    return (FIXED_S + FIXED_PER_RANK_S * ranks) * dilation / FIXED_AT_DILATION
+    return point_fixed_s(ranks) * dilation
 
 
 def point_s(test: str, ranks: int, size_B: int, link: LinkType, dilation: float) -> float:
