@@ -74,8 +74,9 @@ def hung_after_s(longest_call_s: float, ranks: int = 0) -> float:
     the longest, and (given ``ranks``) its fixed cost, six times over. The model counts no
     TCP acknowledgement queueing for its own grant: a 128-box Bcast of 256 KiB took 1.3 times
     its modelled call, a Sendrecv of 128 KiB (5 s modelled) had not done two calls in 30 s;
-    Open MPI's first Alltoall of 64 B on 128 boxes (every box connecting to 127 others) was
-    not done in 60 s; and a point declared hung costs a new launch, 150-250 s at 128 boxes."""
+    an MPI that connects on first use had not done its first Alltoall of 64 B on 128 boxes
+    (every box connecting to 127 others) in 60 s; and a point declared hung costs a new
+    launch, 150-250 s at 128 boxes."""
     return 6 * (CALLS_PER_POINT * longest_call_s + (point_fixed_s(ranks) if ranks else 0.0))
 
 

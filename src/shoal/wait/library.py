@@ -55,8 +55,8 @@ _warned: set[str] = set()
 def same_algorithms(mpi: MPIInstall, chosen: Mapping[str, str]) -> dict[str, str]:
     """Settings that keep the collective algorithms the user ``chosen`` for the blocking
     calls once libshoalwait runs them as their nonblocking forms (the MPI picks those by
-    other settings: MPICH 5 broadcast 16 KiB on 8 ranks by scatter and allgather where
-    binomial was asked). A choice with no nonblocking twin is said once."""
+    other settings: a 16 KiB broadcast on 8 ranks scattered and gathered where the binomial
+    tree was asked). A choice with no nonblocking twin is said once."""
     twins, lone = mpi.impl.nonblocking_twins(chosen)
     for setting in lone:
         if setting not in _warned:
