@@ -155,6 +155,11 @@ def test_process_handle_stops_what_it_started_and_keeps_stderr_tail():
     assert failing.wait() == 5
     assert failing.stderr_tail() == "first | last"
     assert failing.error_line() == "sh failed (exit status 5): first | last"
+    # A rank's error text with the NULs of its buffer: kept as text.
+    noisy = proc.start(["sh", "-c", r"printf 'Error: Socket closed\000\000\n' >&2; exit 1"],
+                       stderr=proc.TAIL)
+    assert noisy.wait() == 1
+    assert noisy.stderr_first_errors() == "Error: Socket closed"
 
 
 def test_a_child_that_ignores_sigterm_is_killed_after_the_grace_period():

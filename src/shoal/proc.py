@@ -61,6 +61,7 @@ _HEAD_LINES = 400
 # What an error line says, in any program's words; warnings do not count.
 _ERROR_WORDS = re.compile(r"\b(error|errors|fatal|abort\w*|unreachable|refused|failed|cannot|"
                           r"killed|segmentation|timed? ?out|no route|not found)\b", re.I)
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 _NOISE = re.compile(r"\[[^\]]*\]|0x[0-9a-f]+|\d+", re.I)
 
 
@@ -466,11 +467,14 @@ class Process:
                 for line in self.popen.stderr:
                     if isinstance(line, bytes):
                         line = line.decode(errors="replace")
-                    if line.strip():
+                    # Ranks' buffers can end in NULs and other control bytes: kept, they
+                    # would make failures.csv a binary file to grep.
+                    line = _CONTROL.sub("", line).strip()
+                    if line:
                         self._lines += 1
-                        self._tail.append(line.strip())
+                        self._tail.append(line)
                         if len(self._head) < _HEAD_LINES:
-                            self._head.append(line.strip())
+                            self._head.append(line)
 
         thread = threading.Thread(target=pump, name="shoal-stderr-tail", daemon=True)
         thread.start()
