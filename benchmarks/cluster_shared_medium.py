@@ -38,8 +38,9 @@ def bench(n: int, tests: str, sizes: str, out: Path) -> list[dict]:
             "--link", LINK, "--dilation", "1", "--wait", "event", "--nodes", str(n),
             "--tests", tests, "--sizes", sizes, "--rep-time", "1e-6", "--budget", "4",
             "--min-reps", "20", "--out", str(out)]
-    # Asked for MPICH's binomial tree at every size, the model's; from 12 KiB on 8 or more ranks
-    # MPICH 5 still scatters and gathers (the frame log shows it: docs/cluster.md).
+    # MPICH's binomial tree at every size, the model's (left to itself, from 12 KiB on 8 or
+    # more ranks it scatters and gathers). The ranks wait in event mode, so libshoalwait runs
+    # each MPI_Bcast as MPI_Ibcast, which shoal gives the twin setting (docs/wait.md).
     env = {**os.environ, "MPIR_CVAR_BCAST_INTRA_ALGORITHM": "binomial"}
     done = subprocess.run(argv, env=env, capture_output=True, text=True)
     if not (out / "results.csv").exists():
