@@ -80,8 +80,13 @@ def hung_after_s(longest_call_s: float, ranks: int = 0) -> float:
     return 6 * (CALLS_PER_POINT * longest_call_s + (point_fixed_s(ranks) if ranks else 0.0))
 
 
+def slowed_call_s(test: str, ranks: int, size_B: int, link: LinkType) -> float:
+    """A call's modelled time (device seconds), slowed as the plant was measured to slow its
+    test."""
+    return call_s(test, ranks, size_B, link) * SLOW_TESTS.get(test.split(".", 1)[-1], 1.0)
+
+
 def longest_call_s(points: Iterable[tuple[str, int, int]], link: LinkType) -> float:
-    """The longest modelled call (device seconds) of ``points`` (test, size_B, ranks), each
-    slowed as the plant was measured to slow its test."""
-    return max((call_s(test, ranks, size_B, link) * SLOW_TESTS.get(test.split(".", 1)[-1], 1.0)
-                for test, size_B, ranks in points), default=0.0)
+    """The longest slowed call of ``points`` (test, size_B, ranks)."""
+    return max((slowed_call_s(test, ranks, size_B, link) for test, size_B, ranks in points),
+               default=0.0)

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from shoal.bench.plant_calls import (CALLS_PER_POINT, SLOW_TESTS, call_s, hung_after_s,
-                                     longest_call_s, point_fixed_s)
+from shoal.bench.plant_calls import (CALLS_PER_POINT, call_s, hung_after_s, longest_call_s,
+                                     point_fixed_s, slowed_call_s)
 from shoal.profiles import LinkType
 
 def fixed_s(ranks: int, dilation: float) -> float:
@@ -28,8 +28,7 @@ def fixed_s(ranks: int, dilation: float) -> float:
 def point_s(test: str, ranks: int, size_B: int, link: LinkType, dilation: float) -> float:
     """Host seconds one point costs at ``dilation``: its calls, slowed as measured, and its
     fixed cost."""
-    slow = SLOW_TESTS.get(test.split(".", 1)[-1], 1.0)
-    return CALLS_PER_POINT * dilation * slow * call_s(test, ranks, size_B, link) + fixed_s(ranks, dilation)
+    return CALLS_PER_POINT * dilation * slowed_call_s(test, ranks, size_B, link) + fixed_s(ranks, dilation)
 
 
 def kept(test: str, size_B: int, keep: frozenset[str]) -> bool:
