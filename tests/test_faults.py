@@ -80,7 +80,9 @@ def test_a_power_meter_that_dies_mid_sweep_is_said_and_its_gaps_flagged(tmp_path
     try:
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline:
-            if (out / "results.csv").exists() and len(pd.read_csv(out / "results.csv")) >= 2:
+            # The file exists a moment before its header is written: empty is not yet.
+            results = out / "results.csv"
+            if results.exists() and results.stat().st_size and len(pd.read_csv(results)) >= 2:
                 break
             time.sleep(0.05)
         meter.close()   # the frontend goes away mid-sweep
