@@ -124,6 +124,70 @@ def test_kill_9_leftovers_are_removed_by_the_next_down(tmp_path):
 
 
 @host_namespaces
+def test_the_first_ip_netns_add_of_a_boot_leaves_a_clusters_files_mounted_once():
+    # On a fresh boot /run/netns is a plain directory; `ip netns add` (the doctor's probe,
+    # a user's own) then binds it onto itself with copies of the files already in it,
+    # hiding the originals for good. Reproduced in a mount namespace of the test's own.
+    done = in_fresh_boot_mounts(
+        "import subprocess\n"
+        "from shoal.cluster import inventory, state\n"
+        "from shoal.cluster.emulated import EmulatedCluster\n"
+        "from tests.cluster.test_emulated import mount_count\n"
+        "with EmulatedCluster(inventory.from_emulate('1xnuc'), calibrate=False) as c:\n"
+        "    subprocess.run(['ip', 'netns', 'add', c.id + '-probe'], check=True)\n"
+        "    subprocess.run(['ip', 'netns', 'del', c.id + '-probe'], check=True)\n"
+        "    names = c.record['netns']\n"
+        "    print([mount_count(state.NETNS_DIR / n) for n in names])\n"
+        "print([mount_count(state.NETNS_DIR / n) for n in names],"
+        " [n for n in names if (state.NETNS_DIR / n).exists()])\n")
+    assert done.returncode == 0, done.stderr
+    while_up, after = done.stdout.splitlines()
+    assert while_up == "[1, 1, 1]"
+    assert after == "[0, 0, 0] []"
+
+
+@host_namespaces
+def test_a_leftovers_file_hidden_under_a_later_mount_is_said_and_the_rest_removed():
+    # A cluster of an earlier shoal, up before the first `ip netns add`: its file cannot
+    # be reached or removed. Removing the record says so in one line and goes on.
+    done = in_fresh_boot_mounts(
+        "import os, subprocess\n"
+        "from shoal.cluster import state\n"
+        "name = f'shoal-hidden{os.getpid()}-sw'\n"
+        "path = state.NETNS_DIR / name\n"
+        "path.touch()\n"
+        "subprocess.run(['unshare', f'--net={path}', 'true'], check=True)\n"
+        "subprocess.run(['mount', '--rbind', str(state.NETNS_DIR), str(state.NETNS_DIR)],"
+        " check=True)\n"
+        "record = {'id': f'hidden{os.getpid()}', 'netns': [name], 'uts': [], 'cgroups': []}\n"
+        "state.write(record)\n"
+        "state.remove(record)\n"
+        "print(state.read(record['id']))\n")
+    for left in state.NETNS_DIR.glob("shoal-hidden*"):  # no longer mounted out here
+        left.unlink()
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "None"
+    said = [line for line in done.stderr.splitlines() if "stays until this host restarts" in line]
+    assert len(said) == 1 and "shoal-hidden" in said[0]
+
+
+def in_fresh_boot_mounts(script: str) -> subprocess.CompletedProcess:
+    """Run Python in a mount namespace of its own where /run/netns is a plain directory,
+    as on a freshly booted host (whatever this host's /run/netns is)."""
+    shell = ("umount -l /run/netns 2>/dev/null; umount -l /run/netns 2>/dev/null; "
+             f"exec {sys.executable} -c \"$0\"")
+    return subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", shell,
+                           script], capture_output=True, text=True, timeout=300,
+                          cwd=Path(__file__).resolve().parents[2])
+
+
+def mount_count(path: Path) -> int:
+    """How many mounts sit at ``path`` (stacked and hidden ones each count)."""
+    with open("/proc/self/mountinfo") as table:
+        return sum(line.split()[4] == str(path) for line in table)
+
+
+@host_namespaces
 def test_down_never_touches_other_live_clusters():
     with EmulatedCluster(inventory.from_emulate("1xnuc"), calibrate=False) as emu:
         assert cluster_ids_removed_by_reap() == []

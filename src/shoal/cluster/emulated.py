@@ -149,7 +149,7 @@ class EmulatedCluster:
                                   "address": _address(0), "hostname": HEAD, "cgroups": []},
         }
         self.record = record
-        state.NETNS_DIR.mkdir(parents=True, exist_ok=True)
+        state.prepare_netns_dir()
         state.write(record)  # intent first: a crash from here on leaves a record to reap
         try:
             self._create(record, layout)

@@ -20,10 +20,12 @@ is gone.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
 import signal
+import sys
 import time
 from pathlib import Path
 
@@ -36,6 +38,19 @@ NETNS_DIR = Path("/run/netns")
 def root() -> Path:
     """Where cluster records live (``environment.state_root``)."""
     return Path(environment.state_root())
+
+
+def prepare_netns_dir() -> None:
+    """Make the directory of namespace files ready: there, and a shared mount of its own
+    (``sysns.shared_mount_point``), set up by one process at a time so that two never
+    stack their mounts."""
+    import fcntl
+
+    NETNS_DIR.mkdir(parents=True, exist_ok=True)
+    root().mkdir(parents=True, exist_ok=True)
+    with open(root() / ".netns-dir.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        sysns.shared_mount_point(str(NETNS_DIR))
 
 
 def cluster_dir(cluster_id: str) -> Path:
@@ -172,6 +187,14 @@ def remove(record: dict) -> list[str]:
             path.unlink()
         except FileNotFoundError:
             pass
+        except OSError as err:
+            if err.errno != errno.EBUSY:
+                raise
+            # Still mounted where no path reaches it (under a later mount of the directory
+            # itself): the rest is removed, this one file stays until the host restarts.
+            print(f"shoal: {path} is still mounted under another mount of {NETNS_DIR} and "
+                  f"stays until this host restarts (`findmnt | grep {name}` shows it)",
+                  file=sys.stderr)
     directory = cluster_dir(record["id"])
     for uts in record.get("uts", []):
         sysns.unmount(str(directory / uts))

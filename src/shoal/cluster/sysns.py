@@ -7,6 +7,7 @@ imports it on every rank start, so it must load fast.
 from __future__ import annotations
 
 import ctypes
+import errno
 import os
 from contextlib import contextmanager
 
@@ -16,6 +17,7 @@ CLONE_NEWNET = 0x40000000
 MS_BIND = 4096
 MS_REC = 16384
 MS_PRIVATE = 1 << 18
+MS_SHARED = 1 << 20
 MNT_DETACH = 2
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -48,6 +50,23 @@ def bind_mount(source: str, target: str) -> None:
            f"bind mount {source} on {target}")
 
 
+def shared_mount_point(target: str) -> None:
+    """Make ``target`` a shared mount of its own, as ``ip netns`` makes /run/netns.
+
+    Done before any namespace file is bound in it: else the first ``ip netns add`` of a
+    boot binds the directory onto itself with copies of the files already there, and the
+    originals, hidden under that mount, keep their namespaces and their files for good.
+    """
+    if _libc.mount(b"", target.encode(), b"none", MS_SHARED | MS_REC, None) == 0:
+        return
+    err = ctypes.get_errno()
+    if err != errno.EINVAL:  # EINVAL: not a mount point yet
+        raise OSError(err, f"make {target} shared: {os.strerror(err)}")
+    bind_mount(target, target)
+    _check(_libc.mount(b"", target.encode(), b"none", MS_SHARED | MS_REC, None),
+           f"make {target} shared")
+
+
 def mount_tmpfs(target: str, options: str = "mode=0755") -> None:
     """A fresh tmpfs on ``target`` (in this mount namespace)."""
     _check(_libc.mount(b"shoal-run", target.encode(), b"tmpfs", 0, options.encode()),
@@ -61,8 +80,17 @@ def make_private(target: str = "/") -> None:
 
 
 def unmount(target: str) -> bool:
-    """Lazily unmount ``target``; False if it was not mounted."""
-    return _libc.umount2(target.encode(), MNT_DETACH) == 0
+    """Lazily unmount everything mounted at ``target``; False if nothing was.
+
+    Mounts can be stacked there: the first ``ip netns add`` of a boot turns /run/netns
+    into a mount of itself with copies of the namespace files already bound in it, so a
+    cluster that was up by then has each file mounted twice, and the file cannot be
+    removed until both are gone.
+    """
+    count = 0
+    while count < 64 and _libc.umount2(target.encode(), MNT_DETACH) == 0:
+        count += 1
+    return count > 0
 
 
 @contextmanager
