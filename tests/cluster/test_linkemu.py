@@ -308,3 +308,33 @@ def test_capped_devices_on_a_shared_medium_send_at_their_cap_side_by_side(tmp_pa
     # Side by side: both streams end within one stream's paced time (and a little), not two.
     span = max(t[-1] for t in streams.values()) - min(t[0] for t in streams.values())
     assert (count - 1) * own_ns - 1e3 <= span <= 1.25 * count * own_ns, (span, own_ns)
+
+
+def test_a_capped_device_holds_only_its_own_buffer_on_a_busy_shared_medium(tmp_path):
+    """Two devices capped at 4 Mbit/s on one 5 Mbit/s plant each send 300 KB at once: each holds
+    at most its buffer (32 KiB) until the channel has carried it and drops the rest, so no
+    frame waits longer than a full buffer takes at half the channel (with the old unbounded
+    wait for the channel, the last of 600 KB waited about a second)."""
+    channel, cap, latency, buffer_B = 5e6, 4e6, 8e-3, 32768
+    table = {"rate_bps": channel, "latency_s": latency, "shared": True, "grant_interval_s": 2e-3,
+             "device_rate_bps": cap, "device_buffer_B": buffer_B}
+    c = _cluster(2, table, tmp_path)
+    count, size = 300, 1000
+    with c:
+        record = state.read(c.emulated.id)
+        socks, addresses = _udp_sockets(c, record)
+        _stream_both_ways(socks, addresses, count, size)
+        time.sleep(2 * count * 8 * (size + 100) / channel + 0.5)
+        counters = linkemu.stats(record["forwarder"], c.emulated.directory / "forwarder.json")
+        for s in socks:
+            s.close()
+    ups = [counters["ports"][p]["up"] for p in (1, 2)]
+    assert [u["limit_B"] for u in ups] == [buffer_B, buffer_B]
+    assert all(u["dropped"] > 0 for u in ups), ups
+    frames = list(csv.DictReader(open(tmp_path / "frames.csv")))
+    waits = [int(f["scheduled_ns"]) - int(f["arrived_ns"]) for f in frames
+             if int(f["len"]) == 10 + 14 + 20 + 8 + size and f["out_port"] in ("1", "2")]
+    line_B = size + 8 + 20 + 14 + 24
+    assert len(waits) >= 2 * (buffer_B // line_B), len(waits)  # each buffer's worth came through
+    bound_s = (buffer_B + line_B) * 8 / (channel / 2) + 2 * 2e-3 + latency + 8 * line_B / channel
+    assert max(waits) <= bound_s * 1e9, (max(waits) / 1e9, bound_s)

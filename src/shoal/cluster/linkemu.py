@@ -42,10 +42,14 @@ def binary() -> Path:
 def direction(link: LinkType | None, channel: int = 0, upstream: bool = False, sharing: int = 1) -> str:
     """One direction of a port as the forwarder reads it: rate/delay/jitter/loss/limit, and on a
     shared medium (``channel`` > 0, ``sharing`` ports on it) /grant/channel, and for an
-    upstream capped below its channel /channel_bps (the rate is then the device's own)."""
+    upstream capped below its channel /channel_bps (the rate is then the device's own, and
+    the limit the bytes the device holds until the channel has carried them)."""
     if link is None:  # unshaped (the head's port)
         return "0/0/0/0/0"
     limit = max(QUEUE_MIN_B, int(link.rate_bps / 8 * QUEUE_S)) * max(1, sharing)
+    if channel and upstream and link.capped:
+        # What the device itself holds until the channel has carried it (its modem's buffer).
+        limit = int(link.device_buffer_B) or max(QUEUE_MIN_B, int(link.upstream_bps / 8 * QUEUE_S))
     delay_s = link.latency_s / 2
     grant_ns = 0
     rate_bps, capped = link.rate_bps, ""

@@ -54,6 +54,10 @@ class LinkType:
     # sustained rate, set by the operator): it paces its frames at this rate, each taking the
     # channel for its time at rate_bps. 0: a device may use the whole channel.
     device_rate_bps: float = 0.0
+    # On a shared medium with a cap, the bytes one device holds until the channel has carried
+    # them (its modem's upstream buffer): a frame that finds it full is dropped. 0: the
+    # emulator's own queue (200 ms at the cap, at least 256 KiB).
+    device_buffer_B: float = 0.0
 
     @property
     def upstream_bps(self) -> float:

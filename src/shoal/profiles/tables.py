@@ -76,6 +76,7 @@ class LinkTable(Table):
     shared: bool = False
     grant_interval_s: NonNegative = 0.0
     device_rate_bps: NonNegative = 0.0
+    device_buffer_B: NonNegative = 0.0
     rate_source: str = ""
     latency_source: str = ""
     jitter_source: str = ""
@@ -84,6 +85,7 @@ class LinkTable(Table):
     shared_source: str = ""
     grant_interval_source: str = ""
     device_rate_source: str = ""
+    device_buffer_source: str = ""
 
     @model_validator(mode="after")
     def _consistent(self) -> "LinkTable":
@@ -93,6 +95,9 @@ class LinkTable(Table):
         if self.device_rate_bps and not self.shared:
             raise ValueError("device_rate_bps caps one device on a shared medium: give shared = true "
                              "or leave it out (a port of its own runs at rate_bps)")
+        if self.device_buffer_B and not self.device_rate_bps:
+            raise ValueError("device_buffer_B is the buffer of a capped device on a shared medium: "
+                             "give device_rate_bps too, or leave it out")
         if self.device_rate_bps > self.rate_bps:
             raise ValueError(f"needs device_rate_bps <= rate_bps (one device cannot send faster than "
                              f"the channel), got {self.device_rate_bps:g} and {self.rate_bps:g}")

@@ -30,6 +30,9 @@
  * frames fill the time a capped device leaves free.
  * Loss is drawn once per direction. A direction's queue holds at most
  * limit bytes' worth of serialization time; later frames are dropped (tail drop).
+ * A capped upstream's limit is its device's own buffer instead: the bytes it holds
+ * until the channel has carried them (a modem keeps a frame until its grant), so a
+ * busy plant drops at the device rather than queueing without end at the head-end.
  * Times are computed from the scheduled times, not from when this process
  * woke, so wake-up lateness never accumulates along a queue.
  *
@@ -94,6 +97,9 @@ typedef struct {
     int64_t grant_ns;      /* request-grant interval of a shared upstream (0: none) */
     int channel;           /* shared medium this direction transmits on (0: its own) */
     double channel_bps;    /* the channel's rate when above rate_bps (a capped device; 0: none) */
+    int64_t held_B;        /* a capped upstream: line bytes accepted and not yet off the channel */
+    struct { int64_t t_ns, wire; } *leaving; /* ... and when each frame on the channel leaves it */
+    size_t leaving_head, leaving_len, leaving_cap;
     uint64_t frames, bytes, lost, dropped; /* bytes: line bytes */
 } direction_t;
 
@@ -334,8 +340,20 @@ static int64_t cross(direction_t *d, int64_t first, int64_t last, uint32_t wire,
  * every device get ready. */
 static int64_t pace(direction_t *d, int64_t t, uint32_t wire, uint32_t segments) {
     if (lost_on(d)) return -1;
-    int64_t start = start_at(d, t, 0);
-    if (start < 0) return -1;
+    while (d->leaving_len && d->leaving[d->leaving_head].t_ns <= t) { /* gone by now */
+        d->held_B -= d->leaving[d->leaving_head].wire;
+        d->leaving_head = (d->leaving_head + 1) % d->leaving_cap;
+        d->leaving_len--;
+    }
+    /* A full buffer drops the frame (an empty one takes any frame, however large). */
+    if (d->limit_B > 0 && d->held_B > 0 && d->held_B + wire > d->limit_B) {
+        d->dropped++;
+        return -1;
+    }
+    d->held_B += wire;
+    int64_t start = d->free_ns > t ? d->free_ns : t;
+    if (d->grant_ns > 0 && d->free_ns <= t) /* idle: request, then the next MAP's grant */
+        start = t + d->grant_ns + (int64_t)(rng_unit() * (double)d->grant_ns);
     int64_t done = not_before_tail(start + line_ns(wire, d->rate_bps), t, wire, segments, d->rate_bps);
     d->free_ns = done;
     return done - line_ns(wire, d->channel_bps);
@@ -348,6 +366,21 @@ static int64_t on_channel(direction_t *d, int64_t ready, uint32_t wire, uint32_t
     int64_t start = ch->free_ns > ready ? ch->free_ns : ready;
     int64_t depart = start + line_ns(wire, d->channel_bps);
     count_on_channel(ch, depart, wire, segments);
+    if (d->leaving_len == d->leaving_cap) { /* grow the ring, oldest first */
+        size_t cap = d->leaving_cap ? 2 * d->leaving_cap : 256;
+        void *grown = malloc(cap * sizeof *d->leaving);
+        if (!grown) die("out of memory");
+        for (size_t i = 0; i < d->leaving_len; i++)
+            memcpy((char *)grown + i * sizeof *d->leaving,
+                   &d->leaving[(d->leaving_head + i) % d->leaving_cap], sizeof *d->leaving);
+        free(d->leaving);
+        d->leaving = grown;
+        d->leaving_head = 0;
+        d->leaving_cap = cap;
+    }
+    size_t tail = (d->leaving_head + d->leaving_len++) % d->leaving_cap;
+    d->leaving[tail].t_ns = depart;
+    d->leaving[tail].wire = wire;
     return propagate(d, depart, wire);
 }
 
