@@ -278,6 +278,15 @@ _WHERE_AM_I = ("import json, os; print(json.dumps([os.environ.get('SHOAL_DEVICE_
                "sorted(os.sched_getaffinity(0))]))")
 
 
+def json_values(text: str) -> list:
+    """Every JSON value in ``text``: the launcher may join two ranks' lines into one."""
+    decoder, values, at = json.JSONDecoder(), [], 0
+    while (at := len(text) - len(text[at:].lstrip())) < len(text):
+        value, at = decoder.raw_decode(text, at)
+        values.append(value)
+    return values
+
+
 @host_namespaces
 def test_each_rank_runs_on_a_core_of_its_own_with_that_cores_budget(any_mpi):
     """Two ranks on a two-core device: one in each core's group (own quota, own host CPU)."""
@@ -288,7 +297,7 @@ def test_each_rank_runs_on_a_core_of_its_own_with_that_cores_budget(any_mpi):
         proc = subprocess.run(job.command()[0], env=job.popen_env(), capture_output=True,
                               text=True, timeout=120)
         assert proc.returncode == 0, proc.stderr
-        seen = sorted(json.loads(line) for line in proc.stdout.strip().splitlines())
+        seen = sorted(json_values(proc.stdout))
         assert [core for core, _, _ in seen] == ["0", "1"], proc.stdout
         for (core, group, cpus), groups in zip(seen, entry["core_cgroups"]):
             assert groups[0].endswith(group), (group, groups)

@@ -226,6 +226,21 @@ def _stream_both_ways(socks: list[socket.socket], addresses: list[str], count: i
         t.join()
 
 
+def _streamed_both_ways(table: dict, tmp_path, count: int, size: int, settle_s: float) -> dict:
+    """Two devices on ``table``'s link stream to each other at once; the forwarder's counters
+    once ``settle_s`` has let the streams drain (its frames in tmp_path/frames.csv)."""
+    c = _cluster(2, table, tmp_path)
+    with c:
+        record = state.read(c.emulated.id)
+        socks, addresses = _udp_sockets(c, record)
+        _stream_both_ways(socks, addresses, count, size)
+        time.sleep(settle_s)
+        counters = linkemu.stats(record["forwarder"], c.emulated.directory / "forwarder.json")
+        for s in socks:
+            s.close()
+    return counters
+
+
 def test_a_shared_medium_serialises_every_devices_upstream_and_grants_idle_ones(tmp_path):
     """Two devices stream to each other on one shared 8 Mbit/s plant: both streams take turns on
     the one upstream channel (with a port each they would overlap), and a datagram from an
@@ -278,16 +293,8 @@ def test_capped_devices_on_a_shared_medium_send_at_their_cap_side_by_side(tmp_pa
     channel, cap, latency = 8e6, 2e6, 8e-3
     table = {"rate_bps": channel, "latency_s": latency, "shared": True, "grant_interval_s": 2e-3,
              "device_rate_bps": cap}
-    c = _cluster(2, table, tmp_path)
     count, size = 100, 1000
-    with c:
-        record = state.read(c.emulated.id)
-        socks, addresses = _udp_sockets(c, record)
-        _stream_both_ways(socks, addresses, count, size)
-        time.sleep(count * 8 * (size + 100) / cap + 0.5)
-        counters = linkemu.stats(record["forwarder"], c.emulated.directory / "forwarder.json")
-        for s in socks:
-            s.close()
+    counters = _streamed_both_ways(table, tmp_path, count, size, count * 8 * (size + 100) / cap + 0.5)
     ports = counters["ports"]
     assert ports[1]["up"]["rate_bps"] == cap and ports[1]["up"]["channel_bps"] == channel
     assert ports[1]["down"]["rate_bps"] == channel and ports[1]["down"]["channel_bps"] == 0
@@ -318,16 +325,9 @@ def test_a_capped_device_holds_only_its_own_buffer_on_a_busy_shared_medium(tmp_p
     channel, cap, latency, buffer_B = 5e6, 4e6, 8e-3, 32768
     table = {"rate_bps": channel, "latency_s": latency, "shared": True, "grant_interval_s": 2e-3,
              "device_rate_bps": cap, "device_buffer_B": buffer_B}
-    c = _cluster(2, table, tmp_path)
     count, size = 300, 1000
-    with c:
-        record = state.read(c.emulated.id)
-        socks, addresses = _udp_sockets(c, record)
-        _stream_both_ways(socks, addresses, count, size)
-        time.sleep(2 * count * 8 * (size + 100) / channel + 0.5)
-        counters = linkemu.stats(record["forwarder"], c.emulated.directory / "forwarder.json")
-        for s in socks:
-            s.close()
+    counters = _streamed_both_ways(table, tmp_path, count, size,
+                                   2 * count * 8 * (size + 100) / channel + 0.5)
     ups = [counters["ports"][p]["up"] for p in (1, 2)]
     assert [u["limit_B"] for u in ups] == [buffer_B, buffer_B]
     assert all(u["dropped"] > 0 for u in ups), ups

@@ -276,11 +276,17 @@ static int64_t line_ns(uint32_t wire, double rate_bps) {
 
 /* When a frame's first segment, arriving at `first`, may start on this direction's own
  * transmitter: when it is free, or, if it was idle on an upstream with grants, after the
- * request and the next MAP's grant. -1 if the queue is full (tail drop). */
-static int64_t start_at(direction_t *d, int64_t first, int64_t earliest) {
+ * request and the next MAP's grant. */
+static int64_t own_start(direction_t *d, int64_t first) {
     int64_t start = d->free_ns > first ? d->free_ns : first;
     if (d->grant_ns > 0 && d->free_ns <= first) /* idle: request, then the next MAP's grant */
         start = first + d->grant_ns + (int64_t)(rng_unit() * (double)d->grant_ns);
+    return start;
+}
+
+/* The same, not before `earliest`; -1 if the queue is full (tail drop). */
+static int64_t start_at(direction_t *d, int64_t first, int64_t earliest) {
+    int64_t start = own_start(d, first);
     if (earliest > start) start = earliest;
     if (d->limit_B > 0 && (double)(start - first) * d->rate_bps / 8e9 > (double)d->limit_B) {
         d->dropped++;
@@ -351,9 +357,7 @@ static int64_t pace(direction_t *d, int64_t t, uint32_t wire, uint32_t segments)
         return -1;
     }
     d->held_B += wire;
-    int64_t start = d->free_ns > t ? d->free_ns : t;
-    if (d->grant_ns > 0 && d->free_ns <= t) /* idle: request, then the next MAP's grant */
-        start = t + d->grant_ns + (int64_t)(rng_unit() * (double)d->grant_ns);
+    int64_t start = own_start(d, t);
     int64_t done = not_before_tail(start + line_ns(wire, d->rate_bps), t, wire, segments, d->rate_bps);
     d->free_ns = done;
     return done - line_ns(wire, d->channel_bps);
