@@ -89,6 +89,9 @@ WAIT_WAKE = Variable("SHOAL_WAIT_WAKE", "libshoalwait: socket (a sleep ends at t
                      "and event, timer for sleep and linear", "by mode", reader="native")
 WAIT_SEND_EAGER_B = Variable("SHOAL_WAIT_SEND_EAGER_B", "libshoalwait: blocking sends smaller than this "
                              "pass straight to MPI (B)", "16384", reader="native")
+WAIT_ALLTOALL = Variable("SHOAL_WAIT_ALLTOALL", "libshoalwait: auto (MPI_Alltoall pairwise where "
+                         "the MPI's blocking call is), pairwise, or mpi (its nonblocking form)",
+                         "auto", reader="native")
 BENCH_CORRUPT = Variable("SHOAL_BENCH_CORRUPT", "tests only: this rank of the benchmark program "
                          "flips a sent byte (to test --check)", "none", reader="native")
 BENCH_CRASH = Variable("SHOAL_BENCH_CRASH", "tests only: this rank of the benchmark program "
@@ -98,9 +101,10 @@ BENCH_CRASH = Variable("SHOAL_BENCH_CRASH", "tests only: this rank of the benchm
 
 ALL = (MPI, CACHE, RUNS, PROFILES, SSH, STATE_DIR, CGROUP_ROOT, USERNS, USERNS_INSIDE,
        USERNS_OWNER, DEVICE_CORE, DEVICE_RANK, LINK_EMULATOR, SYSFS_ROOT, PROC_ROOT, POWER_FASTPOLL, WAIT, WAIT_CLASSES, WAIT_TELEMETRY,
-       WAIT_SLACK_NS, WAIT_WAKE, WAIT_SEND_EAGER_B, BENCH_CORRUPT, BENCH_CRASH)
+       WAIT_SLACK_NS, WAIT_WAKE, WAIT_SEND_EAGER_B, WAIT_ALLTOALL, BENCH_CORRUPT, BENCH_CRASH)
 #: libshoalwait's variables: passed to ranks, and recorded with benchmark runs.
-WAIT_VARIABLES = (WAIT, WAIT_CLASSES, WAIT_TELEMETRY, WAIT_SLACK_NS, WAIT_WAKE, WAIT_SEND_EAGER_B)
+WAIT_VARIABLES = (WAIT, WAIT_CLASSES, WAIT_TELEMETRY, WAIT_SLACK_NS, WAIT_WAKE, WAIT_SEND_EAGER_B,
+                  WAIT_ALLTOALL)
 
 
 def state_root() -> str:

@@ -58,6 +58,13 @@ def test_the_twins_follow_each_mpis_lists(mpich, openmpi):
                  "OMPI_MCA_coll_tuned_reduce_algorithm": "5"}) == (
         {"OMPI_MCA_coll_libnbc_iallreduce_algorithm": "ring",
          "OMPI_MCA_coll_libnbc_ireduce_algorithm": "binomial"}, [])
+    # Alltoall's twins are libshoalwait's: libnbc's Ialltoall is always linear.
+    assert ompi({**OMPI_RULES, "OMPI_MCA_coll_tuned_alltoall_algorithm": "2"}) == (
+        {"SHOAL_WAIT_ALLTOALL": "pairwise"}, [])
+    assert ompi({**OMPI_RULES, "OMPI_MCA_coll_tuned_alltoall_algorithm": "linear"}) == (
+        {"SHOAL_WAIT_ALLTOALL": "mpi"}, [])
+    assert ompi({**OMPI_RULES, "OMPI_MCA_coll_tuned_alltoall_algorithm": "modified_bruck"}) == (
+        {}, ["OMPI_MCA_coll_tuned_alltoall_algorithm=modified_bruck"])
     # tuned's chain fans out to four chains, libnbc's to one: no twin.
     assert ompi({**OMPI_RULES, "OMPI_MCA_coll_tuned_bcast_algorithm": "chain"}) == (
         {}, ["OMPI_MCA_coll_tuned_bcast_algorithm=chain"])

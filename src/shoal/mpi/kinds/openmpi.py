@@ -6,7 +6,7 @@ import os
 import re
 from pathlib import Path
 
-from shoal import proc
+from shoal import environment, proc
 from shoal.mpi.base import Death, HeadLaunch, Implementation, MPIInstall, tool_output
 
 # Bytes of ob1's match header inside btl_tcp_eager_limit (which counts it).
@@ -32,6 +32,7 @@ _TUNED = {
                "rabenseifner"),
     "allgather": ("ignore", "linear", "bruck", "recursive_doubling", "ring", "neighbor",
                   "two_proc", "sparbit"),
+    "alltoall": ("ignore", "linear", "pairwise", "modified_bruck", "linear_sync", "two_proc"),
 }
 # Measured (bytes each of 8 ranks sent over TCP, blocking against nonblocking): bcast's
 # linear and knomial and allreduce's three send the same; tuned's chain fans out to 4
@@ -42,7 +43,12 @@ _LIBNBC_TWINS = {
                   "rabenseifner": "rabenseifner"},
     "reduce": {"binomial": "binomial", "rabenseifner": "rabenseifner"},
     "allgather": {"recursive_doubling": "recursive_doubling"},
+    # libnbc's Ialltoall always posts every block at once, as tuned's linear does; the
+    # pairwise exchange is libshoalwait's own (docs/wait.md).
+    "alltoall": {"linear": "mpi", "pairwise": "pairwise"},
 }
+# Where a twin is not set through libnbc's own variable.
+_TWIN_VARIABLE = {"alltoall": environment.WAIT_ALLTOALL.name}
 _TRUE = ("1", "true", "yes", "t", "y", "on", "enabled")
 
 
@@ -168,7 +174,7 @@ class OpenMPI(Implementation):
             chosen = env.get(name, "ignore").strip().lower()
             if chosen.isdigit():
                 chosen = algorithms[int(chosen)] if int(chosen) < len(algorithms) else chosen
-            twin = f"OMPI_MCA_coll_libnbc_i{coll}_algorithm"
+            twin = _TWIN_VARIABLE.get(coll, f"OMPI_MCA_coll_libnbc_i{coll}_algorithm")
             if chosen == "ignore" or twin in env:
                 continue
             if chosen in _LIBNBC_TWINS[coll]:

@@ -252,6 +252,18 @@ void sw_configure(void)
     }
     if (sw_cfg.mode == SW_BUSY || sw_cfg.mode == SW_YIELD)
         sw_cfg.wake_on_socket = 0;   /* they never sleep */
+    const char *a2a = getenv("SHOAL_WAIT_ALLTOALL");
+    if (a2a && *a2a) {
+        if (!strcmp(a2a, "auto"))
+            sw_cfg.alltoall = SW_A2A_AUTO;
+        else if (!strcmp(a2a, "pairwise"))
+            sw_cfg.alltoall = SW_A2A_PAIRWISE;
+        else if (!strcmp(a2a, "mpi"))
+            sw_cfg.alltoall = SW_A2A_MPI;
+        else
+            die("SHOAL_WAIT_ALLTOALL=%s: use auto (pairwise where the MPI's blocking call is), "
+                "pairwise or mpi (the MPI's nonblocking form)", a2a);
+    }
     const char *dir = getenv("SHOAL_WAIT_TELEMETRY");
     if (dir && *dir) {
         if (strlen(dir) >= sizeof sw_cfg.telemetry_dir - 64)
