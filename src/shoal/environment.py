@@ -89,9 +89,9 @@ WAIT_WAKE = Variable("SHOAL_WAIT_WAKE", "libshoalwait: socket (a sleep ends at t
                      "and event, timer for sleep and linear", "by mode", reader="native")
 WAIT_SEND_EAGER_B = Variable("SHOAL_WAIT_SEND_EAGER_B", "libshoalwait: blocking sends smaller than this "
                              "pass straight to MPI (B)", "16384", reader="native")
-WAIT_ALLTOALL = Variable("SHOAL_WAIT_ALLTOALL", "libshoalwait: auto (MPI_Alltoall pairwise where "
-                         "the MPI's blocking call is), pairwise, or mpi (its nonblocking form)",
-                         "auto", reader="native")
+WAIT_ALLTOALL = Variable("SHOAL_WAIT_ALLTOALL", "libshoalwait: auto (MPI_Alltoall in the shape "
+                         "of the MPI's blocking call), pairwise, bruck, or mpi (its nonblocking "
+                         "form)", "auto", reader="native")
 BENCH_CORRUPT = Variable("SHOAL_BENCH_CORRUPT", "tests only: this rank of the benchmark program "
                          "flips a sent byte (to test --check)", "none", reader="native")
 BENCH_CRASH = Variable("SHOAL_BENCH_CRASH", "tests only: this rank of the benchmark program "

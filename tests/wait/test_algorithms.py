@@ -63,8 +63,10 @@ def test_the_twins_follow_each_mpis_lists(mpich, openmpi):
         {"SHOAL_WAIT_ALLTOALL": "pairwise"}, [])
     assert ompi({**OMPI_RULES, "OMPI_MCA_coll_tuned_alltoall_algorithm": "linear"}) == (
         {"SHOAL_WAIT_ALLTOALL": "mpi"}, [])
-    assert ompi({**OMPI_RULES, "OMPI_MCA_coll_tuned_alltoall_algorithm": "modified_bruck"}) == (
-        {}, ["OMPI_MCA_coll_tuned_alltoall_algorithm=modified_bruck"])
+    assert ompi({**OMPI_RULES, "OMPI_MCA_coll_tuned_alltoall_algorithm": "3"}) == (
+        {"SHOAL_WAIT_ALLTOALL": "bruck"}, [])
+    assert ompi({**OMPI_RULES, "OMPI_MCA_coll_tuned_alltoall_algorithm": "two_proc"}) == (
+        {}, ["OMPI_MCA_coll_tuned_alltoall_algorithm=two_proc"])
     # tuned's chain fans out to four chains, libnbc's to one: no twin.
     assert ompi({**OMPI_RULES, "OMPI_MCA_coll_tuned_bcast_algorithm": "chain"}) == (
         {}, ["OMPI_MCA_coll_tuned_bcast_algorithm=chain"])

@@ -72,7 +72,7 @@ def test_library_refuses_bad_mode_at_init(mpich, bad):
 @pytest.mark.parametrize("variable, value, message", [
     ("SHOAL_WAIT_CLASSES", "p2p,disk", "unknown class 'disk'"),
     ("SHOAL_WAIT_WAKE", "bell", "SHOAL_WAIT_WAKE=bell: use socket"),
-    ("SHOAL_WAIT_ALLTOALL", "bruck", "SHOAL_WAIT_ALLTOALL=bruck: use auto"),
+    ("SHOAL_WAIT_ALLTOALL", "ring", "SHOAL_WAIT_ALLTOALL=ring: use auto"),
 ])
 def test_library_refuses_a_bad_setting(openmpi, variable, value, message):
     job = Job(openmpi, 2, [str(waittest(openmpi)), "result"],

@@ -19,7 +19,8 @@ and for the rank: wall_s (from MPI_Init's return to MPI_Finalize),
 utime_s/stime_s (the kernel's CPU accounting over the same span), the mode,
 the timer slack obtained, and ``wake`` (socket: sleeps end at a TCP socket
 event; timer: they run their length) with ``socket_wakes``, how many did,
-and ``alltoall_pairwise_calls``: the MPI_Alltoall calls run pairwise (docs/wait.md).
+and ``alltoall_pairwise_calls``/``alltoall_bruck_calls``: the MPI_Alltoall calls run
+pairwise and by Bruck's algorithm (docs/wait.md).
 
 Per call site (``sites``: the object file and offset of the call, the same in
 every rank) it holds how the site's predictions of arrivals fared:

@@ -44,8 +44,8 @@ _LIBNBC_TWINS = {
     "reduce": {"binomial": "binomial", "rabenseifner": "rabenseifner"},
     "allgather": {"recursive_doubling": "recursive_doubling"},
     # libnbc's Ialltoall always posts every block at once, as tuned's linear does; the
-    # pairwise exchange is libshoalwait's own (docs/wait.md).
-    "alltoall": {"linear": "mpi", "pairwise": "pairwise"},
+    # pairwise exchange and Bruck's are libshoalwait's own (docs/wait.md).
+    "alltoall": {"linear": "mpi", "pairwise": "pairwise", "modified_bruck": "bruck"},
 }
 # Where a twin is not set through libnbc's own variable.
 _TWIN_VARIABLE = {"alltoall": environment.WAIT_ALLTOALL.name}

@@ -1,15 +1,17 @@
-/* MPI_Alltoall pairwise, as the blocking call runs it, where the MPI's
- * nonblocking form would post every block at once.
+/* MPI_Alltoall in the blocking call's shape where the MPI's nonblocking form
+ * would post every block at once.
  *
- * Open MPI's coll/tuned runs a blocking MPI_Alltoall of large blocks pairwise
- * (step s: send to rank+s, receive from rank-s, both done before the next
- * step), while libnbc's MPI_Ialltoall posts all sends and receives at once at
- * every size. On a shared cable plant of 128 boxes the difference is 127
- * connections per box filling one modem buffer instead of one. Here the
- * pairwise exchange is a schedule that the wait loop's tests advance, so the
- * rank still sleeps between steps. Its messages travel on a duplicate of the
- * communicator (made once, kept as an attribute of it), where no receive of the
- * program's own can match them. */
+ * Open MPI's coll/tuned runs a blocking MPI_Alltoall of small blocks by
+ * Bruck's algorithm (log2 p steps, each one message to rank+k carrying every
+ * block whose index has bit k) and of large blocks pairwise (step s: send to
+ * rank+s, receive from rank-s, both done before the next step), while libnbc's
+ * MPI_Ialltoall posts all p-1 sends and receives at once at every size. On a
+ * shared cable plant of 128 boxes that is 127 connections per box filling one
+ * modem buffer instead of one, and 8128 connections opened by the first call
+ * instead of 832. Here either exchange is a schedule that the wait loop's
+ * tests advance, so the rank still sleeps between steps. Its messages travel
+ * on a duplicate of the communicator (made once, kept as an attribute of it),
+ * where no receive of the program's own can match them. */
 #define _GNU_SOURCE
 #include "shoalwait.h"
 #include "wrap.h"
@@ -17,49 +19,62 @@
 #include <pthread.h>
 #include <stddef.h>
 #include <stdlib.h>
+#include <string.h>
 
-int64_t sw_alltoall_pairwise_calls;
+int64_t sw_alltoall_pairwise_calls, sw_alltoall_bruck_calls;
 
 #ifdef OPEN_MPI
-/* Where Open MPI 5.0's coll/tuned fixed rules pick pairwise for a blocking
- * MPI_Alltoall (coll_tuned_decision_fixed.c, v5.0.10): ranks in [lo, hi) and
- * bytes per block in [from, below). Two ranks are left out: one exchange
- * whatever the algorithm. */
-static const struct { int lo, hi; int64_t from, below; } tuned_pairwise[] = {
-    {3, 8, 524288, 1048576},
-    {64, 256, 262144, INT64_MAX},
-    {256, 512, 32768, INT64_MAX},
-    {512, 1024, 262144, INT64_MAX},
+/* Where Open MPI 5.0's coll/tuned fixed rules pick Bruck's or the pairwise
+ * exchange for a blocking MPI_Alltoall (coll_tuned_decision_fixed.c, v5.0.10):
+ * ranks in [lo, hi) and bytes per block in [from, below). Two ranks are left
+ * out: one exchange whatever the algorithm. */
+static const struct { int lo, hi; int64_t from, below; enum sw_alltoall shape; } tuned[] = {
+    {3, 8, 524288, 1048576, SW_A2A_PAIRWISE},
+    {16, 32, 4, 512, SW_A2A_BRUCK},
+    {32, 64, 0, 512, SW_A2A_BRUCK},
+    {64, 512, 0, 1024, SW_A2A_BRUCK},
+    {64, 256, 262144, INT64_MAX, SW_A2A_PAIRWISE},
+    {256, 512, 32768, INT64_MAX, SW_A2A_PAIRWISE},
+    {512, 2048, 0, 512, SW_A2A_BRUCK},
+    {512, 1024, 262144, INT64_MAX, SW_A2A_PAIRWISE},
+    {2048, 4096, 0, 1024, SW_A2A_BRUCK},
+    {4096, INT32_MAX, 0, 2048, SW_A2A_BRUCK},
 };
 #endif
 
-static int pairwise_by_default(int ranks, int64_t block_B)
+/* SW_A2A_MPI, SW_A2A_PAIRWISE or SW_A2A_BRUCK by the MPI's own blocking rules. */
+static enum sw_alltoall by_default(int ranks, int64_t block_B)
 {
 #ifdef OPEN_MPI
-    for (size_t i = 0; i < sizeof tuned_pairwise / sizeof tuned_pairwise[0]; i++)
-        if (ranks >= tuned_pairwise[i].lo && ranks < tuned_pairwise[i].hi &&
-            block_B >= tuned_pairwise[i].from && block_B < tuned_pairwise[i].below)
-            return 1;
+    for (size_t i = 0; i < sizeof tuned / sizeof tuned[0]; i++)
+        if (ranks >= tuned[i].lo && ranks < tuned[i].hi && block_B >= tuned[i].from &&
+            block_B < tuned[i].below)
+            return tuned[i].shape;
 #endif
-    /* MPICH's nonblocking form goes pairwise above 32 KiB blocks, as its blocking one does. */
+    /* MPICH's nonblocking form runs Bruck's up to 2 KiB blocks and pairwise above
+     * 32 KiB, as its blocking one does at the ends of that range. */
     (void)ranks;
     (void)block_B;
-    return 0;
+    return SW_A2A_MPI;
 }
 
-int sw_alltoall_goes_pairwise(const void *sbuf, int scount, MPI_Datatype stype, MPI_Comm comm)
+enum sw_alltoall sw_alltoall_shape(const void *sbuf, int scount, MPI_Datatype stype,
+                                   MPI_Comm comm)
 {
     if (sw_cfg.alltoall == SW_A2A_MPI || sbuf == MPI_IN_PLACE)
-        return 0;
+        return SW_A2A_MPI;
     int inter = 0, ranks = 0, type_B = 0;
-    if (PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter)
-        return 0;
-    if (sw_cfg.alltoall == SW_A2A_PAIRWISE)
-        return 1;
-    if (PMPI_Comm_size(comm, &ranks) != MPI_SUCCESS ||
+    if (PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter ||
+        PMPI_Comm_size(comm, &ranks) != MPI_SUCCESS ||
         PMPI_Type_size(stype, &type_B) != MPI_SUCCESS)
-        return 0;
-    return pairwise_by_default(ranks, (int64_t)scount * type_B);
+        return SW_A2A_MPI;
+    int64_t block_B = (int64_t)scount * type_B;
+    enum sw_alltoall shape = sw_cfg.alltoall == SW_A2A_AUTO ? by_default(ranks, block_B)
+                                                              : sw_cfg.alltoall;
+    /* Bruck's buffers are counted in ints. */
+    if (shape == SW_A2A_BRUCK && ranks * block_B > INT32_MAX)
+        return SW_A2A_MPI;
+    return shape;
 }
 
 /* ---- the private communicator, one per communicator used ---------------- */
@@ -81,7 +96,7 @@ static void make_dup_key(void)
 }
 
 /* Collective over comm the first time (every rank takes this path for the
- * same call: the choice depends only on the ranks and the block's bytes). */
+ * same call: the shape depends only on the ranks and the block's bytes). */
 static int private_comm(MPI_Comm comm, MPI_Comm *out)
 {
     pthread_once(&dup_key_once, make_dup_key);
@@ -106,23 +121,28 @@ static int private_comm(MPI_Comm comm, MPI_Comm *out)
     return MPI_SUCCESS;
 }
 
-/* ---- the schedule -------------------------------------------------------- */
+/* ---- the schedules -------------------------------------------------------- */
 
 #define TAG 1
 
-struct pairwise {
+struct exchange {
     const char *sbuf;
     char *rbuf;
     int scount, rcount;
     MPI_Datatype stype, rtype;
     MPI_Aint sext, rext;
     MPI_Comm comm;
-    int rank, size, step;
+    int rank, size;
+    int step;               /* pairwise: 1..size; Bruck: the bit, 1, 2, 4, ... */
     MPI_Request req[2];
+    /* Bruck: every block packed, in rotated order (slot i: the block for
+     * rank+i, and at the end the block from rank-i), and one step's blocks. */
+    char *slots, *out, *in;
+    int64_t block_B, moved;
 };
 
-/* Step s (1..size; the last is the rank's own block). */
-static int post(struct pairwise *x)
+/* Pairwise step s (1..size; the last is the rank's own block). */
+static int pairwise_post(struct exchange *x)
 {
     int to = (x->rank + x->step) % x->size;
     int from = (x->rank - x->step % x->size + x->size) % x->size;
@@ -134,9 +154,9 @@ static int post(struct pairwise *x)
                       TAG, x->comm, &x->req[1]);
 }
 
-static int test_step(void *ctx, int *done)
+static int pairwise_test(void *ctx, int *done)
 {
-    struct pairwise *x = ctx;
+    struct exchange *x = ctx;
     int flag = 0;
     *done = 0;
     int rc = PMPI_Testall(2, x->req, &flag, MPI_STATUSES_IGNORE);
@@ -147,22 +167,112 @@ static int test_step(void *ctx, int *done)
         return MPI_SUCCESS;
     }
     x->step++;
-    return post(x);
+    return pairwise_post(x);
 }
 
-int sw_alltoall_pairwise(const void *site, const void *sbuf, int scount, MPI_Datatype stype,
-                         void *rbuf, int rcount, MPI_Datatype rtype, MPI_Comm comm)
+/* Bruck step k: the slots whose index has bit k go to rank+k, the same slots of
+ * rank-k come back in their place. */
+static int bruck_post(struct exchange *x)
 {
-    struct pairwise x = {.sbuf = sbuf, .rbuf = rbuf, .scount = scount, .rcount = rcount,
-                         .stype = stype, .rtype = rtype, .step = 1};
+    x->moved = 0;
+    for (int i = 1; i < x->size; i++)
+        if (i & x->step)
+            memcpy(x->out + x->moved++ * x->block_B, x->slots + i * x->block_B, x->block_B);
+    int to = (x->rank + x->step) % x->size, from = (x->rank - x->step + x->size) % x->size;
+    int rc = PMPI_Irecv(x->in, (int)(x->moved * x->block_B), MPI_BYTE, from, TAG, x->comm,
+                        &x->req[0]);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return PMPI_Isend(x->out, (int)(x->moved * x->block_B), MPI_BYTE, to, TAG, x->comm,
+                      &x->req[1]);
+}
+
+/* The last rotation: slot i holds the block from rank-i. */
+static int bruck_unpack(struct exchange *x)
+{
+    for (int i = 0; i < x->size; i++) {
+        int from = (x->rank - i + x->size) % x->size, pos = 0;
+        int rc = PMPI_Unpack(x->slots + i * x->block_B, (int)x->block_B, &pos,
+                             x->rbuf + (MPI_Aint)from * x->rcount * x->rext, x->rcount,
+                             x->rtype, x->comm);
+        if (rc != MPI_SUCCESS)
+            return rc;
+    }
+    return MPI_SUCCESS;
+}
+
+static int bruck_test(void *ctx, int *done)
+{
+    struct exchange *x = ctx;
+    int flag = 0;
+    *done = 0;
+    int rc = PMPI_Testall(2, x->req, &flag, MPI_STATUSES_IGNORE);
+    if (rc != MPI_SUCCESS || !flag)
+        return rc;
+    int64_t back = 0;
+    for (int i = 1; i < x->size; i++)
+        if (i & x->step)
+            memcpy(x->slots + i * x->block_B, x->in + back++ * x->block_B, x->block_B);
+    x->step <<= 1;
+    if (x->step < x->size)
+        return bruck_post(x);
+    *done = 1;
+    return bruck_unpack(x);
+}
+
+/* The first rotation: slot i holds the block for rank+i, packed. */
+static int bruck_start(struct exchange *x)
+{
+    int type_B = 0, rc = PMPI_Type_size(x->stype, &type_B);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    x->block_B = (int64_t)x->scount * type_B;
+    int64_t half = (x->size / 2 + 1) * x->block_B;
+    x->slots = malloc(x->size * x->block_B + 1);
+    x->out = malloc(half + 1);
+    x->in = malloc(half + 1);
+    if (!x->slots || !x->out || !x->in)
+        return MPI_ERR_NO_MEM;
+    for (int i = 0; i < x->size; i++) {
+        int to = (x->rank + i) % x->size, pos = 0;
+        rc = PMPI_Pack(x->sbuf + (MPI_Aint)to * x->scount * x->sext, x->scount, x->stype,
+                       x->slots + i * x->block_B, (int)x->block_B, &pos, x->comm);
+        if (rc != MPI_SUCCESS)
+            return rc;
+    }
+    x->step = 1;
+    if (x->size == 1) {
+        x->step = 2;   /* nothing to exchange */
+        return MPI_SUCCESS;
+    }
+    return bruck_post(x);
+}
+
+int sw_alltoall(const void *site, enum sw_alltoall shape, const void *sbuf, int scount,
+                MPI_Datatype stype, void *rbuf, int rcount, MPI_Datatype rtype, MPI_Comm comm)
+{
+    struct exchange x = {.sbuf = sbuf, .rbuf = rbuf, .scount = scount, .rcount = rcount,
+                         .stype = stype, .rtype = rtype, .step = 1,
+                         .req = {MPI_REQUEST_NULL, MPI_REQUEST_NULL}};
     MPI_Aint lb;
     int rc;
     if ((rc = PMPI_Type_get_extent(stype, &lb, &x.sext)) != MPI_SUCCESS ||
         (rc = PMPI_Type_get_extent(rtype, &lb, &x.rext)) != MPI_SUCCESS ||
         (rc = private_comm(comm, &x.comm)) != MPI_SUCCESS ||
         (rc = PMPI_Comm_rank(x.comm, &x.rank)) != MPI_SUCCESS ||
-        (rc = PMPI_Comm_size(x.comm, &x.size)) != MPI_SUCCESS || (rc = post(&x)) != MPI_SUCCESS)
+        (rc = PMPI_Comm_size(x.comm, &x.size)) != MPI_SUCCESS)
         return rc;
-    __atomic_fetch_add(&sw_alltoall_pairwise_calls, 1, __ATOMIC_RELAXED);
-    return sw_wait(F_ALLTOALL, site, test_step, &x);
+    if (shape == SW_A2A_PAIRWISE) {
+        if ((rc = pairwise_post(&x)) != MPI_SUCCESS)
+            return rc;
+        __atomic_fetch_add(&sw_alltoall_pairwise_calls, 1, __ATOMIC_RELAXED);
+        return sw_wait(F_ALLTOALL, site, pairwise_test, &x);
+    }
+    __atomic_fetch_add(&sw_alltoall_bruck_calls, 1, __ATOMIC_RELAXED);
+    if ((rc = bruck_start(&x)) == MPI_SUCCESS)
+        rc = x.size == 1 ? bruck_unpack(&x) : sw_wait(F_ALLTOALL, site, bruck_test, &x);
+    free(x.slots);
+    free(x.out);
+    free(x.in);
+    return rc;
 }

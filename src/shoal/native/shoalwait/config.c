@@ -258,11 +258,13 @@ void sw_configure(void)
             sw_cfg.alltoall = SW_A2A_AUTO;
         else if (!strcmp(a2a, "pairwise"))
             sw_cfg.alltoall = SW_A2A_PAIRWISE;
+        else if (!strcmp(a2a, "bruck"))
+            sw_cfg.alltoall = SW_A2A_BRUCK;
         else if (!strcmp(a2a, "mpi"))
             sw_cfg.alltoall = SW_A2A_MPI;
         else
-            die("SHOAL_WAIT_ALLTOALL=%s: use auto (pairwise where the MPI's blocking call is), "
-                "pairwise or mpi (the MPI's nonblocking form)", a2a);
+            die("SHOAL_WAIT_ALLTOALL=%s: use auto (the shape of the MPI's blocking call), "
+                "pairwise, bruck or mpi (the MPI's nonblocking form)", a2a);
     }
     const char *dir = getenv("SHOAL_WAIT_TELEMETRY");
     if (dir && *dir) {

@@ -5,7 +5,8 @@
  * telemetry.c per-function counters (atomics) and the JSON file at finalize
  * init.c      MPI_Init/Init_thread/Finalize: identity check, timer slack
  * recv_cache.c persistent receive requests reused per call site
- * alltoall.c  MPI_Alltoall pairwise where the blocking call is (the MPI's nonblocking form is not)
+ * alltoall.c  MPI_Alltoall in the blocking call's shape (Bruck's, pairwise) where the
+ *             MPI's nonblocking form posts every block at once
  * rhythm.c    the fit that predicts a call site's next arrival
  * wake.c      sleeps that end at a socket event (the epoll set of TCP sockets)
  * wrap_p2p.c, wrap_coll.c, wrap_fortran.c   the interposed MPI entry points
@@ -23,9 +24,10 @@
 
 enum sw_mode { SW_BUSY, SW_YIELD, SW_SLEEP, SW_LINEAR, SW_BACKOFF, SW_AUTO, SW_EVENT };
 
-/* How a rewritten MPI_Alltoall runs (SHOAL_WAIT_ALLTOALL): pairwise where the MPI's
- * blocking call is (auto), always pairwise, or always the MPI's nonblocking form. */
-enum sw_alltoall { SW_A2A_AUTO, SW_A2A_PAIRWISE, SW_A2A_MPI };
+/* How a rewritten MPI_Alltoall runs (SHOAL_WAIT_ALLTOALL): in the shape of the MPI's
+ * blocking call (auto), always pairwise, always Bruck's, or always the MPI's nonblocking
+ * form. */
+enum sw_alltoall { SW_A2A_AUTO, SW_A2A_PAIRWISE, SW_A2A_BRUCK, SW_A2A_MPI };
 
 /* Call classes that can be switched on and off (SHOAL_WAIT_CLASSES). */
 enum sw_class { SW_P2P = 1, SW_SEND = 2, SW_COLL = 4 };
@@ -150,7 +152,7 @@ void sw_wake_start(void);
 /* Sleep d ns, or until a socket event; 1 when an event ended it. */
 int sw_sleep(int64_t d);
 extern int64_t sw_wakes;   /* sleeps ended by a socket event, all threads */
-extern int64_t sw_alltoall_pairwise_calls;  /* alltoall.c, all threads */
+extern int64_t sw_alltoall_pairwise_calls, sw_alltoall_bruck_calls; /* alltoall.c */
 
 #pragma GCC visibility pop
 

@@ -237,8 +237,9 @@ void sw_telemetry_write(int rank, int size)
         fputs("null", f);
     fprintf(f, ",\n  \"wake\": \"%s\",\n  \"socket_wakes\": %lld",
             sw_cfg.wake_on_socket ? "socket" : "timer", (long long)sw_wakes);
-    fprintf(f, ",\n  \"alltoall_pairwise_calls\": %lld",
-            (long long)__atomic_load_n(&sw_alltoall_pairwise_calls, __ATOMIC_RELAXED));
+    fprintf(f, ",\n  \"alltoall_pairwise_calls\": %lld,\n  \"alltoall_bruck_calls\": %lld",
+            (long long)__atomic_load_n(&sw_alltoall_pairwise_calls, __ATOMIC_RELAXED),
+            (long long)__atomic_load_n(&sw_alltoall_bruck_calls, __ATOMIC_RELAXED));
     fprintf(f, ",\n  \"wall_s\": %.9f,\n  \"utime_s\": %.6f,\n  \"stime_s\": %.6f,\n"
                "  \"calls\": {",
             (sw_now_ns() - sw_init_ns) / 1e9, seconds_since(ru.ru_utime, sw_init_usage.ru_utime),

@@ -25,9 +25,11 @@ int sw_allreduce(const void *site, const void *sbuf, void *rbuf, int count, MPI_
                  MPI_Op op, MPI_Comm comm);
 int sw_reduce(const void *site, const void *sbuf, void *rbuf, int count, MPI_Datatype type,
               MPI_Op op, int root, MPI_Comm comm);
-/* alltoall.c: whether this call goes pairwise, and the pairwise exchange itself. */
-int sw_alltoall_goes_pairwise(const void *sbuf, int scount, MPI_Datatype stype, MPI_Comm comm);
-int sw_alltoall_pairwise(const void *site, const void *sbuf, int scount, MPI_Datatype stype,
-                         void *rbuf, int rcount, MPI_Datatype rtype, MPI_Comm comm);
+/* alltoall.c: the shape this call takes (SW_A2A_MPI: the MPI's nonblocking form), and
+ * the exchange in the other shapes. */
+enum sw_alltoall sw_alltoall_shape(const void *sbuf, int scount, MPI_Datatype stype,
+                                   MPI_Comm comm);
+int sw_alltoall(const void *site, enum sw_alltoall shape, const void *sbuf, int scount,
+                MPI_Datatype stype, void *rbuf, int rcount, MPI_Datatype rtype, MPI_Comm comm);
 #pragma GCC visibility pop
 #endif

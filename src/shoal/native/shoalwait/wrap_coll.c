@@ -121,8 +121,10 @@ int MPI_Alltoall(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, i
                  MPI_Datatype rtype, MPI_Comm comm)
 {
     const void *site = SITE;
-    if (sw_active(F_ALLTOALL) && sw_alltoall_goes_pairwise(sbuf, scount, stype, comm))
-        return sw_alltoall_pairwise(site, sbuf, scount, stype, rbuf, rcount, rtype, comm);
+    enum sw_alltoall shape =
+        sw_active(F_ALLTOALL) ? sw_alltoall_shape(sbuf, scount, stype, comm) : SW_A2A_MPI;
+    if (shape != SW_A2A_MPI)
+        return sw_alltoall(site, shape, sbuf, scount, stype, rbuf, rcount, rtype, comm);
     COLL(F_ALLTOALL, Alltoall(sbuf, scount, stype, rbuf, rcount, rtype, comm),
          Ialltoall(sbuf, scount, stype, rbuf, rcount, rtype, comm, &req_));
 }
