@@ -134,7 +134,8 @@ struct exchange {
     MPI_Comm comm;
     int rank, size;
     int step;               /* pairwise: 1..size; Bruck: the bit, 1, 2, 4, ... */
-    MPI_Request req[2];
+    MPI_Request req[2];     /* this step's receive and send */
+    int (*next)(struct exchange *x, int *done);   /* once both are done */
     /* Bruck: every block packed, in rotated order (slot i: the block for
      * rank+i, and at the end the block from rank-i), and one step's blocks. */
     char *slots, *out, *in;
@@ -154,14 +155,9 @@ static int pairwise_post(struct exchange *x)
                       TAG, x->comm, &x->req[1]);
 }
 
-static int pairwise_test(void *ctx, int *done)
+/* After a pairwise step: the next one, or done. */
+static int pairwise_next(struct exchange *x, int *done)
 {
-    struct exchange *x = ctx;
-    int flag = 0;
-    *done = 0;
-    int rc = PMPI_Testall(2, x->req, &flag, MPI_STATUSES_IGNORE);
-    if (rc != MPI_SUCCESS || !flag)
-        return rc;
     if (x->step == x->size) {
         *done = 1;
         return MPI_SUCCESS;
@@ -201,14 +197,9 @@ static int bruck_unpack(struct exchange *x)
     return MPI_SUCCESS;
 }
 
-static int bruck_test(void *ctx, int *done)
+/* After a Bruck step: its blocks in their slots, then the next step, or the end. */
+static int bruck_next(struct exchange *x, int *done)
 {
-    struct exchange *x = ctx;
-    int flag = 0;
-    *done = 0;
-    int rc = PMPI_Testall(2, x->req, &flag, MPI_STATUSES_IGNORE);
-    if (rc != MPI_SUCCESS || !flag)
-        return rc;
     int64_t back = 0;
     for (int i = 1; i < x->size; i++)
         if (i & x->step)
@@ -241,11 +232,19 @@ static int bruck_start(struct exchange *x)
             return rc;
     }
     x->step = 1;
-    if (x->size == 1) {
-        x->step = 2;   /* nothing to exchange */
-        return MPI_SUCCESS;
-    }
-    return bruck_post(x);
+    return x->size == 1 ? MPI_SUCCESS : bruck_post(x);   /* one rank: nothing to exchange */
+}
+
+/* The wait loop's test: the step's two requests, then the schedule moves on. */
+static int step_test(void *ctx, int *done)
+{
+    struct exchange *x = ctx;
+    int flag = 0;
+    *done = 0;
+    int rc = PMPI_Testall(2, x->req, &flag, MPI_STATUSES_IGNORE);
+    if (rc != MPI_SUCCESS || !flag)
+        return rc;
+    return x->next(x, done);
 }
 
 int sw_alltoall(const void *site, enum sw_alltoall shape, const void *sbuf, int scount,
@@ -266,11 +265,13 @@ int sw_alltoall(const void *site, enum sw_alltoall shape, const void *sbuf, int 
         if ((rc = pairwise_post(&x)) != MPI_SUCCESS)
             return rc;
         __atomic_fetch_add(&sw_alltoall_pairwise_calls, 1, __ATOMIC_RELAXED);
-        return sw_wait(F_ALLTOALL, site, pairwise_test, &x);
+        x.next = pairwise_next;
+        return sw_wait(F_ALLTOALL, site, step_test, &x);
     }
     __atomic_fetch_add(&sw_alltoall_bruck_calls, 1, __ATOMIC_RELAXED);
+    x.next = bruck_next;
     if ((rc = bruck_start(&x)) == MPI_SUCCESS)
-        rc = x.size == 1 ? bruck_unpack(&x) : sw_wait(F_ALLTOALL, site, bruck_test, &x);
+        rc = x.size == 1 ? bruck_unpack(&x) : sw_wait(F_ALLTOALL, site, step_test, &x);
     free(x.slots);
     free(x.out);
     free(x.in);
