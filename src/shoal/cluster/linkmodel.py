@@ -125,7 +125,9 @@ class Medium:
     beside the messages already on it (``Channel``), so several capped devices send side
     by side until together they fill the channel. The downstream carries the same frames
     at the channel's rate right behind, so it adds the last frame's time only. Call
-    ``send`` in the order of send times (``run_ranks`` does).
+    ``send`` in the order of send times (``run_ranks`` does). Each message goes at its
+    rate from its first byte: where TCP's window holds a sender back (a window restarted
+    after idle, on a busy upstream), ``tcpmodel`` runs the same ranks frame by frame.
     """
 
     def __init__(self, link: LinkType, devices: int, seed: int | None = None) -> None:
@@ -286,7 +288,8 @@ def run_ranks(medium: "Medium", programs: list) -> list[float]:
     return marks
 
 
-def bench_bcast_s(link: LinkType, ranks: int, size_B: int, reps: int = 41, seed: int = 1) -> float:
+def bench_bcast_s(link: LinkType, ranks: int, size_B: int, reps: int = 41, seed: int = 1,
+                  tcp: bool = False, restart_after_idle: bool = True, window: int | None = None) -> float:
     """What ``shoal bench`` reads for one Bcast per repetition (``--rep-time`` below one call)
     with each rank on its own device on ``link``: per repetition a barrier, the timed
     broadcast of ``size_B`` bytes from rank 0 (each rank from its own exit from the
@@ -299,21 +302,46 @@ def bench_bcast_s(link: LinkType, ranks: int, size_B: int, reps: int = 41, seed:
     wait says: the median over ``reps`` repetitions (the first left out) is returned, as
     the benchmark reports it. The trees are the default MPI's for small messages
     (a binomial broadcast, a dissemination barrier).
+
+    ``tcp``: the ranks' messages go frame by frame with each connection's TCP window
+    (``tcpmodel``; ``restart_after_idle`` as the kernel's tcp_slow_start_after_idle;
+    ``window``: the segments each connection may send at first, 10 unless given),
+    instead of each at once at the link's rate (``Medium``).
     """
+    return bench_bcast_run_s(link, ranks, [size_B], reps, seed, tcp, restart_after_idle, window)[size_B]
+
+
+def bench_bcast_run_s(link: LinkType, ranks: int, sizes_B: list[int], reps: int = 41, seed: int = 1,
+                      tcp: bool = False, restart_after_idle: bool = True,
+                      window: int | None = None) -> dict[int, float]:
+    """``bench_bcast_s`` for each size of one ``shoal bench`` run, in its order on the same
+    ranks: with ``tcp``, each point starts with the windows the one before left."""
     import statistics
 
     if ranks < 2:
-        return 0.0
+        return {size: 0.0 for size in sizes_B}
 
     def program(rank: int):
-        for _ in range(reps):
-            yield from _barrier(rank, ranks)
-            yield ("mark",)
-            yield from _bcast(rank, ranks, size_B)
-            yield ("mark",)
-            yield from _reduce(rank, ranks, 8)
-            yield from _bcast(rank, ranks, 16)
+        for size_B in sizes_B:
+            for _ in range(reps):
+                yield from _barrier(rank, ranks)
+                yield ("mark",)
+                yield from _bcast(rank, ranks, size_B)
+                yield ("mark",)
+                yield from _reduce(rank, ranks, 8)
+                yield from _bcast(rank, ranks, 16)
 
-    marks = run_ranks(Medium(link, ranks, seed), [program(r) for r in range(ranks)])
-    per_rep = [max(m[2 * i + 1] - m[2 * i] for m in marks) for i in range(1, reps)]
-    return statistics.median(per_rep)
+    programs = [program(r) for r in range(ranks)]
+    if tcp:
+        from shoal.cluster import tcpmodel
+
+        marks = tcpmodel.run_ranks(link, programs, seed, restart_after_idle,
+                                   window or tcpmodel.INITIAL_WINDOW)
+    else:
+        marks = run_ranks(Medium(link, ranks, seed), programs)
+    medians = {}
+    for k, size_B in enumerate(sizes_B):
+        first = 2 * k * reps
+        per_rep = [max(m[first + 2 * i + 1] - m[first + 2 * i] for m in marks) for i in range(1, reps)]
+        medians[size_B] = statistics.median(per_rep)
+    return medians
