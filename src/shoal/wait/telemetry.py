@@ -20,7 +20,9 @@ utime_s/stime_s (the kernel's CPU accounting over the same span), the mode,
 the timer slack obtained, and ``wake`` (socket: sleeps end at a TCP socket
 event; timer: they run their length) with ``socket_wakes``, how many did,
 and ``alltoall_pairwise_calls``/``alltoall_bruck_calls``: the MPI_Alltoall calls run
-pairwise and by Bruck's algorithm (docs/wait.md).
+pairwise and by Bruck's algorithm (docs/wait.md), ``alltoall_comms_made``: the private
+communicators those ran on, and ``alltoall_world_in_init``: 1 if MPI_COMM_WORLD's was made
+in MPI_Init (so that no first Alltoall holds the time of making it).
 
 Per call site (``sites``: the object file and offset of the call, the same in
 every rank) it holds how the site's predictions of arrivals fared:

@@ -10,8 +10,9 @@
  * modem buffer instead of one, and 8128 connections opened by the first call
  * instead of 832. Here either exchange is a schedule that the wait loop's
  * tests advance, so the rank still sleeps between steps. Its messages travel
- * on a duplicate of the communicator (made once, kept as an attribute of it),
- * where no receive of the program's own can match them. */
+ * on a duplicate of the communicator (made once, kept as an attribute of it;
+ * MPI_COMM_WORLD's in MPI_Init), where no receive of the program's own can match
+ * them. */
 #define _GNU_SOURCE
 #include "shoalwait.h"
 #include "wrap.h"
@@ -22,6 +23,8 @@
 #include <string.h>
 
 int64_t sw_alltoall_pairwise_calls, sw_alltoall_bruck_calls;
+int64_t sw_alltoall_comms_made; /* private communicators made */
+int sw_alltoall_world_in_init;  /* MPI_COMM_WORLD's was made in MPI_Init */
 
 #ifdef OPEN_MPI
 /* Where Open MPI 5.0's coll/tuned fixed rules pick Bruck's or the pairwise
@@ -116,9 +119,32 @@ static int private_comm(MPI_Comm comm, MPI_Comm *out)
             free(dup);
             return rc;
         }
+        __atomic_fetch_add(&sw_alltoall_comms_made, 1, __ATOMIC_RELAXED);
     }
     *out = *dup;
     return MPI_SUCCESS;
+}
+
+/* MPI_COMM_WORLD's private communicator is made in MPI_Init rather than by the
+ * first Alltoall, whose time it would otherwise hold: Open MPI agrees on a new
+ * communicator's id in rounds of allreduces, seconds on a 128-box cable plant.
+ * Only where a shape of libshoalwait's own can be chosen: Open MPI's rules (any
+ * world of 3 ranks or more has a row), or one asked for by SHOAL_WAIT_ALLTOALL. */
+int sw_alltoall_prepare(void)
+{
+    if (!sw_active(F_ALLTOALL) || sw_cfg.alltoall == SW_A2A_MPI)
+        return MPI_SUCCESS;
+    int ranks = 0;
+    if (PMPI_Comm_size(MPI_COMM_WORLD, &ranks) != MPI_SUCCESS || ranks < 3)
+        return MPI_SUCCESS;
+#ifndef OPEN_MPI
+    if (sw_cfg.alltoall == SW_A2A_AUTO)
+        return MPI_SUCCESS;
+#endif
+    MPI_Comm made;
+    int rc = private_comm(MPI_COMM_WORLD, &made);
+    sw_alltoall_world_in_init = rc == MPI_SUCCESS;
+    return rc;
 }
 
 /* ---- the schedules -------------------------------------------------------- */

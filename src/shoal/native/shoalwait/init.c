@@ -89,8 +89,10 @@ static void start(void)
  * second, mostly asleep) are not the program's waiting. */
 static int started(int rc)
 {
-    if (rc == MPI_SUCCESS)
+    if (rc == MPI_SUCCESS) {
         sw_wake_start();   /* the sockets MPI_Init opened */
+        rc = sw_alltoall_prepare();
+    }
     sw_init_ns = sw_now_ns();
     getrusage(RUSAGE_SELF, &sw_init_usage);
     return rc;

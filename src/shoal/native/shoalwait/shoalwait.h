@@ -153,6 +153,8 @@ void sw_wake_start(void);
 int sw_sleep(int64_t d);
 extern int64_t sw_wakes;   /* sleeps ended by a socket event, all threads */
 extern int64_t sw_alltoall_pairwise_calls, sw_alltoall_bruck_calls; /* alltoall.c */
+extern int64_t sw_alltoall_comms_made;
+extern int sw_alltoall_world_in_init;
 
 #pragma GCC visibility pop
 

@@ -240,6 +240,9 @@ void sw_telemetry_write(int rank, int size)
     fprintf(f, ",\n  \"alltoall_pairwise_calls\": %lld,\n  \"alltoall_bruck_calls\": %lld",
             (long long)__atomic_load_n(&sw_alltoall_pairwise_calls, __ATOMIC_RELAXED),
             (long long)__atomic_load_n(&sw_alltoall_bruck_calls, __ATOMIC_RELAXED));
+    fprintf(f, ",\n  \"alltoall_comms_made\": %lld,\n  \"alltoall_world_in_init\": %d",
+            (long long)__atomic_load_n(&sw_alltoall_comms_made, __ATOMIC_RELAXED),
+            sw_alltoall_world_in_init);
     fprintf(f, ",\n  \"wall_s\": %.9f,\n  \"utime_s\": %.6f,\n  \"stime_s\": %.6f,\n"
                "  \"calls\": {",
             (sw_now_ns() - sw_init_ns) / 1e9, seconds_since(ru.ru_utime, sw_init_usage.ru_utime),

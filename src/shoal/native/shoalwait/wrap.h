@@ -31,5 +31,7 @@ enum sw_alltoall sw_alltoall_shape(const void *sbuf, int scount, MPI_Datatype st
                                    MPI_Comm comm);
 int sw_alltoall(const void *site, enum sw_alltoall shape, const void *sbuf, int scount,
                 MPI_Datatype stype, void *rbuf, int rcount, MPI_Datatype rtype, MPI_Comm comm);
+/* In MPI_Init: MPI_COMM_WORLD's private communicator, where an Alltoall on it may need one. */
+int sw_alltoall_prepare(void);
 #pragma GCC visibility pop
 #endif
