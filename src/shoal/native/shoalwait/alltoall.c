@@ -128,8 +128,9 @@ static int private_comm(MPI_Comm comm, MPI_Comm *out)
 /* MPI_COMM_WORLD's private communicator is made in MPI_Init rather than by the
  * first Alltoall, whose time it would otherwise hold: Open MPI agrees on a new
  * communicator's id in rounds of allreduces, seconds on a 128-box cable plant.
- * Only where a shape of libshoalwait's own can be chosen: Open MPI's rules (any
- * world of 3 ranks or more has a row), or one asked for by SHOAL_WAIT_ALLTOALL. */
+ * Only where a shape of libshoalwait's own can be chosen, on a world of 3 ranks
+ * or more (where Open MPI's rules have rows): under those rules, or one asked for
+ * by SHOAL_WAIT_ALLTOALL. */
 int sw_alltoall_prepare(void)
 {
     if (!sw_active(F_ALLTOALL) || sw_cfg.alltoall == SW_A2A_MPI)
