@@ -125,23 +125,33 @@ static int private_comm(MPI_Comm comm, MPI_Comm *out)
     return MPI_SUCCESS;
 }
 
+/* Whether the MPI's blocking rules choose a shape of libshoalwait's own for
+ * some block size on `ranks` ranks (a row of tuned's table covers them). */
+static int has_own_shape(int ranks)
+{
+#ifdef OPEN_MPI
+    for (size_t i = 0; i < sizeof tuned / sizeof tuned[0]; i++)
+        if (ranks >= tuned[i].lo && ranks < tuned[i].hi)
+            return 1;
+#endif
+    (void)ranks;
+    return 0;
+}
+
 /* MPI_COMM_WORLD's private communicator is made in MPI_Init rather than by the
  * first Alltoall, whose time it would otherwise hold: Open MPI agrees on a new
  * communicator's id in rounds of allreduces, seconds on a 128-box cable plant.
- * Only where a shape of libshoalwait's own can be chosen, on a world of 3 ranks
- * or more (where Open MPI's rules have rows): under those rules, or one asked for
- * by SHOAL_WAIT_ALLTOALL. */
+ * Only where an Alltoall on the world can take a shape of libshoalwait's own:
+ * one asked for by SHOAL_WAIT_ALLTOALL, or the MPI's rules for its size. */
 int sw_alltoall_prepare(void)
 {
     if (!sw_active(F_ALLTOALL) || sw_cfg.alltoall == SW_A2A_MPI)
         return MPI_SUCCESS;
     int ranks = 0;
-    if (PMPI_Comm_size(MPI_COMM_WORLD, &ranks) != MPI_SUCCESS || ranks < 3)
+    if (PMPI_Comm_size(MPI_COMM_WORLD, &ranks) != MPI_SUCCESS)
         return MPI_SUCCESS;
-#ifndef OPEN_MPI
-    if (sw_cfg.alltoall == SW_A2A_AUTO)
+    if (sw_cfg.alltoall == SW_A2A_AUTO && !has_own_shape(ranks))
         return MPI_SUCCESS;
-#endif
     MPI_Comm made;
     int rc = private_comm(MPI_COMM_WORLD, &made);
     sw_alltoall_world_in_init = rc == MPI_SUCCESS;
