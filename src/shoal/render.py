@@ -57,3 +57,16 @@ def narrow_table(headers: list[str], left: tuple[str, ...] = (), title: str | No
     for head in headers:
         table.add_column(head, justify="left" if head in left else "right", no_wrap=True)
     return table
+
+
+def host_speed(described: dict | None) -> str:
+    """One line for a host speed as recorded (``HostSpeed.describe()``); "" when none is."""
+    if not described:
+        return ""
+    kernels = ", ".join(f"{k} {v:.3g}" for k, v in (described.get("by_kernel") or {}).items())
+    how = described.get("source", "")
+    if how == "asked":
+        return f"host speed {described['value']:.3g} reference cores (given)"
+    model = f" on {described['cpu_model']}" if described.get("cpu_model") else ""
+    return (f"host speed {described['value']:.3g} reference cores{model} ({kernels}; spread "
+            f"{described.get('spread', 0):.1%}, {how})")

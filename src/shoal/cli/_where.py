@@ -26,6 +26,18 @@ def add_cluster_choice(where: argparse._ArgumentGroup) -> None:
                        help="run the emulated cluster D times slower than real time (times are "
                             "divided by D); default: the smallest whole D at which the devices' "
                             "CPU budgets fit this host")
+    add_host_speed(where)
+
+
+def add_host_speed(where: argparse._ArgumentGroup) -> None:
+    """--host-speed and --recalibrate: the host core emulated devices are held against."""
+    from shoal.inputs.grammar import SPEED
+
+    where.add_argument("--host-speed", type=typed.number(SPEED), default=None, metavar="N",
+                       help="this host's core in reference cores, for every kernel (default: "
+                            "measured on the reference kernels and cached per host)")
+    where.add_argument("--recalibrate", action="store_true",
+                       help="measure this host's core speed again instead of using the cached one")
 
 
 def add_where(p: argparse.ArgumentParser, nodes_default: str) -> argparse._ArgumentGroup:

@@ -109,6 +109,8 @@ def _request(args: argparse.Namespace):
         wait=args.wait,
         oversubscribe=args.oversubscribe or ranklimit.DEFAULT_OVERSUBSCRIBE,
         dilation=args.dilation,
+        host_speed=args.host_speed,
+        recalibrate=args.recalibrate,
         launch=args.launch,
     )
 

@@ -73,8 +73,9 @@ def _where(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--link", type=typed.text, help="link type for every emulated device "
                         "(ethernet-100m, gigabit, wifi-n, docsis-27m, or one of yours)")
     parser.add_argument("--cluster", type=typed.text, metavar="FILE", help="inventory file (TOML)")
-    parser.add_argument("--host-speed", type=typed.number(SPEED),
-                        help="this host's core speed on the profiles' scale (default 1.0)")
+    from shoal.cli._where import add_host_speed
+
+    add_host_speed(parser)
 
 
 def _link_needs_emulate(args) -> None:
@@ -112,7 +113,8 @@ def _up(args) -> int:
     _up_precheck(args)
     start = time.perf_counter()
     cluster = session.bring_up(args.emulate, args.cluster, args.link, args.host_speed, args.name,
-                               calibrate=not args.no_calibrate, dilation=args.dilation)
+                               calibrate=not args.no_calibrate, dilation=args.dilation,
+                               recalibrate=args.recalibrate)
     try:
         took = time.perf_counter() - start
         if args.json:
@@ -144,6 +146,10 @@ def _print_cluster(record: dict) -> None:
     Console().print(table)
     print(f"links: {emulation.get('link_emulator', 'tbf')}; time dilation "
           f"{emulation.get('dilation', 1):g} (CPU budgets and link rates / D, latencies x D)")
+    if isinstance(emulation.get("host_speed"), dict):
+        from shoal import render
+
+        print(render.host_speed(emulation["host_speed"]))
 
 
 def _node_rows(record: dict) -> list[tuple[str, ...]]:
@@ -226,7 +232,8 @@ def _matrix(args) -> int:
     _link_needs_emulate(args)
     mpi = discover.resolve(args.mpi)
     with clusters.open(emulate=args.emulate, link=args.link, inventory=args.cluster,
-                       attach_to=args.attach, host_speed=args.host_speed, calibrate=False) as c:
+                       attach_to=args.attach, host_speed=args.host_speed, calibrate=False,
+                       recalibrate=args.recalibrate, mpi=args.mpi) as c:
         rows = matrix.measure(c, mpi, bw_total_B=args.bytes)
     slow = matrix.slow_nodes(rows)
     if args.json:

@@ -104,7 +104,8 @@ def _request(args):
     return dsm_run.RunRequest(app=args.app, program_args=program, wait=args.wait, impl=args.impl,
                               ranks=args.ranks, oversubscribe=args.oversubscribe, preset=args.preset,
                               where=Where(mpi=args.mpi, emulate=args.emulate, link=args.link,
-                                          cluster=args.cluster, attach=args.attach, dilation=args.dilation))
+                                          cluster=args.cluster, attach=args.attach, dilation=args.dilation,
+                                          host_speed=args.host_speed, recalibrate=args.recalibrate))
 
 
 def _plan(args):

@@ -37,6 +37,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    metavar="D",
                    help="run the emulated devices (reference included) D times slower than real "
                         "time; default: the smallest whole D at which they fit this host")
+    from shoal.cli._where import add_host_speed
+
+    add_host_speed(p)
     p.add_argument("--nodes", default=None, type=typed.COUNTS_TEXT, help="node counts (default 1..N)")
     p.add_argument("--workloads", type=typed.text, default=None, metavar="NAMES",
                    help=f"workloads timed at every node count (default {defaults.DEFAULT_WORKLOADS}; "
@@ -124,7 +127,8 @@ def _request(args: argparse.Namespace) -> StudyRequest:
         reference=args.reference,
         nodes=args.nodes, suite=args.suite, sizes=args.sizes, quick=args.quick,
         time_budget_s=args.time_budget, mpi=args.mpi, power=args.power, offload=offload,
-        dilation=args.dilation, workloads=args.workloads, work_sizes=_work_sizes(args.work_size),
+        dilation=args.dilation, host_speed=args.host_speed, recalibrate=args.recalibrate or None,
+        workloads=args.workloads, work_sizes=_work_sizes(args.work_size),
         work_reps=args.work_reps, ci=args.ci, mix=args.mix, preset=args.preset,
         imb_budget_s=args.imb_budget)
 

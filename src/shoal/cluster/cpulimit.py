@@ -153,6 +153,11 @@ def host_cpus() -> list[int]:
     return sorted(os.sched_getaffinity(0))
 
 
+def capacity() -> float:
+    """The CPUs this command may use."""
+    return float(len(host_cpus()))
+
+
 def bandwidth_slice_us() -> int:
     """The scheduler's bandwidth slice: how much quota a CPU takes from a group's pool at once."""
     try:

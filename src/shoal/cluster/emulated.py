@@ -26,8 +26,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from shoal import environment, proc, verbose
-from shoal.cluster import (capacity, cpulimit, dilation, dutycycle, linkemu, memlimit, shaping, slack,
-                           state, sysns)
+from shoal.cluster import (capacity, cpulimit, dilation, dutycycle, hostspeed, linkemu, memlimit, shaping,
+                           slack, state, sysns)
 from shoal.cluster.inventory import Inventory
 from shoal.errors import ShoalError
 
@@ -96,8 +96,11 @@ class EmulatedCluster:
     def __init__(self, inventory: Inventory, cluster_id: str | None = None,
                  persistent: bool = False, calibrate: bool = True,
                  dilation: float | None = None,
-                 at_once: list[tuple[str, ...]] | None = None) -> None:
+                 at_once: list[tuple[str, ...]] | None = None,
+                 host: hostspeed.HostSpeed | None = None) -> None:
         self.inventory = inventory
+        # This host's core in reference cores (None: resolved when first needed).
+        self._host = host
         # None: the smallest whole factor at which the devices fit this host.
         self.dilation_asked = dilation
         # The sets of devices that ever compute at the same time (None: all of them):
@@ -110,6 +113,13 @@ class EmulatedCluster:
         self.link_log: Path | None = None
         self.record: dict = {}
         self.warnings: list[str] = []
+
+    @property
+    def host(self) -> hostspeed.HostSpeed:
+        """This host's speed: the inventory's or --host-speed's, else measured (cached)."""
+        if self._host is None:
+            self._host = hostspeed.resolve(self.inventory.host_speed)
+        return self._host
 
     # -- names -------------------------------------------------------------------------
     def netns(self, node: str) -> str:
@@ -261,7 +271,7 @@ class EmulatedCluster:
             # "user" (SIGSTOP/SIGCONT from user space, cluster.dutycycle) or "none" (host speed).
             "cpu_limit": record.get("cpu_limit", "none"),
             "device_speed": "host" if record.get("cpu_limit") == "none" else "profile",
-            "host_speed": self.inventory.host_speed, "host_cpus": len(cpulimit.host_cpus()),
+            "host_speed": self.host.describe(), "host_cpus": len(cpulimit.host_cpus()),
             "calibration": calibration, "memory_limit": memory, "warnings": self.warnings,
             # The devices' TCP congestion control (the host's may pace: _unpaced_congestion_control).
             "tcp_congestion": congestion,
@@ -385,10 +395,10 @@ class EmulatedCluster:
 
     def _budgets(self) -> dict[str, tuple[float, float]]:
         """Per device at real time (D = 1): (CPUs per core, CPUs in all), each core of a device
-        a host core's ``speed / host_speed`` (at most a whole host core)."""
+        the share of a host core that makes it as fast as its profile (``HostSpeed.core_share``)."""
         budgets = {}
         for node in self.inventory.nodes:
-            fraction = min(1.0, node.profile.speed / self.inventory.host_speed)
+            fraction = self.host.core_share(node.profile)
             budgets[node.name] = (fraction, node.profile.cores * fraction)
         return budgets
 
@@ -412,7 +422,6 @@ class EmulatedCluster:
 
     def _limit_cpus(self, record: dict, layout: cpulimit.CgroupLayout) -> dict:
         cpus = cpulimit.host_cpus()
-        host_speed = self.inventory.host_speed
         d = self.dilation
         per_core, budgets = {}, {}
         for name, (fraction, budget) in self._budgets().items():
@@ -480,7 +489,8 @@ class EmulatedCluster:
                 self._warn(f"{name}: CPU calibration reached {result['achieved_fraction']:.3f} of a "
                            f"host core instead of {fraction:.3f}; is the host busy with other work?")
             result["profile_speed"] = node.profile.speed
-            result["achieved_speed"] = result["achieved_fraction"] * host_speed * d
+            result["speed_kernel"] = node.profile.speed_kernel
+            result["achieved_speed"] = result["achieved_fraction"] * self.host.of(node.profile.speed_kernel) * d
             calibration[name] = result
         record["host_check"] = self._host_check(record, per_core)
         return calibration
@@ -757,6 +767,7 @@ def attach(cluster_id: str) -> EmulatedCluster:
     cluster.dilation = record.get("dilation", 1.0)
     cluster.dilation_asked = record.get("emulation", {}).get("dilation_asked")
     cluster.inventory = _inventory_from_record(record)
+    cluster._host = hostspeed.HostSpeed.from_record(record.get("emulation", {}).get("host_speed"))
     return cluster
 
 
@@ -769,9 +780,7 @@ def _inventory_from_record(record: dict) -> Inventory:
                       for n in described["nodes"]],
             "profiles": {k: _profile_table(v) for k, v in described.get("profiles", {}).items()},
             "links": {k: {kk: vv for kk, vv in v.items() if kk not in ("name", "sources")} for k, v in described.get("links", {}).items()}}
-    result = inv.parse(data, f"cluster {record['id']}")
-    result.host_speed = record.get("emulation", {}).get("host_speed", 1.0)
-    return result
+    return inv.parse(data, f"cluster {record['id']}")
 
 
 def _profile_table(described: dict) -> dict:
@@ -781,6 +790,9 @@ def _profile_table(described: dict) -> dict:
 
     fields = set(tables.ProfileTable.model_fields) - {"pstates"}
     table = {k: v for k, v in described.items() if k in fields and v is not None}
+    if described.get("speed_kernel") == "host":  # speed = "host": as fast as this host's core
+        table["speed"] = "host"
+        table.pop("speed_kernel")
     if described.get("pstates"):
         table["pstates"] = described["pstates"]
     return table

@@ -54,7 +54,8 @@ class Inventory:
     nodes: list[Node]
     mode: str = "emulated"
     source: str = "--emulate"
-    host_speed: float = 1.0
+    # This host's core in reference cores, as given (None: measured, shoal.cluster.hostspeed).
+    host_speed: float | None = None
     profiles: dict[str, _profiles.DeviceProfile] = field(default_factory=dict)
     # The inventory's own [switches.NAME] tables (built-in and user ones are found by name).
     switch_tables: dict[str, dict] = field(default_factory=dict)
@@ -126,7 +127,7 @@ def parse(data: dict, where: str = "inventory", text: str = "") -> Inventory:
 _TERM = re.compile(r"^(\d+)x([a-z0-9][a-z0-9-]*)$")
 
 
-def from_emulate(spec: str, link: str | None = None, host_speed: float = 1.0) -> Inventory:
+def from_emulate(spec: str, link: str | None = None, host_speed: float | None = None) -> Inventory:
     """Build an emulated inventory from ``4xminnowboard+1xnuc`` (``link`` overrides every node)."""
     known_profiles, known_links = _profiles.load_all()
     if link is not None and link not in known_links:

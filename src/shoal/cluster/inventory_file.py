@@ -41,7 +41,8 @@ def _power_not_read(value: Any) -> None:
 class ClusterTable(Table):
     mode: Literal[MODES] = "ssh"  # type: ignore[valid-type]
     link: Optional[Text] = None
-    host_speed: Annotated[float, Field(ge=SPEED.lo, le=SPEED.hi)] = 1.0
+    # This host's core in reference cores; leave it out to have it measured.
+    host_speed: Optional[Annotated[float, Field(ge=SPEED.lo, le=SPEED.hi)]] = None
     name: Optional[Text] = None
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from shoal import environment
 from shoal.cluster import inventory as _inventory
-from shoal.cluster import remote
+from shoal.cluster import hostspeed, remote
 from shoal.cluster.emulated import SUBNET, EmulatedCluster, attach
 from shoal.errors import ShoalError
 from shoal.mpi.discover import MPIInstall
@@ -331,7 +331,8 @@ class SlurmAllocation(SshHosts):
 def open(emulate: str | None = None, link: str | None = None, inventory: str | None = None,
          attach_to: str | None = None, host_speed: float | None = None,
          calibrate: bool = True, dilation: float | None = None,
-         at_once: list[tuple[str, ...]] | None = None) -> Cluster:
+         at_once: list[tuple[str, ...]] | None = None, recalibrate: bool = False,
+         mpi: str | None = None) -> Cluster:
     """Describe where ranks run; a context manager brings an emulated cluster up and down.
 
     ``emulate`` ("4xminnowboard+1xnuc") or an inventory file with mode
@@ -341,6 +342,8 @@ def open(emulate: str | None = None, link: str | None = None, inventory: str | N
     real hosts; nothing at all means this machine only. ``at_once`` lists the
     sets of emulated devices that compute at the same time (None: all), so the
     automatic dilation fits the largest of them rather than every device at once.
+    Emulated devices are held against this host's speed (``host_speed`` as given, else the
+    inventory's, else measured with ``mpi``'s workload program: shoal.cluster.hostspeed).
     """
     chosen = [x for x in (emulate, inventory, attach_to) if x]
     if len(chosen) > 1:
@@ -353,44 +356,47 @@ def open(emulate: str | None = None, link: str | None = None, inventory: str | N
         return EmulatedDevices(emulated.inventory, emulated, owns=False)
     if dilation is not None and not (emulate or inventory):
         raise ShoalError("--dilation applies to emulated clusters (--emulate SPEC)")
-    if emulate:
-        inv = _inventory.from_emulate(emulate, link, host_speed or 1.0)
+    if not (emulate or inventory):
+        return LocalCluster()
+    inv = _emulated_inventory(emulate, inventory, link, host_speed)
+    if inv.mode == "emulated":
+        host = hostspeed.resolve(inv.host_speed, mpi, recalibrate)
         return EmulatedDevices(inv, EmulatedCluster(inv, calibrate=calibrate, dilation=dilation,
-                                                    at_once=at_once), owns=True)
-    if inventory:
-        inv = _inventory.load(inventory)
-        if link is not None:
-            raise ShoalError("--link applies to --emulate; set links in the inventory file instead")
-        if host_speed:
-            inv.host_speed = host_speed
-        if inv.mode == "emulated":
-            return EmulatedDevices(inv, EmulatedCluster(inv, calibrate=calibrate, dilation=dilation,
-                                                        at_once=at_once),
-                                   owns=True)
-        if dilation is not None:
-            raise ShoalError("--dilation applies to emulated clusters only")
-        if inv.mode == "slurm":
-            return SlurmAllocation(remote.slurm_inventory(inv))
-        return SshHosts(inv)
-    return LocalCluster()
+                                                    at_once=at_once, host=host), owns=True)
+    if dilation is not None:
+        raise ShoalError("--dilation applies to emulated clusters only")
+    if inv.mode == "slurm":
+        return SlurmAllocation(remote.slurm_inventory(inv))
+    return SshHosts(inv)
+
+
+def _emulated_inventory(emulate: str | None, inventory: str | None, link: str | None,
+                        host_speed: float | None) -> _inventory.Inventory:
+    """The nodes of ``--emulate SPEC`` or of an inventory file, with the host speed asked for."""
+    if emulate:
+        return _inventory.from_emulate(emulate, link, host_speed)
+    inv = _inventory.load(inventory)
+    if link is not None:
+        raise ShoalError("--link applies to --emulate; set links in the inventory file instead")
+    if host_speed is not None:
+        inv.host_speed = host_speed
+    return inv
 
 
 def bring_up(emulate: str | None, inventory: str | None, link: str | None = None,
              host_speed: float | None = None, name: str | None = None,
-             calibrate: bool = True, dilation: float | None = None) -> EmulatedCluster:
+             calibrate: bool = True, dilation: float | None = None,
+             recalibrate: bool = False, mpi: str | None = None) -> EmulatedCluster:
     """An emulated cluster that stays up after the command (``shoal cluster up``)."""
     if bool(emulate) == bool(inventory):
         raise ShoalError("give either --emulate SPEC or --cluster FILE (an inventory with mode = \"emulated\")")
-    if emulate:
-        inv = _inventory.from_emulate(emulate, link, host_speed or 1.0)
-    else:
-        inv = _inventory.load(inventory)
-        if inv.mode != "emulated":
-            raise ShoalError(f"{inventory}: mode is {inv.mode!r}; 'cluster up' builds emulated "
-                             "clusters (set [cluster] mode = \"emulated\")")
-        if host_speed:
-            inv.host_speed = host_speed
-    return EmulatedCluster(inv, name, persistent=True, calibrate=calibrate, dilation=dilation).up()
+    inv = _emulated_inventory(emulate, inventory, link, host_speed)
+    if inv.mode != "emulated":
+        raise ShoalError(f"{inventory}: mode is {inv.mode!r}; 'cluster up' builds emulated "
+                         "clusters (set [cluster] mode = \"emulated\")")
+    host = hostspeed.resolve(inv.host_speed, mpi, recalibrate)
+    return EmulatedCluster(inv, name, persistent=True, calibrate=calibrate, dilation=dilation,
+                           host=host).up()
 
 
 def parse_nodes(text: str, available: int | None = None) -> list[int]:

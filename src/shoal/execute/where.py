@@ -49,6 +49,10 @@ class Where:
     wait: str | None = None
     # Emulated clusters: how many times slower than real time (None: chosen to fit the host).
     dilation: float | None = None
+    # Emulated clusters: this host's core in reference cores (None: measured and cached,
+    # shoal.cluster.hostspeed), and whether to measure it again rather than use the cache.
+    host_speed: float | None = None
+    recalibrate: bool = False
     # Ranks per CPU (per device core on a cluster) at most; see shoal.inputs.ranklimit.
     oversubscribe: float = ranklimit.DEFAULT_OVERSUBSCRIBE
     # Where the MPI's launch daemons run: "box" (its own launch, one on every node) or
@@ -148,7 +152,7 @@ class Where:
             from shoal.cluster.emulated import EmulatedCluster
 
             # Every device core must be one the kernel can hold to its budget at that D.
-            EmulatedCluster(self.inventory(), dilation=self.dilation).choose_dilation()
+            EmulatedCluster(self.inventory(), dilation=self.dilation, host=self.host()).choose_dilation()
         if self.dilation is None:
             return
         if self.kind == "local":
@@ -160,9 +164,17 @@ class Where:
             raise ShoalError(f"--dilation applies to emulated clusters; {self.cluster} reaches "
                              f"real hosts (mode {self.inventory().mode!r}): drop --dilation")
 
+    def host(self):
+        """This host's speed for devices emulated here (asked, the inventory's, or measured)."""
+        from shoal.cluster import hostspeed
+
+        asked = self.host_speed if self.host_speed is not None else self.inventory().host_speed
+        return hostspeed.resolve(asked, self.mpi, self.recalibrate)
+
     def open(self, at_once: list[tuple[str, ...]] | None = None) -> "Cluster":
         """The cluster these ranks run on (a context manager brings emulated devices up and down)."""
         from shoal import cluster as clusters
 
         return clusters.open(emulate=self.emulate, link=self.link, inventory=self.cluster,
-                             attach_to=self.attach, dilation=self.dilation, at_once=at_once)
+                             attach_to=self.attach, dilation=self.dilation, at_once=at_once,
+                             host_speed=self.host_speed, recalibrate=self.recalibrate, mpi=self.mpi)

@@ -19,6 +19,31 @@ from shoal import environment
 from shoal.errors import ShoalError
 
 BUILTIN = Path(__file__).resolve().parent.parent / "data" / "profiles.toml"
+# A profile's speed_kernel beside the reference kernels' names: their geometric mean, or
+# this machine's own core (speed = "host").
+MIX = "mix"
+HOST = "host"
+
+
+@dataclass(frozen=True)
+class ReferenceKernel:
+    """One kernel that defines the reference core: its time per unit of work on that core.
+
+    A device's speed is the reference core's time over the device core's on the same
+    kernel, and the host's core is measured on the same kernels (``shoal.cluster.hostspeed``)."""
+
+    name: str
+    unit: str
+    unit_s: float
+    source: str
+
+
+@functools.lru_cache(maxsize=None)
+def reference_kernels() -> dict[str, ReferenceKernel]:
+    """The reference core's kernels ([kernels.NAME] of the built-in profiles file)."""
+    data = _read(BUILTIN)[0]
+    return {name: ReferenceKernel(name, t["unit"], float(t["unit_s"]), t["source"])
+            for name, t in (data.get("kernels") or {}).items()}
 
 
 @dataclass(frozen=True)
@@ -206,6 +231,8 @@ class DeviceProfile:
 
     name: str
     cores: int = 1
+    # One core's speed in reference cores on ``speed_kernel`` (a reference kernel's name or
+    # MIX); for HOST, in cores of the machine that emulates it.
     speed: float = 1.0
     idle_W: float = 0.0
     busy_W: float = 0.0
@@ -224,6 +251,7 @@ class DeviceProfile:
     # Boot phases where known ([boot.NAME]): what duty cycling (Pallex) needs.
     boot: BootPhases | None = None
     sources: dict = field(default_factory=dict, compare=False)
+    speed_kernel: str = MIX
 
     def describe(self) -> dict[str, Any]:
         data = asdict(self)
@@ -237,7 +265,8 @@ def profile_from_table(name: str, table: dict, where: str, text: str = "") -> De
     from shoal.profiles import tables
 
     checked = schema.validate(tables.ProfileTable, table, where, text, at=("profiles", name))
-    values = checked.model_dump(exclude=set(checked.model_extra or {}))
+    values = checked.model_dump(exclude=set(checked.model_extra or {}) | {"kernel_unit_s"})
+    values["speed"], values["speed_kernel"] = checked.resolved_speed()
     values["pstates"] = tuple(values["pstates"])
     if values.get("per_test") is not None:
         values["per_test"] = PerTestWatts(**values["per_test"])

@@ -7,7 +7,7 @@ finite and within its range; unknown fields are refused, so a typo is never sile
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar, Optional
+from typing import Annotated, Any, ClassVar, Literal, Optional, Union
 
 from pydantic import ConfigDict, Field, model_validator
 
@@ -28,9 +28,16 @@ class ProfileTable(Table):
     """One ``[profiles.NAME]`` table; ``FIELD_source`` keys say where a number came from."""
 
     model_config = ConfigDict(extra="allow")
-    required_hint: ClassVar[str] = "every profile needs cores, speed, idle_W and busy_W"
+    required_hint: ClassVar[str] = ("every profile needs cores, idle_W, busy_W and a speed (speed, "
+                                    "or kernel_unit_s with speed_kernel)")
     cores: Annotated[int, Field(ge=1, le=MAX_SLOTS)]
-    speed: Positive
+    # One core's speed in reference cores on ``speed_kernel`` ("mix": the reference kernels'
+    # geometric mean), or "host": as fast as the core of the machine that emulates it.
+    speed: Optional[Union[Positive, Literal["host"]]] = None
+    speed_kernel: Optional[Text] = None
+    # Or the time one device core takes per unit of ``speed_kernel`` (s per pixel, frame,
+    # alignment, op): shoal converts it with the reference core's time on that kernel.
+    kernel_unit_s: Optional[Positive] = None
     idle_W: NonNegative
     busy_W: NonNegative
     link: Text = "gigabit"
@@ -56,7 +63,38 @@ class ProfileTable(Table):
                 raise ValueError(f"{key} must be text naming where the number came from")
         if self.busy_W < self.idle_W:
             raise ValueError(f"needs idle_W <= busy_W, got {self.idle_W:g} and {self.busy_W:g}")
+        self._check_speed()
         return self
+
+    def _check_speed(self) -> None:
+        from shoal.profiles import MIX, reference_kernels
+
+        kernels = reference_kernels()
+        names = ", ".join([*kernels, MIX])
+        if self.speed is None and self.kernel_unit_s is None:
+            raise ValueError("needs a speed: speed = N (reference cores; speed_kernel names the kernel "
+                             "it was measured on, default mix), speed = \"host\", or kernel_unit_s = "
+                             f"SECONDS per unit with speed_kernel = one of {', '.join(kernels)}")
+        if self.speed is not None and self.kernel_unit_s is not None:
+            raise ValueError("give speed or kernel_unit_s, not both")
+        if self.speed == "host" and self.speed_kernel is not None:
+            raise ValueError('speed = "host" is this machine\'s own core: drop speed_kernel')
+        if self.kernel_unit_s is not None and self.speed_kernel in (None, MIX):
+            raise ValueError(f"kernel_unit_s needs speed_kernel naming the kernel it was timed on "
+                             f"(one of {', '.join(kernels)})")
+        if self.speed_kernel is not None and self.speed_kernel not in (*kernels, MIX):
+            raise ValueError(f"speed_kernel {self.speed_kernel!r}: use one of {names}")
+
+    def resolved_speed(self) -> tuple[float, str]:
+        """(speed in reference cores, or of this host's core for "host"; the kernel it is on)."""
+        from shoal.profiles import HOST, MIX, reference_kernels
+
+        if self.speed == "host":
+            return 1.0, HOST
+        if self.kernel_unit_s is not None:
+            kernel = reference_kernels()[self.speed_kernel]
+            return kernel.unit_s / self.kernel_unit_s, self.speed_kernel
+        return float(self.speed), self.speed_kernel or MIX
 
     @property
     def sources(self) -> dict[str, str]:

@@ -69,6 +69,10 @@ class StudyRequest:
     offload: dict[str, Any] = field(default_factory=dict)  # overrides of the offload scenario
     # Time dilation of the emulated cluster and reference (one D for both; None: chosen to fit).
     dilation: float | None = None
+    # This host's core in reference cores (None: measured, cached per host), and whether to
+    # measure it again (shoal.cluster.hostspeed).
+    host_speed: float | None = None
+    recalibrate: bool = False
     # Workloads timed at every node count (shoal.work; "" for none), their sizes
     # (name -> one size or several separated by commas).
     workloads: str = DEFAULT_WORKLOADS
@@ -167,7 +171,8 @@ class StudyRequest:
         """The devices' side of the study (its reference and power are checked by its plans)."""
         return Where(mpi=self.mpi, emulate=self.emulate, cluster=self.cluster, attach=self.attach,
                      link=self.link,
-                     nodes=self.nodes, dilation=self.dilation)
+                     nodes=self.nodes, dilation=self.dilation, host_speed=self.host_speed,
+                     recalibrate=self.recalibrate)
 
     def _check_mix(self) -> None:
         if not self.mix:

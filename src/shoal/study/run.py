@@ -110,7 +110,8 @@ def plan(request: StudyRequest) -> StudyPlan:
                             emulate=spec, cluster=request.cluster, attach=request.attach,
                             link=request.link,
                             power="model" if spec or request.attach else request.power,
-                            dilation=request.dilation)
+                            dilation=request.dilation, host_speed=request.host_speed,
+                            recalibrate=request.recalibrate)
         plans.append(runner.plan(base, placements))
         if (request.imb_budget_s is not None or request.study_budget_s is not None) \
                 and cluster_nodes[0].link.shared:
@@ -138,8 +139,10 @@ def _plan_within_budget(request: StudyRequest, the_plan: Plan, cluster_nodes: li
     budget, IMB's is what the set-up, the workloads and the reference leave of it."""
     from shoal.cluster import cpulimit, dilation
 
+    host = request.where().host()
+
     def cpus(node: Any) -> float:
-        return node.profile.cores * min(1.0, node.profile.speed)
+        return node.profile.cores * host.core_share(node.profile)
 
     sets = [[cpus(n) for n in cluster_nodes]] + ([[cpus(reference)]] if reference is not None else [])
     d = request.dilation or dilation.choose(max(sets, key=sum), len(cpulimit.host_cpus()))
@@ -223,7 +226,9 @@ def measure(run: Run, study: StudyPlan, events: Events | None = None,
     first = (cluster_plans or study.work.cluster)[0].request
     with clusters.open(emulate=first.emulate, link=first.link, inventory=first.cluster,
                        attach_to=first.attach,
-                       dilation=request.dilation, at_once=study.at_once) as where:
+                       dilation=request.dilation, at_once=study.at_once,
+                       host_speed=request.host_speed, recalibrate=request.recalibrate,
+                       mpi=request.mpi) as where:
         described = run.manifest.get("clusters", {})
         described[study.cluster_label] = where.describe()
         run.update_manifest(clusters=described)

@@ -53,7 +53,8 @@ def plan(request: Any, spec: str | None, devices: list, cluster_counts: list[int
                 workload=name, size=size, reps=request.work_reps, mpi=request.mpi, emulate=spec,
                 cluster=request.cluster, attach=request.attach, link=request.link,
                 power="model" if spec or request.attach else request.power,
-                wait=request.work_wait, wait_otherwise="backoff", dilation=request.dilation)
+                wait=request.work_wait, wait_otherwise="backoff", dilation=request.dilation,
+                host_speed=request.host_speed, recalibrate=request.recalibrate)
             emulated = bool(spec or request.attach)
             per_node = request.work_ranks_per_node or (devices[0].profile.cores if emulated
                                                        else devices[0].slots)

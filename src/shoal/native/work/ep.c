@@ -152,5 +152,17 @@ static void ep_run(const wk_opts *opts, wk_result *res, MPI_Comm comm)
     free(x);
 }
 
-WK_WORKLOAD(ep, "op", "W", "M18", ep_parse, ep_run,
+/* --probe: four batches (2^18 pairs), counted as ep_run counts (two numbers per pair). */
+static void ep_probe(long part, double *units)
+{
+    enum { BATCHES = 4 };
+    static double *x;
+    if (!x)
+        x = wk_alloc(sizeof(double) * 2 * NK);
+    ep_sums sums = {0};
+    ep_batches(part * BATCHES, (part + 1) * BATCHES, x, &sums);
+    *units = 2.0 * NK * BATCHES;
+}
+
+WK_WORKLOAD(ep, "op", "W", "M18", ep_parse, ep_run, ep_probe,
             "NPB EP: Gaussian pairs, one reduction at the end (the f ~ 1 control); Mop/s");

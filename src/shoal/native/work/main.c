@@ -3,6 +3,7 @@
  *   shoal-work --runs raytrace:512[,msa:S200-L300...] [--check] [--output DIR]
  *   shoal-work --list
  *   shoal-work --describe NAME:SIZE
+ *   shoal-work --probe NAME[,NAME...] [--probe-s S] [--rounds R]
  *
  * Rank 0 prints, on stdout: a "hello" record, one "result" record per run,
  * then "done". See docs/work.md for the fields. */
@@ -40,7 +41,10 @@ static const char usage[] =
     "  --output DIR    rank 0 writes each result's files into DIR (image, matrix, lines, ...)\n"
     "  --aes KIND      edge: openssl (libcrypto's EVP), software, or auto (default)\n"
     "  --list          print the workloads as JSON and exit\n"
-    "  --describe X    check NAME:SIZE and print its memory per rank as JSON, then exit\n";
+    "  --describe X    check NAME:SIZE and print its memory per rank as JSON, then exit\n"
+    "  --probe LIST    time each named workload's serial kernel on this core (no MPI), as JSON\n"
+    "  --probe-s S     CPU seconds per kernel and round (default 0.1)\n"
+    "  --rounds R      rounds, the kernels interleaved in each (default 3)\n";
 
 static void json_string(const char *s)
 {
@@ -118,6 +122,64 @@ static int describe(const char *item)
     fputs(",\"size\":", stdout);
     json_string(size);
     printf(",\"memory_per_rank_B\":%.0f}\n", mem);
+    return 0;
+}
+
+static double probe_cpu_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* --probe: the named kernels in turn over `rounds` rounds, each round doing the same parts of
+ * each kernel (as many as the first round fitted in budget_s of CPU time); one sample (units,
+ * CPU s, wall s) per kernel and round. CPU time is the core's own speed: another process on
+ * the same CPU lengthens the wall time, not it. */
+static int probe(const char *names, double budget_s, int rounds)
+{
+    enum { MAX = 16 };
+    const wk_workload *chosen[MAX];
+    int n = 0;
+    char *list = strdup(names);
+    for (char *name = strtok(list, ","); name; name = strtok(NULL, ",")) {
+        const wk_workload *w = find(name, strlen(name));
+        if (!w || !w->probe || n == MAX) {
+            fprintf(stderr, "shoal-work: no probe for '%s'\n", name);
+            return 2;
+        }
+        chosen[n++] = w;
+    }
+    free(list);
+    double *units = wk_zalloc(sizeof(double) * 3 * MAX * (size_t)rounds);
+    long parts[MAX] = {0};
+    for (int r = 0; r < rounds; r++)
+        for (int k = 0; k < n; k++) {
+            double *out = units + 3 * ((size_t)k * rounds + r);
+            double c0 = probe_cpu_s(), t0 = shoal_now_s(), done = 0, one;
+            long i = 0;
+            do {
+                chosen[k]->probe(i++, &one);
+                done += one;
+            } while (r == 0 ? probe_cpu_s() - c0 < budget_s : i < parts[k]);
+            parts[k] = i;
+            out[0] = done, out[1] = probe_cpu_s() - c0, out[2] = shoal_now_s() - t0;
+        }
+    fputs("{\"probe\":[", stdout);
+    for (int k = 0; k < n; k++) {
+        fputs(k ? ",{\"name\":" : "{\"name\":", stdout);
+        json_string(chosen[k]->name);
+        fputs(",\"unit\":", stdout);
+        json_string(chosen[k]->unit);
+        fputs(",\"samples\":[", stdout);
+        for (int r = 0; r < rounds; r++) {
+            const double *x = units + 3 * ((size_t)k * rounds + r);
+            printf("%s{\"units\":%.17g,\"cpu_s\":%.9g,\"wall_s\":%.9g}", r ? "," : "", x[0], x[1], x[2]);
+        }
+        fputs("]}", stdout);
+    }
+    puts("]}");
+    free(units);
     return 0;
 }
 
@@ -252,7 +314,9 @@ static void run_one(const wk_workload *w, const char *size, const wk_opts *base,
 
 int main(int argc, char **argv)
 {
-    const char *runs = NULL, *describe_item = NULL;
+    const char *runs = NULL, *describe_item = NULL, *probe_names = NULL;
+    double probe_s = 0.1;
+    int rounds = 3;
     wk_opts opts = {.aes = "auto"};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -272,6 +336,12 @@ int main(int argc, char **argv)
             return 0;
         } else if (!strcmp(a, "--describe") && has_next)
             describe_item = argv[++i];
+        else if (!strcmp(a, "--probe") && has_next)
+            probe_names = argv[++i];
+        else if (!strcmp(a, "--probe-s") && has_next)
+            probe_s = atof(argv[++i]);
+        else if (!strcmp(a, "--rounds") && has_next)
+            rounds = atoi(argv[++i]);
         else {
             fprintf(stderr, "shoal-work: unknown or incomplete option '%s'\n%s", a, usage);
             return 2;
@@ -279,6 +349,13 @@ int main(int argc, char **argv)
     }
     if (describe_item)
         return describe(describe_item);
+    if (probe_names) {
+        if (!(probe_s > 0 && probe_s <= 60) || rounds < 1 || rounds > 100) {
+            fputs("shoal-work: --probe-s must be in (0, 60] and --rounds in 1..100\n", stderr);
+            return 2;
+        }
+        return probe(probe_names, probe_s, rounds);
+    }
     if (!runs) {
         fputs(usage, stderr);
         return 2;

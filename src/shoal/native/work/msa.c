@@ -474,6 +474,27 @@ static void msa_run(const wk_opts *opts, wk_result *res, MPI_Comm comm)
     free(s.seq), free(s.len);
 }
 
-WK_WORKLOAD(msa, "alignment", "S100-L200", "S12-L40", msa_parse, msa_run,
+/* --probe: the same 24 pairwise alignments of a set of the default length (200) every part. */
+static void msa_probe(long part, double *units)
+{
+    enum { N = 24, L = 200, PAIRS = 24 };
+    static seqset s;
+    static int *m;
+    if (!m) {
+        generate(&s, N, L);
+        m = wk_alloc(sizeof(int) * (size_t)(2 * L + 9) * 3);
+    }
+    int *x = m + 2 * L + 9, *y = x + 2 * L + 9;
+    (void)part;
+    for (long k = 0; k < PAIRS; k++) {
+        int i = (int)(k % N), j = (int)((k / N + i + 1) % N);
+        if (j == i)
+            j = (i + 1) % N;
+        gotoh(s.seq[i], s.len[i], s.seq[j], s.len[j], m, x, y);
+    }
+    *units = PAIRS;
+}
+
+WK_WORKLOAD(msa, "alignment", "S100-L200", "S12-L40", msa_parse, msa_run, msa_probe,
             "multiple sequence alignment (seed 002, ClustalW/MASON): pairwise alignments in "
             "parallel, guide tree and progressive alignment on rank 0; alignments/s");

@@ -248,5 +248,17 @@ static void rt_run(const wk_opts *opts, wk_result *res, MPI_Comm comm)
     free(row);
 }
 
-WK_WORKLOAD(raytrace, "pixel", "1024", "48", rt_parse, rt_run,
+/* --probe: every 8th row of the 512x512 image, starting at row part mod 8 (the rows of a
+ * whole render, in eight equal shares). */
+static void rt_probe(long part, double *units)
+{
+    enum { SIDE = 512, STRIDE = 8 };
+    static unsigned char row[3 * SIDE];
+    build_scene();
+    for (int y = (int)(part % STRIDE); y < SIDE; y += STRIDE)
+        render_row(SIDE, SIDE, y, row);
+    *units = (double)SIDE * SIDE / STRIDE;
+}
+
+WK_WORKLOAD(raytrace, "pixel", "1024", "48", rt_parse, rt_run, rt_probe,
             "ray tracer (seed 002, Tachyon-like): rows round-robin, each row sent to rank 0; pixels/s");

@@ -50,14 +50,18 @@ typedef struct {
      * most one rank holds (for "does it fit the device"). */
     int (*parse)(const char *size, double *memory_B, char *err, size_t errlen);
     void (*run)(const wk_opts *opts, wk_result *res, MPI_Comm comm);
+    /* One piece of the workload's serial kernel at its reference size, no MPI (--probe: the
+     * host core's speed on it, docs/cluster.md "Host speed"); part numbers give different
+     * but equally costly pieces; sets *units to the units of work it did. NULL: none. */
+    void (*probe)(long part, double *units);
 } wk_workload;
 
 /* A workload's descriptor, in the file that implements it: defines wk_NAME, which main.c's
  * catalog (one line per workload) lists. */
-#define WK_WORKLOAD(name_, unit_, size_, small_, parse_, run_, description_)                     \
+#define WK_WORKLOAD(name_, unit_, size_, small_, parse_, run_, probe_, description_)             \
     const wk_workload wk_##name_ = {.name = #name_, .unit = unit_, .default_size = size_,       \
                                     .small_size = small_, .description = description_,           \
-                                    .parse = parse_, .run = run_}
+                                    .parse = parse_, .run = run_, .probe = probe_}
 
 /* Timing helpers: the shoal clock (shoal_clock.h). */
 double wk_now(void);
