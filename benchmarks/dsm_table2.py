@@ -17,6 +17,7 @@ from wait_common import median, mpis, parser, verdict
 
 from entry import run_main
 from shoal import cluster
+from shoal.execute.session import Session
 from shoal.dsm import apps, lab, placement
 
 ADAPTIVE = "linear:0,1000,1"
@@ -45,7 +46,7 @@ def run_once(sc, mpi, mode, where):
     if where is None:
         return apps.run(mpi, "video", list(sc.args), 7, mode, own_cores=True)
     blocks = placement.on_nodes(placement.preset(sc.preset), 7, [n.name for n in where.nodes])
-    return apps.run_on_cluster(where, mpi, "video", list(sc.args), blocks, mode)
+    return apps.run_on_cluster(Session(where), mpi, "video", list(sc.args), blocks, mode)
 
 
 def table(args, sc, mpi, modes, where) -> None:

@@ -24,6 +24,7 @@ from wait_common import median, mpis, parser, verdict
 
 from entry import run_main
 from shoal import cluster, profiles
+from shoal.execute.session import Session
 from shoal.dsm import apps, lab, placement
 
 # seed 003 §5: one frame takes 0.2 s on the reference core; device speeds are
@@ -54,7 +55,7 @@ def run_once(mpi, prog, impl, ranks, mode, where):
     blocks = placement.on_nodes(placement.preset("video-recs"), 7, [n.name for n in where.nodes])
     if impl == "mpi":
         blocks = blocks[1:]   # the server's device is not used
-    return apps.run_on_cluster(where, mpi, "video", prog, blocks, mode, impl=impl)
+    return apps.run_on_cluster(Session(where), mpi, "video", prog, blocks, mode, impl=impl)
 
 
 def compare(args, mpi, where) -> None:

@@ -80,7 +80,7 @@ def test_dsm_run_as_a_library_call(mpich):
     request = dsm_run.RunRequest("full", ["--writes", "100", "--sample", "0"], wait="sleep:0",
                                  where=Where(mpi="mpich"))
     planned = dsm_run.plan(request)
-    assert planned.ranks == apps.app("full").default_ranks and planned.cluster is None
+    assert planned.ranks == apps.app("full").default_ranks and planned.blocks is None
     done = dsm_run.run(planned)
     assert done.mpi.startswith("MPICH") and done.mode == "sleep:0" and done.devices == []
     assert [r["rank"] for r in done.time_split] == list(range(planned.ranks))

@@ -12,6 +12,7 @@ import math
 from typing import Any
 
 from shoal.bench.stats import summarize
+from shoal.execute.session import DeviceClock
 from shoal.power import efficiency
 
 RESULT_COLUMNS = [
@@ -42,15 +43,8 @@ def point_id(config: str, nodes: int, ranks: int, test: str, size_B: int) -> str
     return f"{config}/{nodes}/{ranks}/{test}/{size_B}"
 
 
-def undilate(record: dict[str, Any], dilation: float) -> dict[str, Any]:
-    """A point record measured at time dilation D, with its times as the devices saw them (/D)."""
-    if dilation == 1:
-        return record
-    out = dict(record)
-    out["samples_s"] = [t / dilation for t in record["samples_s"]]
-    if record.get("rank_mean_s"):
-        out["rank_mean_s"] = [t / dilation for t in record["rank_mean_s"]]
-    return out
+# A point record's times, turned into device time by the session's clock (DeviceClock.record).
+TIME_KEYS = ("samples_s", "rank_mean_s")
 
 
 def result_row(record: dict[str, Any], config: str, nodes: int, wait_mode: str = "",
@@ -118,7 +112,7 @@ def add_power(row: dict[str, Any], energy: dict[str, Any], duration_s: float) ->
     return energy_J, power_W
 
 
-def add_energy(row: dict[str, Any], energy: dict[str, Any] | None, dilation: float = 1.0) -> None:
+def add_energy(row: dict[str, Any], energy: dict[str, Any] | None, clock: DeviceClock = DeviceClock()) -> None:
     """Fill the power columns of a row from one energy measurement of its point.
 
     ``energy`` has energy_J, mean_power_W, source, kind, partial and
@@ -128,9 +122,8 @@ def add_energy(row: dict[str, Any], energy: dict[str, Any] | None, dilation: flo
     """
     if not energy:
         return
-    # Dilated by D, the point took D times its devices' time: same watts, 1/D of the joules.
-    duration = (float(row["t_end_mono_s"]) - float(row["t_start_mono_s"])) / dilation
-    energy = {**energy, "energy_J": float(energy["energy_J"]) / dilation}
+    duration = clock.seconds(float(row["t_end_mono_s"]) - float(row["t_start_mono_s"]))
+    energy = {**energy, "energy_J": clock.energy(float(energy["energy_J"]))}
     ops = float(row["reps"]) * float(row["ops_per_rep"] or 1)
     energy_J, power_W = add_power(row, energy, duration)
     if ops > 0:

@@ -18,8 +18,8 @@ from shoal.bench import catalog, plant_calls
 from shoal.bench.sweep import Config, Events, Options, Point, Sweep
 from shoal.errors import Interrupted, ShoalError
 from shoal.execute.lifecycle import still_ready, transport_env
-from shoal.execute.meter import energy_meter
 from shoal.execute.placement import Placement, check_ranks, config_placements
+from shoal.execute.session import Session
 from shoal.execute.waiting import wait_mode, wait_setup
 from shoal.execute.where import Where
 from shoal.inputs import grammar
@@ -135,24 +135,23 @@ def resume(path: Path) -> tuple[Run, BenchRequest, Plan]:
 
 def measure(run: Run, the_plan: Plan, events: Events | None = None) -> None:
     """Measure every configuration of the plan; each finished point is on disk at once."""
-    request = the_plan.request
-    with request.open() as where:
-        with energy_meter(request, where, run) as meter, where.slack_monitor() as slack:
-            measure_in(run, the_plan, where, meter, slack, events)
+    with the_plan.request.open(run) as session:
+        measure_in(run, the_plan, session, events)
 
 
-def measure_in(run: Run, the_plan: Plan, where: Any, meter: Any, slack: Any,
-               events: Events | None = None) -> None:
-    """Measure the plan's configurations on a cluster that is already up."""
+def measure_in(run: Run, the_plan: Plan, session: Session, events: Events | None = None) -> None:
+    """Measure the plan's configurations in a session whose cluster is up."""
     request = the_plan.request
-    where.check_ready(the_plan.mpi, str(the_plan.program))
+    cluster = session.cluster
+    cluster.check_ready(the_plan.mpi, str(the_plan.program))
     described = run.manifest.get("clusters", {})
-    described[request.config_label] = where.describe()
+    described[request.config_label] = session.describe()
     run.update_manifest(clusters=described)
-    sweep = Sweep(run, the_plan.program, _plant_options(the_plan, where), events or Events(), meter, slack,
-                  hosts_ready=lambda: still_ready(where, the_plan.mpi, the_plan.program, run))
+    sweep = Sweep(run, the_plan.program, _plant_options(the_plan, cluster), events or Events(),
+                  session.meter, session.slack,
+                  hosts_ready=lambda: still_ready(cluster, the_plan.mpi, the_plan.program, run))
     for placement in the_plan.placements:
-        config = _config(the_plan, where, placement)
+        config = _config(the_plan, session, placement)
         todo, impossible = the_plan.points(placement.ranks, placement.label)
         sweep.skip(config, impossible)
         sweep.run_config(config, todo)
@@ -191,8 +190,9 @@ def execute(run: Run, the_plan: Plan, events: Events | None = None) -> Run:
     return run
 
 
-def _config(the_plan: Plan, where: Any, placement: Placement) -> Config:
+def _config(the_plan: Plan, session: Session, placement: Placement) -> Config:
     request = the_plan.request
+    where = session.cluster
     names = list(placement.node_names) if placement.node_names else None
     rank_env, wait_label = wait_setup(wait_mode(request, where, placement), the_plan.mpi)
 
@@ -208,4 +208,4 @@ def _config(the_plan: Plan, where: Any, placement: Placement) -> Config:
     node_names = names or where.node_names(placement.nodes)
     return Config(label=placement.label, nodes=placement.nodes, ranks=placement.ranks,
                   make_job=make_job, wait_mode=wait_label, node_names=node_names,
-                  dilation=where.dilation, with_shared=placement.with_shared)
+                  clock=session.clock, with_shared=placement.with_shared)

@@ -23,6 +23,7 @@ from typing import Any, Callable, Protocol
 from shoal import proc
 from shoal.bench import records
 from shoal.errors import Interrupted, ShoalError
+from shoal.execute.session import DeviceClock
 from shoal.mpi.base import Death
 from shoal.mpi.launch import Job, startup_grace_s
 from shoal.runs.store import Run
@@ -88,8 +89,8 @@ class Config:
     wait_mode: str = ""
     # Devices the ranks run on (empty: this machine); energy is summed over them.
     node_names: list[str] = field(default_factory=list)
-    # Time dilation of an emulated cluster: measured times are divided by it.
-    dilation: float = 1.0
+    # Host time to device time (an emulated cluster's dilation).
+    clock: DeviceClock = field(default_factory=DeviceClock)
     # Whether the switches the nodes' links go through are charged (not to a lone reference machine).
     with_shared: bool = True
 
@@ -179,9 +180,9 @@ class Sweep:
         lines: queue.Queue[str | None] = queue.Queue()
         threading.Thread(target=_pump, args=(process.stdout, lines.put), daemon=True).start()
         finished = 0
-        timeout_s = self.options.timeout_s * config.dilation  # dilated: D times longer
+        timeout_s = config.clock.timeout(self.options.timeout_s)
         # Starting MPI runs on the devices' CPUs too: dilated like the points.
-        deadline = time.monotonic() + startup_grace_s(config.ranks) * config.dilation + timeout_s
+        deadline = time.monotonic() + config.clock.timeout(startup_grace_s(config.ranks)) + timeout_s
         if finished < len(todo):
             self.events.point_started(config, todo[0])
         try:
@@ -245,13 +246,13 @@ class Sweep:
             self.run.update_manifest(jobs=seen)
 
     def _record_point(self, config: Config, record: dict[str, Any]) -> None:
-        record = records.undilate(record, config.dilation)
+        record = config.clock.record(record, records.TIME_KEYS)
         row = records.result_row(record, config.label, config.nodes, config.wait_mode,
-                                 config.dilation)
+                                 config.clock.dilation)
         if self.energy is not None and row["t_start_mono_s"] != "":
             records.add_energy(row, self.energy.energy_between(
                 float(row["t_start_mono_s"]), float(row["t_end_mono_s"]), config.node_names,
-                config.with_shared), config.dilation)
+                config.with_shared), config.clock)
         if self.slack is not None and row["t_start_mono_s"] != "":
             from shoal.cluster import slack
 

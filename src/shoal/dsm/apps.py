@@ -24,6 +24,7 @@ from typing import Any
 
 from shoal import proc
 from shoal.errors import ShoalError
+from shoal.execute.session import DeviceClock, Session
 from shoal.mpi import build
 from shoal.mpi.base import MPIInstall
 from shoal.mpi.launch import Job
@@ -101,29 +102,27 @@ class Result:
         return rows
 
 
-def run_on_cluster(where: Any, mpi: MPIInstall, name: str, args: list[str],
+def run_on_cluster(session: Session, mpi: MPIInstall, name: str, args: list[str],
                    blocks: list[tuple[str, int]], mode: str | None = "busy",
                    impl: str = "sdsm") -> Result:
     """Run one program on a cluster that is up, ``blocks`` ranks on its nodes in turn
     (``placement.on_nodes``); the result is in device time."""
-    job = where.job(mpi, len(blocks), [], ranks_per_node=[c for _, c in blocks],
-                    names=[n for n, _ in blocks], wildcard=True)   # servers take any source
-    return run(mpi, name, args, job.ranks, mode, impl=impl, job=job, dilation=where.dilation,
-               timeout_s=1800 * where.dilation)
+    job = session.cluster.job(mpi, len(blocks), [], ranks_per_node=[c for _, c in blocks],
+                              names=[n for n, _ in blocks], wildcard=True)   # servers take any source
+    return run(mpi, name, args, job.ranks, mode, impl=impl, job=job, clock=session.clock,
+               timeout_s=session.clock.timeout(1800))
 
 
-def _undilate(report: dict[str, Any], records: list[dict[str, Any]], d: float) -> None:
-    """Host times to device times: divide every time of the report and telemetry by d."""
-    for r in report["ranks"]:
-        for key in ("wall_s", "cpu_s", "lib_s", "wait_s", "compute_s"):
-            r[key] /= d
-        r["quiet"] = [[a / d, b / d] for a, b in r["quiet"]]
-    for t in report.get("timeline", []):
-        t["t_s"] = [x / d for x in t["t_s"]]
-        t["cpu_s"] = [x / d for x in t["cpu_s"]]
+def _undilate(report: dict[str, Any], records: list[dict[str, Any]], clock: DeviceClock) -> None:
+    """Host times to device times: every time of the report and telemetry by the clock."""
+    for i, r in enumerate(report["ranks"]):
+        report["ranks"][i] = r = clock.record(r, ("wall_s", "cpu_s", "lib_s", "wait_s", "compute_s"))
+        r["quiet"] = [[clock.seconds(a), clock.seconds(b)] for a, b in r["quiet"]]
+    for i, t in enumerate(report.get("timeline", [])):
+        report["timeline"][i] = clock.record(t, ("t_s", "cpu_s"))
     for rec in records:
-        for call in rec.get("calls", {}).values():
-            call["sleep_s"] /= d
+        for name, call in rec.get("calls", {}).items():
+            rec["calls"][name] = clock.record(call, ("sleep_s",))
 
 
 def program(mpi: MPIInstall) -> Path:
@@ -162,14 +161,14 @@ def check_args(name: str, impl: str, ranks: int, chunk_bytes: int | None = None)
 
 def run(mpi: MPIInstall, name: str, args: list[str], ranks: int, mode: str | None = "busy",
         impl: str = "sdsm", job: Job | None = None, env: dict[str, str] | None = None,
-        timeout_s: float = 1800, own_cores: bool = False, dilation: float = 1.0) -> Result:
+        timeout_s: float = 1800, own_cores: bool = False, clock: DeviceClock = DeviceClock()) -> Result:
     """Run one program; ``job`` (from a cluster) replaces the local launch.
 
     ``own_cores``: the local ranks wait as they would with a core each (a Table 1
     placement, whose power is modelled so), not as the MPI waits when it knows it is
-    oversubscribed (``launch.Job.own_cores``). ``dilation``: the job ran on an
-    emulated cluster this many times slower than real time; every time in the
-    result is divided by it (device time).
+    oversubscribed (``launch.Job.own_cores``). ``clock``: the job ran on an
+    emulated cluster slower than real time; every time in the result is turned
+    into device time by it.
 
     ``mode`` None runs without libshoalwait (the MPI's own waiting, e.g. with
     one of its ``wait_knobs`` set through ``env``).
@@ -200,8 +199,8 @@ def run(mpi: MPIInstall, name: str, args: list[str], ranks: int, mode: str | Non
                              f"failed (exit {done.returncode}): {first}")
         records = telemetry.read_dir(tel_dir) if mode is not None else []
         report = json.loads(lines[-1])
-        if dilation != 1.0:
-            _undilate(report, records, dilation)
-        return Result(name, impl, mode, mpi.name, launch_s / dilation, report, records)
+        if clock.dilation != 1.0:
+            _undilate(report, records, clock)
+        return Result(name, impl, mode, mpi.name, clock.seconds(launch_s), report, records)
     finally:
         shutil.rmtree(tel_dir, ignore_errors=True)

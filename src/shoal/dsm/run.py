@@ -33,13 +33,12 @@ class RunRequest:
 
 @dataclass
 class RunPlan:
-    """A request checked; on a cluster, the cluster (not up yet) and the ranks per node."""
+    """A request checked; on a cluster, the ranks per node (the cluster comes up in ``run``)."""
 
     request: RunRequest
     mode: str
     ranks: int
     preset: placement.Preset | None
-    cluster: Any | None = None
     blocks: list[tuple[str, int]] | None = None
 
 
@@ -83,8 +82,7 @@ def plan(request: RunRequest) -> RunPlan:
     out = RunPlan(request, mode, ranks, chosen)
     request.where.validate()
     if request.where.on_cluster:
-        out.cluster = request.where.open()
-        out.blocks = placement.on_nodes(chosen, ranks, [n.name for n in out.cluster.nodes])
+        out.blocks = placement.on_nodes(chosen, ranks, [n.name for n in request.where.inventory().nodes])
     return out
 
 
@@ -96,13 +94,13 @@ def run(planned: RunPlan) -> RunResult:
     request = planned.request
     mpi = discover.resolve(request.where.mpi)
     on = None
-    if planned.cluster is not None:
-        cluster = planned.cluster
-        with cluster:
-            cluster.check_ready(mpi, str(apps.program(mpi)))
-            result = apps.run_on_cluster(cluster, mpi, request.app, request.program_args, planned.blocks,
+    if request.where.on_cluster:
+        with request.where.open() as session:
+            session.cluster.check_ready(mpi, str(apps.program(mpi)))
+            result = apps.run_on_cluster(session, mpi, request.app, request.program_args, planned.blocks,
                                          planned.mode, impl=request.impl)
-            on = {**cluster.describe(), "dilation": cluster.dilation,
+            on = {**session.describe(), "dilation": session.dilation,
+                  "host_speed": session.host_speed_record(),
                   "placement": [{"node": n, "ranks": c} for n, c in planned.blocks]}
     else:
         result = apps.run(mpi, request.app, request.program_args, planned.ranks, planned.mode,

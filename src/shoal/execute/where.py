@@ -10,21 +10,24 @@ so older runs resume); its ``kind`` is the tag:
 - ``attached``: an emulated cluster already up (``shoal cluster up``).
 
 ``validate()`` is the one set of rules for these options, used by bench,
-work, study and dsm before anything is started.
+work, study and dsm before anything is started; ``open(run)`` gives the
+running half, one ``execute.session.Session``.
 """
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Iterator
 
 from shoal.errors import ShoalError
 from shoal.inputs import ranklimit
 
 if TYPE_CHECKING:
     from shoal.cluster.inventory import Inventory
-    from shoal.cluster.session import Cluster
+    from shoal.execute.session import Session
+    from shoal.runs.store import Run
 
 KINDS = ("local", "emulated", "inventory", "attached")
 
@@ -149,10 +152,8 @@ class Where:
     def _validate_dilation(self) -> None:
         """Dilation slows devices emulated here; it is set when they come up."""
         if self.kind in ("emulated", "inventory") and self.emulated_here():
-            from shoal.cluster.emulated import EmulatedCluster
-
             # Every device core must be one the kernel can hold to its budget at that D.
-            EmulatedCluster(self.inventory(), dilation=self.dilation, host=self.host()).choose_dilation()
+            self.planned_dilation()
         if self.dilation is None:
             return
         if self.kind == "local":
@@ -164,6 +165,18 @@ class Where:
             raise ShoalError(f"--dilation applies to emulated clusters; {self.cluster} reaches "
                              f"real hosts (mode {self.inventory().mode!r}): drop --dilation")
 
+    def planned_dilation(self, at_once: list[tuple[str, ...]] | None = None) -> float:
+        """The dilation devices emulated here will run at (asked, or the smallest whole D at which
+        those that compute at once fit this host), decided as the cluster decides it at up."""
+        from shoal.cluster.emulated import EmulatedCluster
+
+        if self.kind == "attached":
+            from shoal.cluster.session import attach
+
+            return attach(self.attach).dilation
+        return EmulatedCluster(self.inventory(), dilation=self.dilation, at_once=at_once,
+                               host=self.host()).choose_dilation()
+
     def host(self):
         """This host's speed for devices emulated here (asked, the inventory's, or measured)."""
         from shoal.cluster import hostspeed
@@ -171,10 +184,24 @@ class Where:
         asked = self.host_speed if self.host_speed is not None else self.inventory().host_speed
         return hostspeed.resolve(asked, self.mpi, self.recalibrate)
 
-    def open(self, at_once: list[tuple[str, ...]] | None = None) -> "Cluster":
-        """The cluster these ranks run on (a context manager brings emulated devices up and down)."""
+    @contextlib.contextmanager
+    def open(self, run: "Run | None" = None,
+             at_once: list[tuple[str, ...]] | None = None) -> Iterator["Session"]:
+        """The session these ranks run in: the cluster brought up (and down after the block),
+        the energy meter of its nodes (with ``power``; it writes to ``run``), the slack
+        monitor, the host speed (recorded in ``run``'s manifest) and the device clock.
+        ``at_once``: the sets of emulated devices that compute at the same time (None: all)."""
         from shoal import cluster as clusters
+        from shoal.execute.meter import energy_meter
+        from shoal.execute.session import Session
 
-        return clusters.open(emulate=self.emulate, link=self.link, inventory=self.cluster,
-                             attach_to=self.attach, dilation=self.dilation, at_once=at_once,
-                             host_speed=self.host_speed, recalibrate=self.recalibrate, mpi=self.mpi)
+        with clusters.open(emulate=self.emulate, link=self.link, inventory=self.cluster,
+                           attach_to=self.attach, dilation=self.dilation, at_once=at_once,
+                           host_speed=self.host_speed, recalibrate=self.recalibrate,
+                           mpi=self.mpi) as cluster:
+            with energy_meter(self, cluster, run) as meter, cluster.slack_monitor() as slack:
+                session = Session(cluster, meter, slack)
+                host = session.host_speed_record()
+                if run is not None and host is not None:
+                    run.update_manifest(host_speed=host)
+                yield session

@@ -22,7 +22,6 @@ from shoal import hostfacts
 from shoal import cluster as clusters
 from shoal.bench import runner
 from shoal.bench.runner import BenchRequest, Plan
-from shoal.execute.meter import energy_meter
 from shoal.execute.placement import Placement
 from shoal.bench.sweep import Events, Options
 from shoal.errors import ShoalError
@@ -137,15 +136,8 @@ def _plan_within_budget(request: StudyRequest, the_plan: Plan, cluster_nodes: li
     """Plan the cluster's IMB points that do not fit the study's budget on its shared plant as
     not run (shoal.study.imb_budget), at the dilation the devices will run at; with a study
     budget, IMB's is what the set-up, the workloads and the reference leave of it."""
-    from shoal.cluster import cpulimit, dilation
-
-    host = request.where().host()
-
-    def cpus(node: Any) -> float:
-        return node.profile.cores * host.core_share(node.profile)
-
-    sets = [[cpus(n) for n in cluster_nodes]] + ([[cpus(reference)]] if reference is not None else [])
-    d = request.dilation or dilation.choose(max(sets, key=sum), len(cpulimit.host_cpus()))
+    at_once = [tuple(n.name for n in cluster_nodes)] + ([(reference.name,)] if reference is not None else [])
+    d = the_plan.request.planned_dilation(at_once)
     label = next(p.label for p in the_plan.placements if p.label != REFERENCE)
     points = [(p.test, p.size_B, placement.ranks) for placement in the_plan.placements
               if placement.label == label for p in the_plan.points(placement.ranks, label)[0]]
@@ -224,23 +216,17 @@ def measure(run: Run, study: StudyPlan, events: Events | None = None,
     cluster_plans = [p for p in study.plans if p.request.on_cluster]
     local_plans = [p for p in study.plans if not p.request.on_cluster]
     first = (cluster_plans or study.work.cluster)[0].request
-    with clusters.open(emulate=first.emulate, link=first.link, inventory=first.cluster,
-                       attach_to=first.attach,
-                       dilation=request.dilation, at_once=study.at_once,
-                       host_speed=request.host_speed, recalibrate=request.recalibrate,
-                       mpi=request.mpi) as where:
+    with first.open(run, at_once=study.at_once) as session:
         described = run.manifest.get("clusters", {})
-        described[study.cluster_label] = where.describe()
+        described[study.cluster_label] = session.describe()
         run.update_manifest(clusters=described)
-        with energy_meter(first, where, run) as meter, where.slack_monitor() as slack:
-            workloads.measure(run, study.work.cluster, where, meter, work_events, precision)
-            for p in cluster_plans:
-                runner.measure_in(run, p, where, meter, slack, events)
+        workloads.measure(run, study.work.cluster, session, work_events, precision)
+        for p in cluster_plans:
+            runner.measure_in(run, p, session, events)
     if local_plans or study.work.local:
-        first = (local_plans or study.work.local)[0].request
-        with clusters.open() as where, energy_meter(first, where, run) as meter:
-            workloads.measure(run, study.work.local, where, meter, work_events, precision)
+        with (local_plans or study.work.local)[0].request.open(run) as session:
+            workloads.measure(run, study.work.local, session, work_events, precision)
             for p in local_plans:
-                runner.measure_in(run, p, where, meter, None, events)
+                runner.measure_in(run, p, session, events)
     failures = len(run.rows("failures")) + len(run.rows(workloads.TABLES.failures))
     run.finish("complete" if not failures else "complete-with-failures")

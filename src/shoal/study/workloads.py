@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from shoal.execute.placement import Placement
+from shoal.execute.session import Session
 from shoal.bench import stats
 from shoal.runs.store import Run
 from shoal.work import runner as work_runner
@@ -126,7 +127,7 @@ def ci_rel(times_s: list[float]) -> float:
     return stats.summarize(times_s).ci_halfwidth_rel if times_s else float("inf")
 
 
-def measure(run: Run, plans: list[work_runner.Plan], where: Any, meter: Any,
+def measure(run: Run, plans: list[work_runner.Plan], session: Session,
             events: work_runner.Events, precision: Precision) -> None:
     """Rounds over the placements until every point is precise enough or spent; one launch
     per placement and round runs every workload still repeating there (finished runs are
@@ -159,7 +160,7 @@ def measure(run: Run, plans: list[work_runner.Plan], where: Any, meter: Any,
                     and work_runner.records.point_id(placement.label, placement.nodes, placement.ranks,
                                                      p.workload.name, p.size, rep) not in done]
             if todo:
-                for row in work_runner.measure_batch(run, todo, placement, rep, where, meter, events,
+                for row in work_runner.measure_batch(run, todo, placement, rep, session, events,
                                                      TABLES):
                     if row is not None:
                         add(row)

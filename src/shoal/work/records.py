@@ -13,6 +13,7 @@ import json
 from typing import Any
 
 from shoal.bench.records import add_power
+from shoal.execute.session import DeviceClock
 from shoal.power import efficiency
 
 RESULT_COLUMNS = [
@@ -37,19 +38,10 @@ def point_id(config: str, nodes: int, ranks: int, workload: str, size: str, rep:
     return f"{config}/{nodes}/{ranks}/{workload}/{size}/{rep}"
 
 
-def undilate(record: dict[str, Any], d: float) -> dict[str, Any]:
-    """A result measured at time dilation D as the devices saw it: times / D, rates x D.
-
-    CPU seconds stay as the host counted them (the same work, whatever D)."""
-    if d == 1:
-        return record
-    out = dict(record)
-    for key in ("time_s", "serial_s"):
-        out[key] = float(record[key]) / d
-    for key in ("rank_compute_s", "rank_comm_s"):
-        out[key] = [float(x) / d for x in record[key]]
-    out["throughput_per_s"] = float(record["throughput_per_s"]) * d
-    return out
+# A result record's times and rates, turned into device time by the session's clock
+# (DeviceClock.record); CPU seconds stay as the host counted them (the same work at any D).
+TIME_KEYS = ("time_s", "serial_s", "rank_compute_s", "rank_comm_s")
+RATE_KEYS = ("throughput_per_s",)
 
 
 def result_row(record: dict[str, Any], config: str, nodes: int, rep: int,
@@ -94,14 +86,12 @@ def result_row(record: dict[str, Any], config: str, nodes: int, rep: int,
     }
 
 
-def add_energy(row: dict[str, Any], energy: dict[str, Any] | None, dilation: float = 1.0) -> None:
-    """Fill the power columns from one energy measurement over the run's timed part.
-
-    Dilated by D, the run took D times its devices' time at the same watts: 1/D of the joules.
-    """
+def add_energy(row: dict[str, Any], energy: dict[str, Any] | None,
+               clock: DeviceClock = DeviceClock()) -> None:
+    """Fill the power columns from one energy measurement over the run's timed part."""
     if not energy:
         return
-    energy = {**energy, "energy_J": float(energy["energy_J"]) / dilation}
+    energy = {**energy, "energy_J": clock.energy(float(energy["energy_J"]))}
     energy_J, power_W = add_power(row, energy, row["time_s"])
     row["shared_power_W"] = float(energy.get("shared_power_W") or 0.0)
     if row["work"] > 0:

@@ -19,13 +19,12 @@ from typing import Any, Callable
 from shoal import hostfacts, proc
 from shoal.errors import ShoalError
 from shoal.execute.lifecycle import still_ready, transport_env
-from shoal.execute.meter import energy_meter
 from shoal.execute.placement import Placement, check_ranks, config_placements
+from shoal.execute.session import Session
 from shoal.execute.waiting import wait_mode, wait_setup
 from shoal.execute.where import Where
 from shoal.mpi import build, discover
 from shoal.mpi.launch import Job, startup_grace_s
-from shoal.cluster import dilation
 from shoal.cluster import slack as host_slack
 from shoal.runs.store import Run
 from shoal.work import catalog, records
@@ -146,13 +145,12 @@ def execute(run: Run, the_plan: Plan, events: Events | None = None) -> Run:
     """
     events = events or Events()
     request = the_plan.request
-    with request.open() as where:
-        where.check_ready(the_plan.mpi, str(the_plan.program))
-        run.update_manifest(clusters={request.config_label: where.describe()})
-        with energy_meter(request, where, run) as meter:
-            for rep in range(request.reps):
-                for placement in the_plan.placements:
-                    measure_one(run, the_plan, placement, rep, where, meter, events)
+    with request.open(run) as session:
+        session.cluster.check_ready(the_plan.mpi, str(the_plan.program))
+        run.update_manifest(clusters={request.config_label: session.describe()})
+        for rep in range(request.reps):
+            for placement in the_plan.placements:
+                measure_one(run, the_plan, placement, rep, session, events)
     failures = len(run.rows(Tables().failures))
     failed_checks = sum(r["check"] == "fail" for r in run.rows(Tables().results))
     run.finish("complete" if not (failures or failed_checks) else "complete-with-failures")
@@ -176,13 +174,13 @@ class Tables:
     failures: str = "failures"
 
 
-def measure_one(run: Run, the_plan: Plan, placement: Placement, rep: int, where: Any, meter: Any,
+def measure_one(run: Run, the_plan: Plan, placement: Placement, rep: int, session: Session,
                 events: Events, tables: Tables = Tables()) -> dict[str, Any] | None:
     """One launch of the workload at one placement; its row (or failure) is appended at once."""
-    return measure_batch(run, [the_plan], placement, rep, where, meter, events, tables)[0]
+    return measure_batch(run, [the_plan], placement, rep, session, events, tables)[0]
 
 
-def measure_batch(run: Run, plans: list[Plan], placement: Placement, rep: int, where: Any, meter: Any,
+def measure_batch(run: Run, plans: list[Plan], placement: Placement, rep: int, session: Session,
                   events: Events, tables: Tables = Tables()) -> list[dict[str, Any] | None]:
     """One launch running each plan's workload once, in order, at one placement (plans share
     the program, MPI, wait mode and --check); each row (or failure) is appended at once.
@@ -192,6 +190,7 @@ def measure_batch(run: Run, plans: list[Plan], placement: Placement, rep: int, w
     """
     first = plans[0]
     request = first.request
+    where, clock, meter, slack = session.cluster, session.clock, session.meter, session.slack
     names = list(placement.node_names) if placement.node_names else None
     rank_env, wait_label = wait_setup(wait_mode(request, where, placement, request.wait_otherwise),
                                       first.mpi)
@@ -202,21 +201,17 @@ def measure_batch(run: Run, plans: list[Plan], placement: Placement, rep: int, w
     else:
         job = Job(mpi=first.mpi, ranks=placement.ranks, argv=argv, rank_env=dict(rank_env))
     node_names = names or where.node_names(placement.nodes)
-    d = where.dilation
     cmd, env_add = job.command()
-    timeout_s = dilation.timeout(sum(p.request.timeout_s for p in plans)
-                                 + startup_grace_s(placement.ranks), d)
+    timeout_s = clock.timeout(sum(p.request.timeout_s for p in plans) + startup_grace_s(placement.ranks))
     found: dict[tuple[str, str], dict[str, Any]] = {}
     why = None
-    # Whether the devices got their CPU budgets during the launch (emulated clusters only).
-    with where.slack_monitor() as slack:
-        try:
-            result = proc.run(cmd, env=job.popen_env(), show_env=env_add, timeout=timeout_s,
-                              leaves=job.leaves, what="the workload job")
-            found = {(r["workload"], r["size"]): r for r in _result_records(result.stdout)}
-            why = ("crashed", result.tail() or f"exit status {result.returncode}, no result printed")
-        except proc.CommandTimeout:
-            why = ("timeout", f"no result within {timeout_s:.0f} s")
+    try:
+        result = proc.run(cmd, env=job.popen_env(), show_env=env_add, timeout=timeout_s,
+                          leaves=job.leaves, what="the workload job")
+        found = {(r["workload"], r["size"]): r for r in _result_records(result.stdout)}
+        why = ("crashed", result.tail() or f"exit status {result.returncode}, no result printed")
+    except proc.CommandTimeout:
+        why = ("timeout", f"no result within {timeout_s:.0f} s")
     rows: list[dict[str, Any] | None] = []
     for the_plan in plans:
         record = found.get((the_plan.workload.name, the_plan.size))
@@ -230,14 +225,15 @@ def measure_batch(run: Run, plans: list[Plan], placement: Placement, rep: int, w
             events.run_failed(placement, rep, f"{why[0]}: {why[1]}")
             rows.append(None)
             continue
-        row = records.result_row(records.undilate(record, d), placement.label, placement.nodes, rep,
-                                 wait_label, d)
+        row = records.result_row(clock.record(record, records.TIME_KEYS, records.RATE_KEYS),
+                                 placement.label, placement.nodes, rep, wait_label, clock.dilation)
+        # Whether the devices got their CPU budgets during the run (emulated clusters only).
         if slack is not None:
             row.update(host_slack.row_columns(slack.between(row["t_start_mono_s"],
                                                             row["t_end_mono_s"])))
         if meter is not None:
             records.add_energy(row, meter.energy_between(row["t_start_mono_s"], row["t_end_mono_s"],
-                                                         node_names, placement.with_shared), d)
+                                                         node_names, placement.with_shared), clock)
         run.append(tables.results, [row], columns=records.RESULT_COLUMNS)
         events.run_done(row)
         rows.append(row)
