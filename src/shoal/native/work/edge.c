@@ -311,6 +311,6 @@ static void edge_run(const wk_opts *opts, wk_result *res, MPI_Comm comm)
     aes_ctr_close(c.aes);
 }
 
-WK_WORKLOAD(edge, "image", "16@1024x816", "6@64x48", edge_parse, edge_run, NULL,
+WK_WORKLOAD(edge, "image", "16@1024x816", "6@64x48", edge_parse, edge_run,
             "edge processing (seed 004): capture, AES-256-CTR, KNN per image, images spread over "
             "ranks; images/s");

@@ -164,5 +164,5 @@ static void ep_probe(long part, double *units)
     *units = 2.0 * NK * BATCHES;
 }
 
-WK_WORKLOAD(ep, "op", "W", "M18", ep_parse, ep_run, ep_probe,
+WK_WORKLOAD_PROBED(ep, "op", "W", "M18", ep_parse, ep_run, ep_probe,
             "NPB EP: Gaussian pairs, one reduction at the end (the f ~ 1 control); Mop/s");

@@ -322,6 +322,6 @@ static void is_run(const wk_opts *opts, wk_result *res, MPI_Comm comm)
         free(*arrays[i]);
 }
 
-WK_WORKLOAD(is, "key", "W", "S", is_parse, is_run, NULL,
+WK_WORKLOAD(is, "key", "W", "S", is_parse, is_run,
             "NPB IS: bucket sort with Allreduce, Alltoall, Alltoallv (the communication-bound "
             "control); Mkeys/s");

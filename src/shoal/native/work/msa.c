@@ -495,6 +495,6 @@ static void msa_probe(long part, double *units)
     *units = PAIRS;
 }
 
-WK_WORKLOAD(msa, "alignment", "S100-L200", "S12-L40", msa_parse, msa_run, msa_probe,
+WK_WORKLOAD_PROBED(msa, "alignment", "S100-L200", "S12-L40", msa_parse, msa_run, msa_probe,
             "multiple sequence alignment (seed 002, ClustalW/MASON): pairwise alignments in "
             "parallel, guide tree and progressive alignment on rank 0; alignments/s");

@@ -260,5 +260,5 @@ static void rt_probe(long part, double *units)
     *units = (double)SIDE * SIDE / STRIDE;
 }
 
-WK_WORKLOAD(raytrace, "pixel", "1024", "48", rt_parse, rt_run, rt_probe,
+WK_WORKLOAD_PROBED(raytrace, "pixel", "1024", "48", rt_parse, rt_run, rt_probe,
             "ray tracer (seed 002, Tachyon-like): rows round-robin, each row sent to rank 0; pixels/s");

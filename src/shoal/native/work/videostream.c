@@ -311,6 +311,6 @@ static void vs_probe(long part, double *units)
     *units = 1;
 }
 
-WK_WORKLOAD(videostream, "frame", "640x360x32", "96x64x6", vs_parse, vs_run, vs_probe,
+WK_WORKLOAD_PROBED(videostream, "frame", "640x360x32", "96x64x6", vs_parse, vs_run, vs_probe,
             "video stream (seed 003): Sobel edges and a Hough line transform per frame, a frame "
             "farm from rank 0; frames/s");

@@ -58,7 +58,10 @@ typedef struct {
 
 /* A workload's descriptor, in the file that implements it: defines wk_NAME, which main.c's
  * catalog (one line per workload) lists. */
-#define WK_WORKLOAD(name_, unit_, size_, small_, parse_, run_, probe_, description_)             \
+#define WK_WORKLOAD(name_, unit_, size_, small_, parse_, run_, description_)                     \
+    WK_WORKLOAD_PROBED(name_, unit_, size_, small_, parse_, run_, NULL, description_)
+/* The same, for a workload whose kernel defines the reference core (--probe). */
+#define WK_WORKLOAD_PROBED(name_, unit_, size_, small_, parse_, run_, probe_, description_)      \
     const wk_workload wk_##name_ = {.name = #name_, .unit = unit_, .default_size = size_,       \
                                     .small_size = small_, .description = description_,           \
                                     .parse = parse_, .run = run_, .probe = probe_}
