@@ -1,6 +1,7 @@
 """The layers of shoal, written once: a package imports only packages of its own layer or below,
 and no two packages import each other, directly or around a loop (lazy imports inside
-functions count: they are imports all the same). docs/architecture.md shows the same order.
+functions count: they are imports all the same, and so does a module named in a string, as
+``importlib.import_module`` or ``python -m`` takes it). docs/architecture.md shows the same order.
 
 Run on another tree (``python tests/test_layers.py SRC``) it prints what breaks the rules.
 """
@@ -8,11 +9,15 @@ Run on another tree (``python tests/test_layers.py SRC``) it prints what breaks 
 from __future__ import annotations
 
 import ast
+import re
 import sys
 from collections import defaultdict
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parent.parent / "src" / "shoal"
+# A string that is a module's name ("shoal.power.spec", or "shoal.power.rapl:RaplSource"
+# as an entry point names an object in it): the code imports it by that name.
+MODULE_NAME = re.compile(r"(shoal(?:\.\w+)+)(?::\w+)?")
 
 # Top to bottom. A module at the top of shoal/ (profiles is a package) counts as a package.
 LAYERS: list[tuple[str, ...]] = [
@@ -50,6 +55,9 @@ def imports(src: Path) -> dict[str, dict[str, str]]:
             elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
                 names = ([f"shoal.{a.name}" for a in node.names] if node.module == "shoal"
                          else [node.module])
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str) \
+                    and (named := MODULE_NAME.fullmatch(node.value)):
+                names = [named.group(1)]
             else:
                 continue
             for name in names:
@@ -135,6 +143,16 @@ def test_the_check_fails_on_a_planted_upward_import(tmp_path):
     assert len(problems) == 1 and "inputs/grammar.py:" in problems[0] \
         and "inputs imports study, a layer above it" in problems[0], problems
     assert cycles(copy), "inputs -> study -> ... -> inputs is a loop"
+
+
+def test_the_check_finds_an_upper_layer_imported_by_its_name(tmp_path):
+    """importlib with a module's name is an import: inputs asking power that way is found."""
+    src = _tree(tmp_path, {"__init__.py": "", "power/__init__.py": "", "power/spec.py": "",
+                           "inputs/__init__.py": "",
+                           "inputs/options.py": "import importlib\n\n\ndef check(text):\n"
+                                                "    importlib.import_module('shoal.power.spec')"
+                                                ".parse(text)\n"})
+    assert upward(src) == ["inputs/options.py:5: inputs imports power, a layer above it"]
 
 
 def test_the_check_finds_a_loop_within_one_layer(tmp_path):

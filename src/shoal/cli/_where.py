@@ -64,15 +64,33 @@ def _dilation(text: str) -> float:
     return dilation.check(text)
 
 
+def _power_spec(text: str) -> None:
+    from shoal.power import spec
+
+    spec.parse(text)
+
+
+def _wait_mode(text: str) -> None:
+    from shoal.wait import modes
+
+    modes.parse_mode(text)
+
+
+# --power/--source and --wait, checked by the grammars of shoal.power and
+# shoal.wait while parsing; the text is kept as typed.
+POWER_SPEC = typed.typed(_power_spec, keep_text=True, name="parse")
+WAIT_MODE = typed.typed(_wait_mode, keep_text=True, name="parse_mode")
+
+
 def add_energy(p: argparse.ArgumentParser, per: str) -> None:
     energy = p.add_argument_group("energy and waiting")
     from shoal.power import kinds as power_kinds
 
-    energy.add_argument("--power", default=None, type=typed.POWER_SPEC, metavar="SOURCE",
+    energy.add_argument("--power", default=None, type=POWER_SPEC, metavar="SOURCE",
                         help=f"record joules per {per}: {power_kinds.syntax()} (emulated devices: their "
                              "profile model)")
     energy.add_argument("--idle", type=typed.SECONDS_OR_ZERO_NUMBER, default=0.0, metavar="SECONDS",
                         help="measure the idle baseline this long first and report energy above it")
-    energy.add_argument("--wait", default=None, type=typed.WAIT_MODE, metavar="MODE",
+    energy.add_argument("--wait", default=None, type=WAIT_MODE, metavar="MODE",
                         help="run ranks under libshoalwait: busy, yield, sleep:US, linear, backoff, "
                              "auto, event (default: not loaded; event on emulated devices)")

@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 from shoal import render
+from shoal.cli._where import POWER_SPEC
 from shoal.errors import ShoalError
 from shoal.inputs import options as typed
 from shoal.inputs.grammar import NON_NEGATIVE, POSITIVE, Bounds
@@ -78,7 +79,7 @@ def register(subparsers) -> None:
     r.add_argument("--time-scale", type=typed.number(Bounds(0, 100, lo_open=True)), default=1.0, help="multiply the profile's times (e.g. 0.2)")
     r.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                    help="a value for {NAME} in the stage commands (repeatable)")
-    r.add_argument("--power", default="auto", metavar="SPEC", type=typed.POWER_SPEC,
+    r.add_argument("--power", default="auto", metavar="SPEC", type=POWER_SPEC,
                    help="energy of this machine's run with shoal.power (default auto); 'none' to skip")
     r.add_argument("--out", default=None, type=typed.out_dir, help="run directory (default runs/pallex-run-...)")
     r.add_argument("--json", action="store_true", help="print the cycle as JSON")

@@ -14,6 +14,7 @@ import argparse
 import sys
 
 from shoal import render as pretty
+from shoal.cli._where import POWER_SPEC
 from shoal.errors import ShoalError
 from shoal.inputs import options as typed
 from shoal.inputs.grammar import Bounds
@@ -31,7 +32,7 @@ def register(subparsers) -> None:
                     "'shoal power sources' lists the power sources found on this machine.",
         usage="shoal power [--source SPEC] [--rate HZ] [--idle S] [--json] [--out DIR] -- COMMAND...\n"
               "       shoal power sources [--json]")
-    p.add_argument("--source", default="auto", type=typed.POWER_SPEC, metavar="SPEC",
+    p.add_argument("--source", default="auto", type=POWER_SPEC, metavar="SPEC",
                    help=power_kinds.help_text("auto"))
     p.add_argument("--rate", type=typed.number(Bounds(0, 1000, lo_open=True)), default=10.0, metavar="HZ",
                    help="samples per second for sensors (default 10, at most 1000)")

@@ -25,6 +25,7 @@ import tempfile
 from pathlib import Path
 
 from shoal import proc
+from shoal.cli._where import WAIT_MODE
 from shoal.errors import Interrupted, ShoalError
 from shoal.inputs import options as typed
 from shoal.inputs import ranklimit
@@ -40,7 +41,7 @@ def register(subparsers) -> None:
     p = subparsers.add_parser(
         "run", help="run an MPI program whose idle ranks sleep instead of spinning",
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--wait", default="backoff", type=typed.WAIT_MODE, metavar="MODE",
+    p.add_argument("--wait", default="backoff", type=WAIT_MODE, metavar="MODE",
                    help=f"wait mode: {MODES_HELP} (default backoff)")
     p.add_argument("--mpi", type=typed.text, default=None, help=kinds.choices_help())
     p.add_argument("-n", "--ranks", type=typed.whole(1), default=None, help="number of ranks")

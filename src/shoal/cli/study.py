@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from shoal.cli._where import POWER_SPEC
 from shoal.inputs import options as typed
 from shoal.inputs.grammar import Bounds
 from shoal.mpi import kinds
@@ -79,7 +80,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "calls and a fixed cost by node count) are planned as not run, each with its "
                         "reason in the report")
     p.add_argument("--mpi", type=typed.text, default=None, help=kinds.choices_help())
-    p.add_argument("--power", default=None, type=typed.POWER_SPEC,
+    p.add_argument("--power", default=None, type=POWER_SPEC,
                    help=f"power source on real hosts and 'host' (default {defaults.DEFAULT_POWER})")
     p.add_argument("--data-rate", default=None, type=typed.RATE, metavar="BYTES_PER_S",
                    help="data stream produced at the devices, for the offload decision (e.g. 1M)")

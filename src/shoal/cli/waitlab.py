@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 
+from shoal.cli._where import POWER_SPEC
 from shoal.inputs import options as typed
 from shoal.mpi import kinds
 from shoal.runs import jsonout
@@ -48,7 +49,7 @@ def register(subparsers) -> None:
                         "(default all; --quick: all but P10ms and P1s)")
     p.add_argument("--no-native", action="store_true",
                    help="leave out the MPIs' own options (yield_when_idle, HEAVY_YIELD, ...)")
-    p.add_argument("--power", default=None, type=typed.POWER_SPEC, metavar="SPEC",
+    p.add_argument("--power", default=None, type=POWER_SPEC, metavar="SPEC",
                    help="measure energy of each run with shoal.power (e.g. auto, rapl)")
     p.add_argument("--out", default=None, type=typed.out_dir, help="run directory (default runs/waitlab-...)")
     p.add_argument("--resume", default=None, type=typed.run_dir, metavar="RUN", help="continue an interrupted run")

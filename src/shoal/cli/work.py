@@ -18,11 +18,11 @@ ORDER = 12
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("work", help="run a workload (ray tracing, sequence alignment, video, edge, NPB EP/IS)",
+    p = sub.add_parser("work", help="run a real workload (shoal work --list names them)",
                        description="Run one workload at one or more rank (node) counts, each repeated "
                                    "--reps times; per-phase times, throughput, optional check against "
                                    "the serial reference and energy per run.")
-    p.add_argument("workload", nargs="?", help="raytrace, msa, videostream, edge, ep or is")
+    p.add_argument("workload", nargs="?", help="the workload to run (see --list)")
     p.add_argument("--list", action="store_true", help="list the workloads and their default sizes")
     p.add_argument("--size", type=typed.text, default=None,
                    help="the workload's size (see --list), or 'small' / 'default'")
@@ -51,22 +51,20 @@ def _ranks(text: str) -> list[int]:
         raise ShoalError(str(exc).replace("--nodes", "--ranks", 1)) from None
 
 
-def _list() -> int:
-    from shoal.mpi import build, discover
-    from shoal.work import catalog
+def _list(mpi: str | None) -> int:
+    from shoal.work import runner
 
-    program = build.build("work", discover.resolve(None))
-    for w in catalog.load(program):
+    for w in runner.workloads(mpi):
         print(f"{w.name:12} --size {w.default_size} (small: {w.small_size})")
         print(f"{'':12} {w.description}")
     return 0
 
 
 def _request(args: argparse.Namespace):
-    from shoal.work import runner
+    from shoal.work import catalog, runner
 
     if not args.workload:
-        raise ShoalError("name a workload (raytrace, msa, videostream, edge, ep, is) or use --list")
+        raise ShoalError(f"name a workload; {catalog.known(runner.workloads(args.mpi))}")
     if args.idle and not args.power:
         raise ShoalError("--idle measures a power baseline: add --power SOURCE")
     if args.idle < 0:
@@ -93,7 +91,7 @@ def _precheck(args: argparse.Namespace) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if args.list:
-        return _list()
+        return _list(args.mpi)
     from shoal.work import runner, summary
 
     request = _request(args)

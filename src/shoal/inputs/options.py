@@ -4,7 +4,9 @@ An option given as ``type=options.POSITIVE_SECONDS`` is refused by argparse
 itself ("argument --budget: must be above 0, got 0"), before any command
 code runs, so nothing is started on a value that means nothing. Options
 whose text is kept (``--sizes``, ``--nodes``: they go into the manifest as
-typed) are checked and returned unchanged.
+typed) are checked and returned unchanged. A grammar an upper layer owns
+(power sources, wait modes) is passed in by the command that uses it
+(``typed(check, keep_text=True)``); this layer names none of them.
 """
 
 from __future__ import annotations
@@ -43,20 +45,6 @@ def whole(lo: int = 1, hi: int | None = None) -> Callable[[str], int]:
     return typed(grammar.integer, Bounds(lo, hi), name="whole number")
 
 
-def checked_by(module: str, function: str) -> Callable[[str], str]:
-    """Checked by a domain grammar (power sources, wait modes) imported when first used."""
-
-    def check(text: str) -> str:
-        import importlib
-
-        getattr(importlib.import_module(module), function)(text)
-        return text
-
-    return typed(check, keep_text=True, name=function)
-
-
-POWER_SPEC = checked_by("shoal.power.spec", "parse")
-WAIT_MODE = checked_by("shoal.wait.modes", "parse_mode")
 POSITIVE_NUMBER = number(POSITIVE)
 NON_NEGATIVE_NUMBER = number(NON_NEGATIVE)
 FRACTION_NUMBER = number(FRACTION)

@@ -51,8 +51,12 @@ def find(workloads: tuple[Workload, ...], name: str) -> Workload:
     for workload in workloads:
         if workload.name == name.lower():
             return workload
-    raise ShoalError(f"unknown workload '{name}'; known: {', '.join(w.name for w in workloads)} "
-                     "(shoal work --list)")
+    raise ShoalError(f"unknown workload '{name}'; {known(workloads)}")
+
+
+def known(workloads: tuple[Workload, ...]) -> str:
+    """The names, for a message about a missing or unknown workload."""
+    return f"known: {', '.join(w.name for w in workloads)} (shoal work --list)"
 
 
 def resolve_size(workload: Workload, size: str | None) -> str:

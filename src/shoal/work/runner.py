@@ -79,6 +79,11 @@ class Events:
     run_failed: Callable[[Placement, int, str], None] = lambda placement, rep, reason: None
 
 
+def workloads(mpi: str | None) -> tuple[catalog.Workload, ...]:
+    """The workloads the program built with this MPI (None: the default) has."""
+    return catalog.load(build.build("work", discover.resolve(mpi)))
+
+
 def plan(request: WorkRequest, placements: list[Placement] | None = None) -> Plan:
     """Check the request and build the program, before anything is started
     (``placements``: where to run, instead of the request's rank or node counts)."""
