@@ -101,8 +101,9 @@ def register(subparsers) -> None:
     lb.add_argument("--quick", action="store_true", help="one round, boot timeline at 0.3x")
     lb.add_argument("--time-scale", type=typed.number(Bounds(0, 100, lo_open=True)), default=None,
                     help="multiply the boot profile's times here (default 1; --quick 0.3)")
-    lb.add_argument("--host-speed", type=typed.number(Bounds(0, 100, lo_open=True)), default=1.0,
-                    help="this machine's core speed relative to the profiles' reference core (default 1)")
+    lb.add_argument("--host-speed", type=typed.number(Bounds(0, 100, lo_open=True)), default=None,
+                    help="this machine's core in reference cores (default: measured on the device "
+                         "profile's kernel and cached per host)")
     lb.add_argument("--link", default="wifi-n",
                     help="link the uploads cross on the device (default wifi-n: the duty-cycling paper uploads over Wi-Fi)")
     _battery_args(lb)

@@ -160,7 +160,9 @@ class LabRequest:
     scenarios: tuple[str, ...] = stagefile.SCENARIOS
     rounds: int = 3
     time_scale: float = 1.0
-    host_speed: float = 1.0
+    # This machine's core in reference cores (None: measured on the device profile's kernel,
+    # shoal.cluster.hostspeed): the stages' CPU time scales by host speed / device speed.
+    host_speed: float | None = None
     link: str = "wifi-n"
     capacity_mAh: float = 2400.0
     voltage: float = 5.0
@@ -202,8 +204,12 @@ def run(request: LabRequest, argv: list[str],
         if s not in stagefile.SCENARIOS:
             raise ShoalError(f"unknown scenario {s!r} (known: {', '.join(stagefile.SCENARIOS)})")
     rounds, scale = request.rounds, request.time_scale
-    if rounds < 1 or scale <= 0 or request.host_speed <= 0:
+    if rounds < 1 or scale <= 0 or (request.host_speed is not None and request.host_speed <= 0):
         raise ShoalError("--rounds must be >= 1, --time-scale and --host-speed above 0")
+    from shoal.cluster import hostspeed
+
+    host = hostspeed.resolve(request.host_speed)
+    host_speed = host.of(device.speed_kernel)
     battery = lifetime.battery_J(request.capacity_mAh, request.voltage, request.usable)
     links = device_profiles.load_links()
     if request.link not in links:
@@ -211,13 +217,13 @@ def run(request: LabRequest, argv: list[str],
     link = links[request.link]
     record = Run.create("pallex-lab", argv, request.out,
                         profile=profile.describe(), device=device.describe(), scenarios=list(request.scenarios),
-                        rounds=rounds, time_scale=scale, host_speed=request.host_speed, battery_J=battery,
+                        rounds=rounds, time_scale=scale, host_speed=host.describe(), battery_J=battery,
                         sleep_W=request.sleep_W, link=link.describe(), host=hostfacts.collect())
     outcomes = []
     for s in request.scenarios:
         if on_scenario:
             on_scenario(s, rounds)
-        o = run_scenario(s, profile, device, rounds=rounds, time_scale=scale, host_speed=request.host_speed,
+        o = run_scenario(s, profile, device, rounds=rounds, time_scale=scale, host_speed=host_speed,
                          battery_J=battery, sleep_W=request.sleep_W, link_bps=link.rate_bps)
         record.append("cycles", [{k: v for k, v in c.items() if k != "demands"} | {"demands": json.dumps(c.get("demands"))}
                                  for c in o.cycles])
