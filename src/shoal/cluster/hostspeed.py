@@ -274,7 +274,11 @@ def resolve(asked: float | None = None, mpi: str | None = None, recalibrate: boo
         from shoal.cluster import cpulimit
         from shoal.mpi import build, discover
 
-        program = build.build("work", discover.resolve(mpi) if mpi else _any_mpi())
+        try:
+            program = build.build("work", discover.resolve(mpi) if mpi else _any_mpi())
+        except ShoalError as exc:
+            raise ShoalError(f"measuring this host's core speed needs the workload program ({exc}); "
+                             "give --host-speed N (reference cores) to skip the measurement") from None
         _resolved[key] = measured(program, max(1, math.floor(cpulimit.capacity())), recalibrate)
     return _resolved[key]
 
