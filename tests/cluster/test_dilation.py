@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from shoal.execute.session import DeviceClock
+
 from shoal.bench import records
 from shoal.cluster import dilation
 from shoal.profiles import LinkType
@@ -57,14 +59,15 @@ def test_a_dilation_below_what_a_device_core_can_be_held_to_is_refused_naming_th
 def test_results_recorded_at_d_are_divided_by_d():
     record = {"samples_s": [0.2, 0.4, 0.6], "rank_mean_s": [0.4, 0.4], "ranks": 2,
               "test": "imb.PingPong", "size_B": 1024, "bytes_per_op": 1024}
-    row = records.result_row(records.undilate(record, 2.0), "2xminnowboard", 2, dilation=2.0)
+    clock = DeviceClock(2.0)
+    row = records.result_row(clock.record(record, records.TIME_KEYS), "2xminnowboard", 2, dilation=2.0)
     assert row["time_median_s"] == pytest.approx(0.2)
     assert row["bandwidth_median_Bps"] == pytest.approx(1024 / 0.2)
     assert row["dilation"] == 2.0
     assert record["samples_s"] == [0.2, 0.4, 0.6]  # the raw record is left alone
     # Energy: the same watts for 1/D of the time.
     row.update({"t_start_mono_s": 10.0, "t_end_mono_s": 12.0})
-    records.add_energy(row, {"energy_J": 8.0, "mean_power_W": 4.0, "idle_power_W": 1.0}, 2.0)
+    records.add_energy(row, {"energy_J": 8.0, "mean_power_W": 4.0, "idle_power_W": 1.0}, clock)
     assert row["energy_J"] == pytest.approx(4.0)
     assert row["energy_net_J"] == pytest.approx(4.0 - 1.0 * 1.0)
 
@@ -76,13 +79,15 @@ def test_workload_results_at_d_are_seen_as_the_devices_saw_them():
               "rank_compute_s": [1.6, 1.5], "rank_comm_s": [0.2, 0.4], "rank_cpu_s": [0.5, 0.5],
               "work": 100.0, "unit": "op", "throughput_per_s": 50.0, "check": "pass",
               "t_start_mono_s": 10.0, "t_end_mono_s": 12.0, "extra": {}}
-    row = work_records.result_row(work_records.undilate(record, 2.0), "2xboard", 1, 0, dilation=2.0)
+    clock = DeviceClock(2.0)
+    row = work_records.result_row(clock.record(record, work_records.TIME_KEYS, work_records.RATE_KEYS),
+                                  "2xboard", 1, 0, dilation=2.0)
     assert (row["time_s"], row["serial_s"], row["compute_s"], row["comm_s"]) == (1.0, 0.1, 0.8, 0.2)
     assert row["throughput_per_s"] == 100.0 and row["dilation"] == 2.0
     assert row["cpu_s"] == 0.5  # host CPU seconds: the same work whatever D
     assert (row["t_start_mono_s"], row["t_end_mono_s"]) == (10.0, 12.0)  # the window power covers
     work_records.add_energy(row, {"energy_J": 8.0, "mean_power_W": 4.0, "idle_power_W": 1.0,
-                                  "shared_power_W": 2.0}, 2.0)
+                                  "shared_power_W": 2.0}, clock)
     assert row["energy_J"] == 4.0 and row["energy_net_J"] == pytest.approx(3.0)
     assert row["shared_power_W"] == 2.0 and row["energy_per_unit_J"] == pytest.approx(0.04)
 

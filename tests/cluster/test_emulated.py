@@ -378,7 +378,8 @@ def test_a_device_core_whose_budget_the_host_cannot_give_is_flagged(mpich, tmp_p
     profile.write_text(f'[profiles.quad]\ncores = {cores}\nspeed = 0.75\nidle_W = 2\nbusy_W = 8\n'
                        'link = "gigabit"\n')
     monkeypatch.setenv("SHOAL_PROFILES", str(profile))
-    with cluster.open(emulate="1xquad", calibrate=False, dilation=1) as c:
+    # host_speed 1: the profile's speed is a share of this host's core, whatever its speed.
+    with cluster.open(emulate="1xquad", calibrate=False, dilation=1, host_speed=1.0) as c:
         with c.slack_monitor() as monitor:
             t0 = time.monotonic()
             cpufidelity.kernel_time(c, mpich, 1, cores, steps=4_000_000)  # ~2 s: several samples
