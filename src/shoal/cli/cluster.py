@@ -79,17 +79,18 @@ def _where(parser: argparse.ArgumentParser) -> None:
 
 
 def _link_needs_emulate(args) -> None:
-    if args.link and not args.emulate:
-        raise ShoalError("--link sets the link of emulated devices and needs --emulate SPEC; "
-                         "an inventory's links are set in its file")
+    from shoal.cluster import rules
+
+    rules.link_needs_emulate(args.link, args.emulate)
 
 
 def _up_precheck(args) -> None:
     """What `cluster up` refuses, refused before re-running inside a user namespace."""
     from shoal.cluster import emulated, inventory
 
-    if bool(args.emulate) == bool(args.cluster):
-        raise ShoalError("give either --emulate SPEC or --cluster FILE (an inventory with mode = \"emulated\")")
+    from shoal.cluster import rules
+
+    rules.up_needs_one(args.emulate, args.cluster)
     _link_needs_emulate(args)
     if args.name:
         emulated.check_id(args.name)

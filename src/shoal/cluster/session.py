@@ -17,7 +17,7 @@ from typing import Any
 
 from shoal import environment
 from shoal.cluster import inventory as _inventory
-from shoal.cluster import hostspeed, remote
+from shoal.cluster import hostspeed, remote, rules
 from shoal.cluster.emulated import SUBNET, EmulatedCluster, attach
 from shoal.errors import ShoalError
 from shoal.mpi.discover import MPIInstall
@@ -345,26 +345,20 @@ def open(emulate: str | None = None, link: str | None = None, inventory: str | N
     Emulated devices are held against this host's speed (``host_speed`` as given, else the
     inventory's, else measured with ``mpi``'s workload program: shoal.cluster.hostspeed).
     """
-    chosen = [x for x in (emulate, inventory, attach_to) if x]
-    if len(chosen) > 1:
-        raise ShoalError("give only one of --emulate, --cluster FILE or an emulated cluster id")
+    rules.one_cluster(emulate, inventory, attach_to)
     if attach_to:
-        if dilation is not None:
-            raise ShoalError("--dilation is set when the cluster comes up ('shoal cluster up "
-                             "--dilation D'), not when attaching to it")
+        rules.dilation_applies(dilation, "attached", True)
         emulated = attach(attach_to)
         return EmulatedDevices(emulated.inventory, emulated, owns=False)
-    if dilation is not None and not (emulate or inventory):
-        raise ShoalError("--dilation applies to emulated clusters (--emulate SPEC)")
     if not (emulate or inventory):
+        rules.dilation_applies(dilation, "local", False)
         return LocalCluster()
     inv = _emulated_inventory(emulate, inventory, link, host_speed)
     if inv.mode == "emulated":
         host = hostspeed.resolve(inv.host_speed, mpi, recalibrate)
         return EmulatedDevices(inv, EmulatedCluster(inv, calibrate=calibrate, dilation=dilation,
                                                     at_once=at_once, host=host), owns=True)
-    if dilation is not None:
-        raise ShoalError("--dilation applies to emulated clusters only")
+    rules.dilation_applies(dilation, "inventory", False, inventory, inv.mode)
     if inv.mode == "slurm":
         return SlurmAllocation(remote.slurm_inventory(inv))
     return SshHosts(inv)
@@ -375,9 +369,8 @@ def _emulated_inventory(emulate: str | None, inventory: str | None, link: str | 
     """The nodes of ``--emulate SPEC`` or of an inventory file, with the host speed asked for."""
     if emulate:
         return _inventory.from_emulate(emulate, link, host_speed)
+    rules.link_needs_emulate(link, emulate)
     inv = _inventory.load(inventory)
-    if link is not None:
-        raise ShoalError("--link applies to --emulate; set links in the inventory file instead")
     if host_speed is not None:
         inv.host_speed = host_speed
     return inv
@@ -388,8 +381,7 @@ def bring_up(emulate: str | None, inventory: str | None, link: str | None = None
              calibrate: bool = True, dilation: float | None = None,
              recalibrate: bool = False, mpi: str | None = None) -> EmulatedCluster:
     """An emulated cluster that stays up after the command (``shoal cluster up``)."""
-    if bool(emulate) == bool(inventory):
-        raise ShoalError("give either --emulate SPEC or --cluster FILE (an inventory with mode = \"emulated\")")
+    rules.up_needs_one(emulate, inventory)
     inv = _emulated_inventory(emulate, inventory, link, host_speed)
     if inv.mode != "emulated":
         raise ShoalError(f"{inventory}: mode is {inv.mode!r}; 'cluster up' builds emulated "

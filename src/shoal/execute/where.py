@@ -113,14 +113,10 @@ class Where:
 
     def validate(self) -> None:
         """Refuse options that do not fit together, before anything is started."""
-        given = [o for o, v in (("--emulate", self.emulate), ("--cluster FILE", self.cluster),
-                                ("--attach", self.attach)) if v]
-        if len(given) > 1:
-            raise ShoalError(f"give either {' or '.join(given)}, not both" if len(given) == 2
-                             else "give only one of --emulate, --cluster FILE or --attach")
-        if self.link and not self.emulate:
-            raise ShoalError("--link sets the link of emulated devices and needs --emulate SPEC; "
-                             "an inventory's links are set in its file")
+        from shoal.cluster import rules
+
+        rules.one_cluster(self.emulate, self.cluster, self.attach)
+        rules.link_needs_emulate(self.link, self.emulate)
         if self.ranks_per_node < 1:
             raise ShoalError(f"--ranks-per-node must be at least 1, got {self.ranks_per_node}")
         if self.nodes and not self.on_cluster:
@@ -154,16 +150,12 @@ class Where:
         if self.kind in ("emulated", "inventory") and self.emulated_here():
             # Every device core must be one the kernel can hold to its budget at that D.
             self.planned_dilation()
-        if self.dilation is None:
-            return
-        if self.kind == "local":
-            raise ShoalError("--dilation applies to emulated clusters: add --emulate SPEC")
-        if self.kind == "attached":
-            raise ShoalError("--dilation is set when the cluster comes up ('shoal cluster up "
-                             "--dilation D'), not when attaching to it")
-        if not self.emulated_here():
-            raise ShoalError(f"--dilation applies to emulated clusters; {self.cluster} reaches "
-                             f"real hosts (mode {self.inventory().mode!r}): drop --dilation")
+        if self.dilation is not None:
+            from shoal.cluster import rules
+
+            here = self.emulated_here()
+            mode = self.inventory().mode if self.kind == "inventory" else None
+            rules.dilation_applies(self.dilation, self.kind, here, self.cluster, mode)
 
     def planned_dilation(self, at_once: list[tuple[str, ...]] | None = None) -> float:
         """The dilation devices emulated here will run at (asked, or the smallest whole D at which
