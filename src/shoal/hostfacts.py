@@ -8,7 +8,8 @@ import socket
 from pathlib import Path
 
 
-def _cpu_model() -> str:
+def cpu_model() -> str:
+    """The CPU's model name as /proc/cpuinfo gives it."""
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.lower().startswith(("model name", "hardware", "cpu model")):
@@ -34,7 +35,7 @@ def collect() -> dict[str, object]:
         "hostname": socket.gethostname(),
         "kernel": platform.release(),
         "machine": platform.machine(),
-        "cpu_model": _cpu_model(),
+        "cpu_model": cpu_model(),
         "cpus": os.cpu_count(),
         "memory_B": meminfo_bytes("MemTotal"),
         "os": _os_release(),

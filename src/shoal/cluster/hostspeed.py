@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from shoal import proc
+from shoal.hostfacts import cpu_model
 from shoal.errors import ShoalError
 from shoal.profiles import HOST, MIX, DeviceProfile, reference_kernels
 
@@ -122,16 +123,6 @@ def host_key(program: Path) -> dict[str, str]:
     (a changed kernel's source, compiler or flags) is measured again."""
     return {"cpu_model": cpu_model(), "kernel": platform.release(), "governor": _governor(),
             "machine": platform.machine(), "program": str(program)}
-
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.lower().startswith(("model name", "hardware", "cpu model")):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def _governor() -> str:
