@@ -118,8 +118,6 @@ APART = {
     "cluster/test_userns.py": "checks that nothing appears anywhere the host can see",
     "cluster/test_emulated.py::test_up_down_hostnames_and_nothing_in_root_namespace":
         "compares the host's whole list of links before and during",
-    "power/test_doctor_power.py::test_doctor_prints_a_checklist_that_fits_80_columns":
-        "compares two of doctor's checklists, which name the host's leftover clusters and MPI files",
     "cluster/test_emulated.py::test_kill_9_leftovers_are_removed_by_the_next_down":
         "leaves a cluster for its own `cluster down` to remove, which any other test's `cluster up` "
         "would remove first",
