@@ -114,8 +114,9 @@ ALONE = {
 }
 # Tests that count what the whole host holds, by file or by test.
 APART = {
-    "cluster/test_kill_points.py": "counts every shoal cgroup and namespace on the host",
-    "cluster/test_userns.py": "checks that nothing appears anywhere the host can see",
+    "cluster/test_kill_points.py": "kills `cluster up` at each mkdir and counts what `cluster down` "
+        "leaves of that cluster in the host's cgroups and namespaces",
+    "cluster/test_userns.py": "checks that nothing of its clusters is left anywhere the host can see",
     "cluster/test_emulated.py::test_up_down_hostnames_and_nothing_in_root_namespace":
         "compares the host's whole list of links before and during",
     "cluster/test_emulated.py::test_kill_9_leftovers_are_removed_by_the_next_down":
