@@ -223,7 +223,7 @@ def _leave_state_root() -> None:
             left = [f"unread: {exc}"]
         if left:
             print(f"\nshoal tests: clusters still up ({', '.join(left)}) are recorded in {made}; "
-                  f"SHOAL_STATE_DIR={made} shoal cluster down removes them", file=sys.stderr)
+                  f"SHOAL_STATE_DIR={made} shoal cluster down --all removes them", file=sys.stderr)
         else:
             shutil.rmtree(made, ignore_errors=True)
     if "before" in _state_root:
