@@ -21,12 +21,14 @@ import fcntl
 import json
 import os
 import shutil
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 import pytest
 
+from shoal import environment
 from shoal.mpi import build, discover
 
 
@@ -112,12 +114,11 @@ ALONE = {
 }
 # Tests that count what the whole host holds, by file or by test.
 APART = {
-    "cluster/test_kill_points.py": "counts every shoal cgroup and namespace on the host",
-    "cluster/test_userns.py": "checks that nothing appears anywhere the host can see",
+    "cluster/test_kill_points.py": "kills `cluster up` at each mkdir and counts what `cluster down` "
+        "leaves of that cluster in the host's cgroups and namespaces",
+    "cluster/test_userns.py": "checks that nothing of its clusters is left anywhere the host can see",
     "cluster/test_emulated.py::test_up_down_hostnames_and_nothing_in_root_namespace":
         "compares the host's whole list of links before and during",
-    "power/test_doctor_power.py::test_doctor_prints_a_checklist_that_fits_80_columns":
-        "compares two of doctor's checklists, which name the host's leftover clusters and MPI files",
     "cluster/test_emulated.py::test_kill_9_leftovers_are_removed_by_the_next_down":
         "leaves a cluster for its own `cluster down` to remove, which any other test's `cluster up` "
         "would remove first",
@@ -185,6 +186,52 @@ def pytest_configure(config):
     # (a whole study started before the alone tests, and they waited two minutes for it).
     if hasattr(config.option, "loadscopereorder"):
         config.option.loadscopereorder = False
+    _enter_state_root(config)
+
+
+#: The session's own state root (``SHOAL_STATE_DIR``): where the clusters the tests bring up
+#: are recorded and the runs they write are registered (``shoal.runs.registry``), so that a
+#: test's torn or interrupted run never lands in the registry of the user running the suite
+#: (``shoal doctor`` listed nine of them after a session that used the host's). One for the
+#: whole session, the xdist processes included (they share it as they shared the host's), made
+#: by the session, or by the controller for its workers; every command a test starts inherits
+#: it. The uid-65534 run of tests/user is a session of its own, with its own.
+_state_root: dict[str, str | None] = {}
+
+
+def _enter_state_root(config) -> None:
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is not None and "shoal_state_dir" in workerinput:
+        path = workerinput["shoal_state_dir"]
+    else:
+        path = _state_root["made"] = tempfile.mkdtemp(prefix="shoal-tests-state-")
+    _state_root["before"] = os.environ.get(environment.STATE_DIR.name)
+    os.environ[environment.STATE_DIR.name] = path
+
+
+def _leave_state_root() -> None:
+    """Remove the root this session made, with what its tests left there (clusters whose
+    owner is gone), unless a cluster is still up; then restore the variable."""
+    made = _state_root.pop("made", None)
+    if made is not None:
+        from shoal.cluster import state
+
+        try:
+            state.reap()
+            left = [record["id"] for record in state.records()]
+        except Exception as exc:  # the session's outcome stands; say what stays
+            left = [f"unread: {exc}"]
+        if left:
+            print(f"\nshoal tests: clusters still up ({', '.join(left)}) are recorded in {made}; "
+                  f"SHOAL_STATE_DIR={made} shoal cluster down --all removes them", file=sys.stderr)
+        else:
+            shutil.rmtree(made, ignore_errors=True)
+    if "before" in _state_root:
+        before = _state_root.pop("before")
+        if before is None:
+            os.environ.pop(environment.STATE_DIR.name, None)
+        else:
+            os.environ[environment.STATE_DIR.name] = before
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -290,6 +337,7 @@ def pytest_configure_node(node):
         _start.append(open(Path(_host_lock_dir) / "start", "a"))
         fcntl.flock(_start[0], fcntl.LOCK_EX)
     node.workerinput["shoal_host_lock_dir"] = _host_lock_dir
+    node.workerinput["shoal_state_dir"] = os.environ[environment.STATE_DIR.name]
 
 
 def _let_start():
@@ -318,6 +366,7 @@ def pytest_unconfigure(config):
     _let_start()
     if _host_lock_dir and not hasattr(config, "workerinput"):
         shutil.rmtree(_host_lock_dir, ignore_errors=True)
+    _leave_state_root()
 
 
 def _wants(item: pytest.Item | None) -> dict[str, int]:

@@ -121,9 +121,13 @@ def test_interrupted_run_keeps_points_and_resume_finishes_it(tmp_path):
 
 def test_point_that_exceeds_its_timeout_is_recorded_and_sweep_goes_on(tmp_path):
     out = tmp_path / "run"
+    # Each point runs until its 30 s budget is spent, whatever the host's speed: no CI can stop
+    # it before its last repetition (min = max; --ci 0 alone stops a point once the samples
+    # that bound its median tie, which a fast quiet host's can), and 10^5 repetitions of 10^5
+    # round trips each take longer than that on any host.
     proc = shoal("bench", "--tests", "imb.PingPong", "--sizes", "8,16", "--ranks", "2",
-                 "--ci", "0", "--budget", "30", "--min-reps", "6", "--timeout", "2",
-                 "--out", str(out))
+                 "--ci", "0", "--budget", "30", "--inner", "100000", "--min-reps", "100000",
+                 "--max-reps", "100000", "--timeout", "2", "--out", str(out))
     assert proc.returncode == 1
     failures = pd.read_csv(out / "failures.csv")
     assert list(failures["reason"]) == ["timeout", "timeout"]

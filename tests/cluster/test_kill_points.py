@@ -17,24 +17,28 @@ from shoal.cluster import cpulimit, state
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the host's cgroups and namespaces, where these clusters leave their traces, need root; an ordinary user's cluster lives in a user namespace held by its own processes, and its up/status/attach/down are tested in tests/user")
 
 
-def shoal_cgroups() -> set[str]:
-    """Every directory under shoal's cgroup bases (cpu, cpuset, cpuacct)."""
+def shoal_cgroups(cluster_id: str) -> set[str]:
+    """Every directory of the cluster's under shoal's cgroup bases (cpu, cpuset, cpuacct)."""
     layout = cpulimit.detect()
     found = set()
     for base in (layout.cpu_base, layout.cpuset_base, layout.acct_base):
-        if base is not None and Path(base).is_dir():
-            found.update(str(p) for p in Path(base).rglob("*") if p.is_dir())
+        if base is not None and (Path(base) / cluster_id).is_dir():
+            top = Path(base) / cluster_id
+            found.update(str(p) for p in [top, *top.rglob("*")] if p.is_dir())
     return found
 
 
-def netns() -> set[str]:
-    return set(os.listdir(state.NETNS_DIR)) if state.NETNS_DIR.is_dir() else set()
+def netns(cluster_id: str) -> set[str]:
+    names = os.listdir(state.NETNS_DIR) if state.NETNS_DIR.is_dir() else []
+    return {name for name in names if name.startswith(f"shoal-{cluster_id}-")}
 
 
 def test_a_kill_at_any_mkdir_of_cluster_up_leaves_nothing_after_down():
     assert shutil.which("strace"), "strace is installed by make setup"
-    before_groups, before_ns = shoal_cgroups(), netns()
-    before_ids = {r["id"] for r in state.records()}  # clusters up before (not this test's)
+    # Named, so that only what this cluster makes is counted: the cluster id names every
+    # namespace, cgroup and record (another suite's clusters come and go on a shared host).
+    name = f"k{os.getpid() % 10**6}"
+    assert not shoal_cgroups(name) and not netns(name) and state.read(name) is None
     when = 0
     while True:  # kill at mkdir #1, #2, ... until cluster up gets through all of them
         when += 1
@@ -42,16 +46,17 @@ def test_a_kill_at_any_mkdir_of_cluster_up_leaves_nothing_after_down():
         up = subprocess.run(["strace", "-qq", "-o", "/dev/null", "-e", "trace=mkdir,mkdirat",
                              "-e", f"inject=mkdir,mkdirat:signal=KILL:when={when}",
                              sys.executable, "-m", "shoal", "cluster", "up", "--emulate", "2xminnowboard",
-                             "--no-calibrate"], capture_output=True, text=True, timeout=120)
+                             "--name", name, "--no-calibrate"], capture_output=True, text=True, timeout=120)
         finished = up.returncode == 0
-        ids = [r["id"] for r in state.records() if r.get("persistent") and r["id"] not in before_ids
-               ] if finished else []
-        down = subprocess.run([sys.executable, "-m", "shoal", "cluster", "down", *ids], capture_output=True,
-                              text=True, timeout=120)
+        if finished:
+            assert state.read(name)["persistent"] and netns(name), "the cluster is up, by its name"
+        # Its own `down` when it came up; else what the next `down` does with a crashed one.
+        down = subprocess.run([sys.executable, "-m", "shoal", "cluster", "down", *([name] if finished else [])],
+                              capture_output=True, text=True, timeout=120)
         assert down.returncode == 0, down.stderr
-        assert shoal_cgroups() <= before_groups, f"cgroups left after a kill at mkdir #{when}"
-        assert netns() <= before_ns, f"namespaces left after a kill at mkdir #{when}"
-        assert {r["id"] for r in state.records()} <= before_ids, f"a state record left after a kill at mkdir #{when}"
+        assert not shoal_cgroups(name), f"cgroups left after a kill at mkdir #{when}"
+        assert not netns(name), f"namespaces left after a kill at mkdir #{when}"
+        assert state.read(name) is None, f"a state record left after a kill at mkdir #{when}"
         if finished:
             break
     # Namespace files, the state directory and two devices' cgroups were each a kill point.

@@ -31,8 +31,12 @@ ALL_TESTS = {
 SENDER_TIMED = {"mpbench.bandwidth", "mpbench.latency", "mpbench.roundtrip", "mpbench.bibw", "imb.PingPong",
                 "imb.Uniband"}
 IMB_FLOAT_REDUCTIONS = {"imb.Allreduce", "imb.Reduce", "imb.Reduce_scatter"}
-# Enough to exercise every code path, little enough for 4 ranks on 2 cores.
-QUICK = ["--inner", "2", "--warmup", "1", "--min-reps", "2", "--max-reps", "3"]
+# Enough to exercise every code path, little enough for 4 ranks on 2 cores. A point also
+# stops once it has run --budget seconds (1 by default, calibration and warm-up included),
+# with as few as one sample: on a busy host a 4-rank point of 3 repetitions once took longer
+# and kept 2. A budget beyond launch()'s timeout leaves --max-reps the only stop of a point
+# in a job that ends in time, however slow the host.
+QUICK = ["--inner", "2", "--warmup", "1", "--min-reps", "2", "--max-reps", "3", "--budget", "1000"]
 
 
 @pytest.fixture(scope="module")
@@ -142,7 +146,8 @@ def test_point_fields_and_byte_accounting(mpich):
     assert got["imb.Reduce_scatter"]["bytes_per_op"] == 4100
     assert got["mpbench.roundtrip"]["metric"] == "rate" and got["mpbench.roundtrip"]["ops_per_rep"] == 2
     for r in got.values():
-        # Three samples never define a CI (it needs 6), so only --max-reps can stop.
+        # Three samples never define a CI (it needs 6) and the budget is out of reach, so
+        # only --max-reps can stop.
         assert r["converged"] is False and r["stop"] == "max_reps" and r["ci_rel"] is None
 
 

@@ -43,14 +43,18 @@ def root() -> Path:
 def prepare_netns_dir() -> None:
     """Make the directory of namespace files ready: there, and a shared mount of its own
     (``sysns.shared_mount_point``), set up by one process at a time so that two never
-    stack their mounts."""
+    stack their mounts. The lock is the directory itself, which every process on the host
+    shares whatever its state root (a mount of the directory onto itself is the same one)."""
     import fcntl
 
     NETNS_DIR.mkdir(parents=True, exist_ok=True)
     root().mkdir(parents=True, exist_ok=True)
-    with open(root() / ".netns-dir.lock", "w") as lock:
+    lock = os.open(NETNS_DIR, os.O_RDONLY | os.O_DIRECTORY)
+    try:
         fcntl.flock(lock, fcntl.LOCK_EX)
         sysns.shared_mount_point(str(NETNS_DIR))
+    finally:
+        os.close(lock)
 
 
 def cluster_dir(cluster_id: str) -> Path:

@@ -165,6 +165,9 @@ def enter(record: dict, argv: list[str]) -> None:
         raise ShoalError(f"emulated cluster {record['id']} is gone (its process {holder} ended); "
                          f"'shoal cluster down {record['id']}' removes what is left") from None
     os.environ[INSIDE] = ATTACHED
+    # Its records are in the cluster's own /run, where the host's state root (SHOAL_STATE_DIR)
+    # would hold only their mirror.
+    os.environ.pop(environment.STATE_DIR.name, None)
     # Credentials kept: this uid is the namespace's root (setgroups is denied there).
     argv_ns = [proc.tool("nsenter"), "--target", child, "--user", "--preserve-credentials",
                "--mount", "--net", "--pid",
@@ -179,6 +182,10 @@ def prepare() -> None:
     if _prepared:
         return
     _prepared = True
+    # Records inside live in the namespace's private /run, never in a state root the host
+    # sees (SHOAL_STATE_DIR): there the host's mirror of the same cluster would take the
+    # record's place. Commands this one starts see the same.
+    os.environ.pop(environment.STATE_DIR.name, None)
     # Commands this one starts are not re-run commands.
     if os.environ.pop(INSIDE, None) == ATTACHED:
         return  # the cluster's /run is the one to use
