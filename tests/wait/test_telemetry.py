@@ -59,10 +59,10 @@ def test_busy_mode_is_pass_through(mpich, tmp_path):
     recv = rank1["calls"]["MPI_Recv"]
     assert recv["tests"] == 1 and recv["sleeps"] == 0 and recv["wait_s"] > 0.15
     # CPU is counted from MPI_Init's return, like the wall clock: a spinning
-    # rank (one thread) uses much of it (a quarter even on a crowded
-    # machine) and never more than all of it.
+    # rank (one thread) uses much of it (a tenth even on a host crowded four
+    # times over, where a sleeping rank uses under 1 %) and never more than all of it.
     cpu = rank1["utime_s"] + rank1["stime_s"]
-    assert 0.25 * recv["wait_s"] < cpu <= 1.02 * rank1["wall_s"] + 0.005
+    assert 0.1 * recv["wait_s"] < cpu <= 1.02 * rank1["wall_s"] + 0.005
 
 
 def test_classes_switch_collectives_off(openmpi, tmp_path):
