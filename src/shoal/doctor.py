@@ -128,6 +128,19 @@ def check_cgroups() -> list[Finding]:
                     "emulated devices will run at full host speed; mount cgroup v2 or v1 cpu")]
 
 
+def check_host_speed() -> list[Finding]:
+    """This host's core in reference cores, as cached (doctor measures nothing)."""
+    from shoal import render
+    from shoal.cluster import hostspeed
+
+    cached = hostspeed.cached_here()
+    if cached is None:
+        return [Finding("host speed", True, "not measured yet: measured when devices are first "
+                                            "emulated here (a few seconds), then cached")]
+    return [Finding("host speed", True, f"{render.host_speed(cached.describe())}, measured "
+                                        f"{cached.measured_utc}; --recalibrate measures it again")]
+
+
 def check_power() -> list[Finding]:
     """Power sources found here, why others are missing, and what ``auto`` picks."""
     from shoal.power import kinds, registry
@@ -212,5 +225,6 @@ def run_all(selected_mpi: str | None, fix: bool = False) -> list[Finding]:
     findings += check_compiler(selected_mpi)
     findings += check_namespaces()
     findings += check_cgroups()
+    findings += check_host_speed()
     findings += check_power()
     return findings

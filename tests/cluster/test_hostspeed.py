@@ -167,3 +167,17 @@ def test_the_real_probe_times_every_reference_kernel(mpich):
         assert len(entry["samples"]) == 2
         # The second round repeats the first's parts: the same units of work.
         assert entry["samples"][0]["units"] == entry["samples"][1]["units"] > 0
+
+
+def test_doctor_names_the_cached_speed_of_this_host(tmp_path, monkeypatch):
+    from shoal import doctor
+
+    monkeypatch.setenv("SHOAL_CACHE", str(tmp_path / "cache"))
+    [finding] = doctor.check_host_speed()
+    assert finding.ok and "not measured yet" in finding.found
+    program = _fake_program(tmp_path / "probe", {k: v / 1.25 for k, v in REF.items()})
+    hostspeed.measured(program, 1)
+    [finding] = doctor.check_host_speed()
+    assert "host speed 1.25 reference cores" in finding.found and "--recalibrate" in finding.found
+    monkeypatch.setattr(hostspeed, "cpu_model", lambda: "another CPU")
+    assert hostspeed.cached_here() is None

@@ -285,3 +285,20 @@ def _any_mpi():
         if not found:
             raise
         return found[0]
+
+
+def cached_here() -> HostSpeed | None:
+    """The newest cached speed of this host (its CPU, kernel and governor), any probe build."""
+    try:
+        entries = json.loads(_cache_file().read_text())
+    except (OSError, ValueError):
+        return None
+    here = {"cpu_model": cpu_model(), "kernel": platform.release(), "governor": _governor()}
+    found = []
+    for key, entry in entries.items():
+        try:
+            if all(json.loads(key).get(k) == v for k, v in here.items()):
+                found.append(HostSpeed.from_record(entry))
+        except (ValueError, TypeError, AttributeError):
+            continue
+    return max(found, key=lambda s: s.measured_utc) if found else None
