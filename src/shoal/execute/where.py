@@ -25,6 +25,7 @@ from shoal.errors import ShoalError
 from shoal.inputs import ranklimit
 
 if TYPE_CHECKING:
+    from shoal.cluster.hostspeed import HostSpeed
     from shoal.cluster.inventory import Inventory
     from shoal.execute.session import Session
     from shoal.runs.store import Run
@@ -169,7 +170,7 @@ class Where:
         return EmulatedCluster(self.inventory(), dilation=self.dilation, at_once=at_once,
                                host=self.host()).choose_dilation()
 
-    def host(self):
+    def host(self) -> "HostSpeed":
         """This host's speed for devices emulated here (asked, the inventory's, or measured)."""
         from shoal.cluster import hostspeed
 
