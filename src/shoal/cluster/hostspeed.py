@@ -52,7 +52,10 @@ class HostSpeed:
     # "measured" (this command), "cached" (an earlier measurement, checked), "asked"
     # (--host-speed or an inventory's host_speed).
     source: str
-    # (max - min) / median of the mix over every copy and round (0 when asked).
+    # How much slower the median (copy, round) ran than the fastest, on the mix: 1 - median
+    # speed / fastest speed (0 when asked). A host that holds its speed reads a few per cent;
+    # one whose speed moves (throttling, a busy hypervisor) more. A lone slow round does not
+    # move it, and the fastest sample is what the speed is taken from.
     spread: float = 0.0
     cpu_model: str = ""
     # Seconds per unit of each kernel on this core (the fastest sample of copies and rounds).
@@ -176,7 +179,7 @@ def from_probes(results: list[dict], source: str = "measured") -> HostSpeed:
         return math.exp(sum(logs) / len(logs))
 
     mixes = [mix(r) for r in rounds if set(r) == set(fastest)]
-    spread = (max(mixes) - min(mixes)) / statistics.median(mixes) if len(mixes) > 1 else 0.0
+    spread = 1 - statistics.median(mixes) / max(mixes) if len(mixes) > 1 else 0.0
     return HostSpeed(by_kernel, source, spread, cpu_model(), fastest, len(results),
                      len(mixes) // max(1, len(results)),
                      time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
