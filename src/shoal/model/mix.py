@@ -63,3 +63,19 @@ def best_measured(energy: dict[int, float]) -> int | None:
     """The node count with the least measured energy per job (highest perf/W)."""
     good = {n: e for n, e in energy.items() if np.isfinite(e)}
     return min(good, key=good.get) if good else None
+
+
+def tied_range(intervals: dict, best: int) -> tuple[int, int]:
+    """The measured node counts on either side of ``best``, next to each other, whose perf/W
+    interval (shoal.model.resample.Interval) overlaps the best's: sizes the measurements cannot
+    tell apart from the best. (best, best) when its neighbours stand clear of it."""
+    counts = sorted(intervals)
+    if best not in intervals:
+        return best, best
+    at = counts.index(best)
+    lo = hi = at
+    while lo > 0 and intervals[counts[lo - 1]].overlaps(intervals[best]):
+        lo -= 1
+    while hi < len(counts) - 1 and intervals[counts[hi + 1]].overlaps(intervals[best]):
+        hi += 1
+    return counts[lo], counts[hi]
