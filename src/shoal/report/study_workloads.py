@@ -69,6 +69,10 @@ def _combined_text(c: Any) -> str:
     weights = ", ".join(f"{name} {w:.2f}" for name, w in d["weights"].items())
     text = (f"{d['condition']}: mix of {weights}; measured best at n = {d['best_measured']}; model "
             f"n*_mix = {_interval_text(d['n_star'])}.")
+    if d.get("measured_ppw"):
+        text += (" Measured perf/W of the mix over one device's (95 % interval over the points' own "
+                 "repetitions): " + ", ".join(f"n = {n}: {i['value']:.3f} ({i['lo']:.3f}..{i['hi']:.3f})"
+                                             for n, i in d["measured_ppw"].items()) + ".")
     if d["left_out"]:
         text += " Left out: " + "; ".join(f"{k} ({v})" for k, v in d["left_out"].items()) + "."
     text += (" Where they disagree: " + "; ".join(d["disagree"]) + "." if d["disagree"]
