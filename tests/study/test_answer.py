@@ -32,7 +32,8 @@ def test_the_first_lines_name_the_range_the_offload_size_and_the_host_speed():
     assert lines[0].startswith("Best cluster size, sleeping (libshoalwait): 3–4 devices of 1..6 measured")
     assert lines[2].startswith("Offload decision at 3 device(s) (the measured best size of the workloads, "
                                "of the range 3–4): process the data locally on the devices")
-    assert lines[3] == "Host speed: 1.42 ± 0.012 (measured, AMD EPYC)"
+    assert lines[3] == ("Host speed 1.42 reference cores on AMD EPYC (raytrace 1.42, videostream 1.39; "
+                        "spread 1.2%, measured)")
     summary = study_report._markdown({"study-1": f}).splitlines()
     assert summary[4:8] == [f"- {line}" for line in lines]
 
@@ -47,11 +48,11 @@ def test_findings_json_holds_the_manifests_host_speed_as_it_stands_and_nothing_w
     assert "host speed" not in dict(answer.terminal_rows(without))
 
 
-def test_the_host_speed_in_detail_names_each_kernel_and_profile():
-    text = answer.host_speed_text(SPEED, detail=True)
-    assert text == ("1.42 ± 0.012 (measured, AMD EPYC); by kernel: raytrace 1.42, videostream 1.39; "
-                    "profiles held by: minnowboard mix, stb raytrace")
-    assert answer.host_speed_text({"value": 0.9, "source": "asked"}) == "0.9 (asked)"
+def test_the_host_speed_in_detail_names_each_profiles_kernel_and_the_calibrations_warning():
+    text = answer.host_speed_text({**SPEED, "warning": "the rounds spread 14%"}, detail=True)
+    assert text == ("host speed 1.42 reference cores on AMD EPYC (raytrace 1.42, videostream 1.39; spread 1.2%, "
+                    "measured); profiles held on: minnowboard mix, stb raytrace; the rounds spread 14%")
+    assert answer.host_speed_text({"value": 0.9, "source": "asked"}) == "host speed 0.9 reference cores (given)"
     assert answer.host_speed_text(None) is None
 
 
@@ -63,7 +64,7 @@ def test_the_terminal_ends_with_the_answer(capsys):
     flat = " ".join(out.split())
     assert "best size, sleeping 3–4 devices: perf/W within 0.5% of each other (best measured at 3, 1.14x one device's)" in flat
     assert "offload process the data locally on the devices, at 3 device(s)" in flat
-    assert "host speed 1.42 ± 0.012 (measured, AMD EPYC)" in flat
+    assert "host speed 1.42 reference cores on AMD EPYC (raytrace 1.42, videostream 1.39; spread 1.2%, measured)" in flat
     assert "precision 0 of 12 workload points reached their CI target" in flat
     # A clear best is one size, said as such.
     rows = dict(answer.terminal_rows(_findings(0.0005)))

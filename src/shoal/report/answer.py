@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from shoal import render
 from shoal.study.findings import Findings, Headline
 
 CHOICE = {"local": "process the data locally on the devices",
@@ -20,23 +21,18 @@ CONDITIONS = ("sleeping", "spinning")
 
 
 def host_speed_text(speed: dict[str, Any] | None, detail: bool = False) -> str | None:
-    """"1.42 ± 0.012 (measured, AMD EPYC)" from the manifest's host_speed; None when absent.
-    ``detail`` adds the speed per kernel and the kernel each profile's speed was held by."""
+    """The run's recorded host speed in words (shoal.render.host_speed: "host speed 1.42
+    reference cores on AMD EPYC (raytrace 1.42, ...; spread 1.2%, measured)"); None when the
+    run has none. ``detail`` adds the kernel each profile's speed is held by, and the
+    calibration's warning or note."""
     if not speed or speed.get("value") is None:
         return None
-    text = f"{float(speed['value']):.3g}"
-    if speed.get("spread") is not None:
-        text += f" ± {float(speed['spread']):.2g}"
-    said = [str(speed[k]) for k in ("source", "cpu_model") if speed.get(k)]
-    if said:
-        text += f" ({', '.join(said)})"
+    text = render.host_speed(speed)
     if detail:
-        kernels = speed.get("by_kernel") or {}
-        if kernels:
-            text += "; by kernel: " + ", ".join(f"{k} {float(v):.3g}" for k, v in kernels.items())
         profiles = speed.get("profiles") or {}
         if profiles:
-            text += "; profiles held by: " + ", ".join(f"{p} {k}" for p, k in profiles.items())
+            text += "; profiles held on: " + ", ".join(f"{p} {k}" for p, k in profiles.items())
+        text += "".join(f"; {speed[k]}" for k in ("warning", "note") if speed.get(k))
     return text
 
 
@@ -59,7 +55,7 @@ def headline_lines(f: Findings) -> list[str]:
     """The first lines of a study's answer (plain text): sizes that were measured, the offload
     decision, and this host's measured speed when the run recorded it."""
     speed = host_speed_text(f.host_speed)
-    tail = [f"Host speed: {speed}"] if speed else []
+    tail = [speed[0].upper() + speed[1:]] if speed else []
     if f.device_speed == "host":
         return [HOST_SPEED, *tail]
     if f.headline:
@@ -98,7 +94,7 @@ def terminal_rows(f: Findings) -> list[tuple[str, str]]:
         rows.append(("offload", f"{CHOICE[f.offload.verdict['choice']]}, at {f.offload.nodes_used} device(s)"))
     speed = host_speed_text(f.host_speed)
     if speed:
-        rows.append(("host speed", speed))
+        rows.append(("host speed", speed.removeprefix("host speed ")))
     if precision_text(f):
         rows.append(("precision", precision_text(f)))
     return rows

@@ -255,8 +255,7 @@ def _finish(runs: list[Run], findings: dict[str, Findings], title: str, intro: s
             f"results in <code>{html.escape(str(run.table_path('results')))}</code>.")
         speed = answer.host_speed_text(findings[run.path.name].host_speed, detail=True)
         if speed:
-            prov.paragraphs.append(f"host speed (this host's core against the profiles' speed unit): "
-                                   f"{html.escape(speed)}")
+            prov.paragraphs.append(html.escape(speed))
         for note in (m.get("power") or {}).get("notes", []):
             prov.paragraphs.append(f"power: {html.escape(note)}")
     sections.append(prov)
