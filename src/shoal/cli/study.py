@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from shoal.cli._where import POWER_SPEC
 from shoal.inputs import options as typed
@@ -12,6 +13,9 @@ from shoal.mpi import kinds
 from shoal.errors import ShoalError
 from shoal.study import request as defaults
 from shoal.study.request import StudyRequest, parse_mix
+
+if TYPE_CHECKING:
+    from shoal.study.findings import Findings
 
 ORDER = 5
 
@@ -171,7 +175,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _answer(findings) -> None:
+def _answer(findings: "Findings") -> None:
     """The study's answer, last before the report's path: sizes, offload, host speed, precision."""
     from rich import box
     from rich.console import Console
