@@ -251,6 +251,12 @@ def test_perf_per_watt_rising_at_n_within_its_noise_is_a_range_not_still_rising(
     assert "still rising" not in head.text
     assert head.text.startswith("sleeping (libshoalwait): 3–4 devices of 1..4 measured: perf/W within 5.0% "
                                 "of each other")
+    # The workload's own verdict says the same.
+    (w,) = section.workloads
+    assert (w.best_range.low, w.best_range.high) == (3, 4) and "still rising" not in w.verdict
+    assert w.verdict.startswith("best measured perf/W at n = 4, tied with n = 3–4 within 5.0% (95 % intervals overlap)")
+    clear = work_analysis.analyse_one(_rows(0.99, 4.0, nodes=range(1, 5)), LABEL, "reference", DEVICE)
+    assert not clear.best_range.tied and clear.verdict.startswith("perf/W still rising at n = 4 (measured)")
     # The offload decision is taken at the measured best and says it is the best of a range.
     assert analysis.offload_size(head, [1, 2, 3, 4]) == (
         4, "the measured best size of the workloads, of the range 3–4 whose perf/W lies within 5.0%")

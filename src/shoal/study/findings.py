@@ -152,6 +152,7 @@ class WorkloadResult:
     n_best_measured_net: int | None = None
     cross_check: str = ""
     verdict: str = ""
+    best_range: SizeRange | None = None  # sleeping: the sizes whose perf/W ties with n_best_measured
     ppw_vs_reference: dict[str, float] | None = None
     ppw_vs_reference_spin: dict[str, float] | None = None
     # Not in findings.json: the fit itself (for curves) and the bootstrap draws of f (for the mix).
@@ -175,7 +176,7 @@ class WorkloadResult:
                    n_star=self.n_star, n_star_range_se=self.n_star_range_se,
                    n_star_by_switch_W=self.n_star_by_switch_W, n_best_measured=self.n_best_measured,
                    n_best_measured_net=self.n_best_measured_net, cross_check=self.cross_check,
-                   verdict=self.verdict)
+                   verdict=self.verdict, best_range=asdict(self.best_range) if self.best_range else None)
         if self.ppw_vs_reference is not None:
             out["ppw_vs_reference"] = self.ppw_vs_reference
         if self.ppw_vs_reference_spin is not None:

@@ -194,6 +194,9 @@ def analyse_one(rows: pd.DataFrame, label: str, reference_label: str,
     out.n_star, out.n_star_range_se, out.n_star_by_switch_W = _n_star(fit, k, c, shared_W, busy, limit)
     sleeping = out.conditions.get(SLEEPING)
     out.n_best_measured = sleeping.best_measured if sleeping else None
+    if sleeping is not None and out.n_best_measured is not None:
+        intervals = resample.mix_ppw_intervals({out.name: sleeping.energy_samples}, {out.name: 1.0})
+        out.best_range = size_range(intervals, out.n_best_measured)
     out.n_best_measured_net = _best(points, "perf_per_W_net")
     out.cross_check = _cross_check(out, fit)
     out.verdict = _verdict(out, fit, limit)
@@ -291,6 +294,10 @@ def _verdict(out: WorkloadResult, fit: model.ScalingFit, limit: float) -> str:
     star = out.n_star
     model_text = (f"model n* = {star:.2f}" if star is not None
                   else f"model n* beyond {limit:g} (f = {fit.params['f']:.3f})")
+    span = out.best_range
+    if span is not None and span.tied:
+        return (f"best measured perf/W at n = {measured}, tied with n = {span.low}–{span.high} within "
+                f"{span.within:.1%} (95 % intervals overlap); {model_text}")
     if measured == largest and largest > 1:
         return f"perf/W still rising at n = {largest} (measured); {model_text}"
     return f"best measured perf/W at n = {measured}; {model_text}"
@@ -376,7 +383,7 @@ def headline(combined: Combined, results: list[WorkloadResult]) -> Headline:
     if best is None:
         return Headline(combined.condition, None, False, largest, None, None, star,
                         f"{cond}: cannot tell, no node count measured for every workload of the mix")
-    span = best_range(combined, best)
+    span = size_range(combined.measured_ppw, best)
     previous = max((n for n in energy if n < largest), default=None)
     at_least = best == largest and previous is not None and not span.holds(previous)
     rising = energy[previous] / energy[largest] - 1.0 if at_least else None
@@ -397,13 +404,14 @@ def headline(combined: Combined, results: list[WorkloadResult]) -> Headline:
                     smallest)
 
 
-def best_range(combined: Combined, best: int) -> SizeRange:
+def size_range(intervals: dict[int, resample.Interval], best: int) -> SizeRange:
     """The sizes next to the measured best whose perf/W intervals overlap the best's, and how
-    far apart their measured perf/W lies (without intervals: the best alone)."""
-    energy = combined.measured_energy
-    low, high = mix.tied_range(combined.measured_ppw, best) if combined.measured_ppw else (best, best)
-    lowest = max(energy[n] for n in energy if low <= n <= high)
-    return SizeRange(low, high, lowest / energy[best] - 1.0 if energy[best] else 0.0)
+    far apart their measured perf/W lies (without an interval for the best: the best alone)."""
+    if best not in intervals:
+        return SizeRange(best, best, 0.0)
+    low, high = mix.tied_range(intervals, best)
+    lowest = min(intervals[n].value for n in intervals if low <= n <= high)
+    return SizeRange(low, high, intervals[best].value / lowest - 1.0)
 
 
 def precision_summary(results: list[WorkloadResult], precision: study_workloads.Precision | None
