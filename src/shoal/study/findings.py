@@ -226,7 +226,7 @@ class SizeRange:
         return self.low <= n <= self.high
 
     def text(self) -> str:
-        """"3–4 devices" or "3 devices"."""
+        """"3–4 devices", or "3 device(s)" for one size."""
         return f"{self.low}–{self.high} devices" if self.tied else f"{self.low} device(s)"
 
 
