@@ -63,9 +63,10 @@ def test_the_terminal_ends_with_the_answer(capsys):
     out = capsys.readouterr().out
     flat = " ".join(out.split())
     assert "best size, sleeping 3–4 devices: perf/W within 0.5% of each other (best measured at 3, 1.14x one device's)" in flat
-    assert "offload process the data locally on the devices, at 3 device(s)" in flat
+    assert "offload process the data locally on the devices, at 3 device(s) (the measured best of 3–4)" in flat
     assert "host speed 1.42 reference cores on AMD EPYC (raytrace 1.42, videostream 1.39; spread 1.2%, measured)" in flat
     assert "precision 0 of 12 workload points reached their CI target" in flat
     # A clear best is one size, said as such.
     rows = dict(answer.terminal_rows(_findings(0.0005)))
     assert rows["best size, sleeping"] == "3 device(s) (1.14x one device's perf/W)"
+    assert rows["offload"] == "process the data locally on the devices, at 3 device(s)"

@@ -91,13 +91,23 @@ def terminal_rows(f: Findings) -> list[tuple[str, str]]:
                 rows.append((f"best size, {cond}", size_text(h)))
         if not f.headline:
             rows.append(("best size", optimum_text(f.overall_optimum)))
-        rows.append(("offload", f"{CHOICE[f.offload.verdict['choice']]}, at {f.offload.nodes_used} device(s)"))
+        rows.append(("offload", f"{CHOICE[f.offload.verdict['choice']]}, at {f.offload.nodes_used} device(s)"
+                                + _of_range(f)))
     speed = host_speed_text(f.host_speed)
     if speed:
         rows.append(("host speed", speed.removeprefix("host speed ")))
     if precision_text(f):
         rows.append(("precision", precision_text(f)))
     return rows
+
+
+def _of_range(f: Findings) -> str:
+    """" (the measured best of 2–4)" when the offload size is the best of a tied range."""
+    head = f.headline.get("sleeping")
+    span = head.best_range if head is not None else None
+    if span is None or not span.tied or head.size != f.offload.nodes_used:
+        return ""
+    return f" (the measured best of {span.low}–{span.high})"
 
 
 def optimum_text(opt: dict[str, Any] | None) -> str:
