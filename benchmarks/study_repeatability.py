@@ -4,8 +4,9 @@ Targets (issue: the study's answer holds):
 
 - each workload's n* interval (95 %, bootstrap over repetitions) overlaps across all runs,
   under both waiting conditions;
-- every run agrees: the range of sizes its headline names (the best and the sizes whose perf/W
-  intervals overlap it) holds every other run's best size; the best sizes' spread is printed;
+- every run agrees: the range of sizes its headline names (the best and the sizes next to it
+  that the points' 95 % uncertainty cannot tell from it) holds every other run's best size;
+  the best sizes' spread is printed;
 - no headline names a size above 2N (N = the largest measured node count);
 - at least 90 % of the workload points reach the study's --ci (3 %);
 - the default study's wall time (target <= 4 min on 2 cores as root), median and min..max.

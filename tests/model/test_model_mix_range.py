@@ -36,15 +36,27 @@ def test_members_are_weighted_and_only_common_node_counts_kept():
     assert mix_ppw_intervals({}, {}) == {}
 
 
+def test_over_a_size_each_resample_gives_the_ratio_to_it():
+    # 2 and 3 devices spread alike around energies 1.0 and 1.02: apart by less than their noise.
+    noisy = [0.9, 1.1, 0.95, 1.05, 1.0, 1.0]
+    samples = {"a": {1: [2.0] * 6, 2: noisy, 3: [1.02 * x for x in noisy], 4: [1.6] * 6}}
+    vs = mix_ppw_intervals(samples, {"a": 1.0}, over=2)
+    assert vs[2].value == 1.0 and (vs[2].lo, vs[2].hi) == (1.0, 1.0)   # itself, in every resample
+    assert vs[3].value == pytest.approx(1 / 1.02) and vs[3].contains(1.0)
+    assert vs[1].value == pytest.approx(0.5) and not vs[1].contains(1.0)
+    assert mix_ppw_intervals(samples, {"a": 1.0}, over=7) == {}
+
+
 def _i(lo: float, hi: float) -> Interval:
     return Interval((lo + hi) / 2, lo, hi, 400, 0)
 
 
-def test_the_tied_range_is_the_best_and_its_overlapping_neighbours_in_a_row():
-    intervals = {1: _i(0.9, 1.1), 2: _i(1.2, 1.3), 3: _i(1.28, 1.4), 4: _i(1.35, 1.45)}
-    assert mix.tied_range(intervals, 4) == (3, 4)
-    assert mix.tied_range(intervals, 3) == (2, 4)
-    # A size that overlaps the best's but lies past one that does not is not in the range.
-    gap = {1: _i(1.3, 1.5), 2: _i(0.9, 1.0), 3: _i(1.35, 1.45)}
+def test_the_tied_range_is_the_best_and_the_neighbours_it_cannot_be_told_from_in_a_row():
+    # perf/W over the best's (4): 3 holds 1, 2 does not.
+    vs_best = {1: _i(0.7, 0.8), 2: _i(0.85, 0.97), 3: _i(0.93, 1.02), 4: _i(1.0, 1.0)}
+    assert mix.tied_range(vs_best, 4) == (3, 4)
+    # A size that holds 1 past one that does not is not in the range.
+    gap = {1: _i(0.95, 1.05), 2: _i(0.8, 0.9), 3: _i(1.0, 1.0)}
     assert mix.tied_range(gap, 3) == (3, 3)
+    assert mix.tied_range({1: _i(0.9, 1.1), 2: _i(1.0, 1.0), 3: _i(0.98, 1.01)}, 2) == (1, 3)
     assert mix.tied_range({}, 2) == (2, 2)

@@ -108,7 +108,10 @@ def test_a_combined_optimum_uses_only_workloads_the_model_describes():
     assert (head.best_range.low, head.best_range.high) == (3, 4)
     assert head.best_range.within == pytest.approx(mix.measured_energy[4] / mix.measured_energy[3] - 1)
     assert head.text.startswith("sleeping (libshoalwait): 3–4 devices of 1..6 measured: perf/W within 0.5% "
-                                "of each other, inside their 95 % intervals (best measured at 3")
+                                "of each other, within the points' 95 % uncertainty (best measured at 3")
+    # Perf/W at 4 over 3's, in every resample: an interval that holds 1.
+    assert mix.ppw_vs_best[4].contains(1.0) and not mix.ppw_vs_best[2].contains(1.0)
+    assert mix.ppw_vs_best[3].value == 1.0
     # Every row behind the headline is a row of the table, those of both sizes among them.
     assert head.rows and set(head.rows) <= set(frame["point_id"])
     assert {pid.split("/")[1] for pid in head.rows} == {"1", "3", "4"}
@@ -231,8 +234,8 @@ def test_a_size_that_stands_clear_of_its_neighbours_is_named_alone():
     assert head.size == 3 and (head.best_range.low, head.best_range.high) == (3, 3)
     assert not head.best_range.tied and head.best_range.within == 0.0
     assert head.text.startswith("sleeping (libshoalwait): best perf/W at 3 device(s) of 1..6 measured (1.14x")
-    intervals = section.combined["sleeping"].measured_ppw
-    assert not intervals[3].overlaps(intervals[4]) and not intervals[2].overlaps(intervals[3])
+    vs_best = section.combined["sleeping"].ppw_vs_best
+    assert not vs_best[4].contains(1.0) and not vs_best[2].contains(1.0)
 
 
 def test_perf_per_watt_rising_at_n_within_its_noise_is_a_range_not_still_rising():
@@ -254,7 +257,8 @@ def test_perf_per_watt_rising_at_n_within_its_noise_is_a_range_not_still_rising(
     # The workload's own verdict says the same.
     (w,) = section.workloads
     assert (w.best_range.low, w.best_range.high) == (3, 4) and "still rising" not in w.verdict
-    assert w.verdict.startswith("best measured perf/W at n = 4, tied with n = 3–4 within 5.0% (95 % intervals overlap)")
+    assert w.verdict.startswith("best measured perf/W at n = 4, tied with n = 3–4 within 5.0% "
+                                "(within the points' 95 % uncertainty)")
     clear = work_analysis.analyse_one(_rows(0.99, 4.0, nodes=range(1, 5)), LABEL, "reference", DEVICE)
     assert not clear.best_range.tied and clear.verdict.startswith("perf/W still rising at n = 4 (measured)")
     # The offload decision is taken at the measured best and says it is the best of a range.

@@ -65,17 +65,17 @@ def best_measured(energy: dict[int, float]) -> int | None:
     return min(good, key=good.get) if good else None
 
 
-def tied_range(intervals: dict, best: int) -> tuple[int, int]:
+def tied_range(vs_best: dict, best: int) -> tuple[int, int]:
     """The measured node counts on either side of ``best``, next to each other, whose perf/W
-    interval (shoal.model.resample.Interval) overlaps the best's: sizes the measurements cannot
-    tell apart from the best. (best, best) when its neighbours stand clear of it."""
-    counts = sorted(intervals)
-    if best not in intervals:
+    over the best's has an interval (shoal.model.resample.Interval) that holds 1: sizes the
+    measurements cannot tell apart from the best. (best, best) when its neighbours stand clear."""
+    counts = sorted(vs_best)
+    if best not in vs_best:
         return best, best
     at = counts.index(best)
     lo = hi = at
-    while lo > 0 and intervals[counts[lo - 1]].overlaps(intervals[best]):
+    while lo > 0 and vs_best[counts[lo - 1]].contains(1.0):
         lo -= 1
-    while hi < len(counts) - 1 and intervals[counts[hi + 1]].overlaps(intervals[best]):
+    while hi < len(counts) - 1 and vs_best[counts[hi + 1]].contains(1.0):
         hi += 1
     return counts[lo], counts[hi]

@@ -73,6 +73,11 @@ def _combined_text(c: Any) -> str:
         text += (" Measured perf/W of the mix over one device's (95 % interval over the points' own "
                  "repetitions): " + ", ".join(f"n = {n}: {i['value']:.3f} ({i['lo']:.3f}..{i['hi']:.3f})"
                                              for n, i in d["measured_ppw"].items()) + ".")
+    if d.get("ppw_vs_best"):
+        text += (f" Over the best's (n = {d['best_measured']}), within each resample; an interval that holds 1 "
+                 "is a size the measurements cannot tell from the best: "
+                 + ", ".join(f"n = {n}: {i['value']:.3f} ({i['lo']:.3f}..{i['hi']:.3f})"
+                             for n, i in d["ppw_vs_best"].items() if int(n) != d["best_measured"]) + ".")
     if d["left_out"]:
         text += " Left out: " + "; ".join(f"{k} ({v})" for k, v in d["left_out"].items()) + "."
     text += (" Where they disagree: " + "; ".join(d["disagree"]) + "." if d["disagree"]

@@ -199,19 +199,24 @@ class Combined:
     # n -> the mix's perf/W relative to one device (1 / measured_energy) and its 95 % interval,
     # a bootstrap over each point's own repetitions (shoal.model.resample.mix_ppw_intervals).
     measured_ppw: dict[int, Interval] = field(default_factory=dict)
+    # n -> the mix's perf/W at n over that at best_measured, its 95 % interval from the same
+    # resamples (the ratio within each): one that holds 1 cannot be told apart from the best.
+    ppw_vs_best: dict[int, Interval] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         out = _jsonable(asdict(self))
         out["measured_energy"] = {str(n): e for n, e in self.measured_energy.items()}
-        out["measured_ppw"] = {str(n): i.to_dict() for n, i in self.measured_ppw.items()}
+        for name in ("measured_ppw", "ppw_vs_best"):
+            out[name] = {str(n): i.to_dict() for n, i in getattr(self, name).items()}
         return out
 
 
 @dataclass(frozen=True)
 class SizeRange:
     """The measured sizes whose perf/W the measurements cannot tell apart from the best's: the
-    node counts next to the best whose 95 % intervals overlap its own. ``low == high`` when
-    the best stands clear of its neighbours."""
+    node counts next to the best whose perf/W over the best's has a 95 % interval (a bootstrap
+    over the points' own repetitions) that holds 1. ``low == high`` when the best stands clear
+    of its neighbours."""
 
     low: int
     high: int

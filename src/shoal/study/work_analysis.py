@@ -195,8 +195,9 @@ def analyse_one(rows: pd.DataFrame, label: str, reference_label: str,
     sleeping = out.conditions.get(SLEEPING)
     out.n_best_measured = sleeping.best_measured if sleeping else None
     if sleeping is not None and out.n_best_measured is not None:
-        intervals = resample.mix_ppw_intervals({out.name: sleeping.energy_samples}, {out.name: 1.0})
-        out.best_range = size_range(intervals, out.n_best_measured)
+        vs_best = resample.mix_ppw_intervals({out.name: sleeping.energy_samples}, {out.name: 1.0},
+                                             over=out.n_best_measured)
+        out.best_range = size_range(vs_best, out.n_best_measured)
     out.n_best_measured_net = _best(points, "perf_per_W_net")
     out.cross_check = _cross_check(out, fit)
     out.verdict = _verdict(out, fit, limit)
@@ -297,7 +298,7 @@ def _verdict(out: WorkloadResult, fit: model.ScalingFit, limit: float) -> str:
     span = out.best_range
     if span is not None and span.tied:
         return (f"best measured perf/W at n = {measured}, tied with n = {span.low}–{span.high} within "
-                f"{span.within:.1%} (95 % intervals overlap); {model_text}")
+                f"{span.within:.1%} (within the points' 95 % uncertainty); {model_text}")
     if measured == largest and largest > 1:
         return f"perf/W still rising at n = {largest} (measured); {model_text}"
     return f"best measured perf/W at n = {measured}; {model_text}"
@@ -354,17 +355,19 @@ def _combined(results: list[WorkloadResult], weights: dict[str, float], conditio
         if best is not None and own_best is not None and abs(own_best - best) > 1:
             disagree.append(f"{name}: measured best at n = {own_best}, the mix's at n = {best}")
     rows = [pid for _, r in members.values() for p in r.cluster for pid in p["point_ids"]]
-    intervals = resample.mix_ppw_intervals({name: r.conditions[condition].energy_samples
-                                            for name, (_, r) in members.items()}, weights_used)
+    energies = {name: r.conditions[condition].energy_samples for name, (_, r) in members.items()}
+    intervals = resample.mix_ppw_intervals(energies, weights_used)
+    vs_best = resample.mix_ppw_intervals(energies, weights_used, over=best) if best is not None else {}
     return Combined(condition, weights_used, left_out, measured, best, star, disagree, rows,
-                    {n: i for n, i in intervals.items() if n in measured})
+                    {n: i for n, i in intervals.items() if n in measured},
+                    {n: i for n, i in vs_best.items() if n in measured})
 
 
 def headline(combined: Combined, results: list[WorkloadResult]) -> Headline:
-    """The first line: the measured best size of the mix; the sizes next to it whose perf/W
-    intervals overlap its own, as a range ("3–4 devices: within 2 % of each other"); or "≥ N"
-    when its perf/W at the largest measured N stands clear above the next smaller N's. The
-    model's n* beside it, never in its place."""
+    """The first line: the measured best size of the mix; the sizes next to it that the
+    measurements cannot tell apart from it, as a range ("3–4 devices: within 2 % of each
+    other"); or "≥ N" when its perf/W at the largest measured N stands clear above the next
+    smaller N's. The model's n* beside it, never in its place."""
     energy = combined.measured_energy
     largest = max(energy) if energy else 0
     # Node counts need not start at 1 nor be contiguous (a preset's 8, 16, 32).
@@ -383,15 +386,15 @@ def headline(combined: Combined, results: list[WorkloadResult]) -> Headline:
     if best is None:
         return Headline(combined.condition, None, False, largest, None, None, star,
                         f"{cond}: cannot tell, no node count measured for every workload of the mix")
-    span = size_range(combined.measured_ppw, best)
+    span = size_range(combined.ppw_vs_best, best)
     previous = max((n for n in energy if n < largest), default=None)
     at_least = best == largest and previous is not None and not span.holds(previous)
     rising = energy[previous] / energy[largest] - 1.0 if at_least else None
     base = "one device's" if smallest == 1 else f"{smallest} devices'"
     if span.tied:
         text = (f"{cond}: {span.text()} of {smallest}..{largest} measured: perf/W within {span.within:.1%} "
-                f"of each other, inside their 95 % intervals (best measured at {best}, {gain:.2f}x {base}); "
-                f"{model_text}")
+                f"of each other, within the points' 95 % uncertainty (best measured at {best}, {gain:.2f}x "
+                f"{base}); {model_text}")
     elif at_least:
         text = (f"{cond}: ≥ {largest} devices: perf/W still rising at N = {largest} (measured, "
                 f"{rising:+.1%} over N = {previous}); {model_text}")
@@ -404,14 +407,15 @@ def headline(combined: Combined, results: list[WorkloadResult]) -> Headline:
                     smallest)
 
 
-def size_range(intervals: dict[int, resample.Interval], best: int) -> SizeRange:
-    """The sizes next to the measured best whose perf/W intervals overlap the best's, and how
-    far apart their measured perf/W lies (without an interval for the best: the best alone)."""
-    if best not in intervals:
+def size_range(vs_best: dict[int, resample.Interval], best: int) -> SizeRange:
+    """The sizes next to the measured best whose perf/W over the best's has an interval that
+    holds 1 (``vs_best``: shoal.model.resample.mix_ppw_intervals over the best), and how far
+    apart their measured perf/W lies (without intervals: the best alone)."""
+    if best not in vs_best:
         return SizeRange(best, best, 0.0)
-    low, high = mix.tied_range(intervals, best)
-    lowest = min(intervals[n].value for n in intervals if low <= n <= high)
-    return SizeRange(low, high, intervals[best].value / lowest - 1.0)
+    low, high = mix.tied_range(vs_best, best)
+    lowest = min(vs_best[n].value for n in vs_best if low <= n <= high)
+    return SizeRange(low, high, 1.0 / lowest - 1.0)
 
 
 def precision_summary(results: list[WorkloadResult], precision: study_workloads.Precision | None
