@@ -4,7 +4,9 @@ Targets (issue: the study's answer holds):
 
 - each workload's n* interval (95 %, bootstrap over repetitions) overlaps across all runs,
   under both waiting conditions;
-- the headline's size differs by at most 1 across the runs;
+- every run agrees: the range of sizes its headline names (the best and the sizes next to it
+  that the points' 95 % uncertainty cannot tell from it) holds every other run's best size;
+  the best sizes' spread is printed;
 - no headline names a size above 2N (N = the largest measured node count);
 - at least 90 % of the workload points reach the study's --ci (3 %);
 - the default study's wall time (target <= 4 min on 2 cores as root), median and min..max.
@@ -89,6 +91,22 @@ def intervals_overlap(runs: list[dict]) -> bool:
     return ok_all
 
 
+def _range(h: dict | None) -> tuple[int, int] | None:
+    """The sizes a headline names: its tied range, or its one size (older findings have no range)."""
+    if not h or h.get("size") is None:
+        return None
+    span = h.get("best_range") or {"low": h["size"], "high": h["size"]}
+    return span["low"], span["high"]
+
+
+def agreeing(heads: list[dict | None]) -> list[bool]:
+    """Per run: does its range hold every other run's best size?"""
+    ranges = [_range(h) for h in heads]
+    sizes = [h["size"] if h else None for h in heads]
+    return [r is not None and all(s is not None and r[0] <= s <= r[1] for j, s in enumerate(sizes) if j != i)
+            for i, r in enumerate(ranges)]
+
+
 def headlines(runs: list[dict]) -> bool:
     ok_all = True
     for cond in ("sleeping", "spinning"):
@@ -100,8 +118,13 @@ def headlines(runs: list[dict]) -> bool:
         known = [s for s in sizes if s is not None]
         same = len(known) == len(sizes) and max(known) - min(known) <= 1
         bounded = all(s <= 2 * largest for s in known)
-        ok_all &= same and bounded
-        print(f"  {cond}: headline sizes {sizes}: differ by <= 1 {'ok' if same else 'MISSED'}; "
+        agree = agreeing(heads)
+        ok_all &= all(agree) and bounded
+        named = ", ".join("-" if r is None else (f"{r[0]}" if r[0] == r[1] else f"{r[0]}–{r[1]}")
+                          for r in map(_range, heads))
+        print(f"  {cond}: best sizes {sizes}, ranges named {named}: {sum(agree)} of {len(heads)} runs agree "
+              f"(their range holds every other run's best) {'ok' if all(agree) else 'MISSED'}; "
+              f"best sizes differ by <= 1 {'yes' if same else 'no'}; "
               f"none above 2N = {2 * largest} {'ok' if bounded else 'MISSED'}")
     return ok_all
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from shoal.report import study_report
 from shoal.study import analysis
+from shoal.study.findings import Findings, Offload, WorkFindings
 
 
 def _manifest(device_speed: str | None) -> dict:
@@ -19,12 +20,13 @@ def test_the_run_manifest_tells_how_fast_the_devices_computed():
     assert analysis.device_speed({"clusters": {"lab": {"nodes": []}}}) == "device"
 
 
-def _findings(device_speed: str) -> dict:
+def _findings(device_speed: str, host_speed: dict | None = None) -> Findings:
     verdict = {"choice": "local", "reason": "cheaper per byte here"}
-    return {"device_speed": device_speed, "cluster_label": "4xminnowboard", "reference": "host",
-            "headline": {}, "overall_optimum": None, "tests": [], "workloads": [],
-            "offload": {"nodes_used": 3, "nodes_from": "the measured best size", "verdict": verdict},
-            "precision": {}, "measured_points": 8, "unconverged_points": 0, "modelled_power": True}
+    return Findings(run="study-1", cluster_label="4xminnowboard", reference="host", idle_fraction_k=0.5,
+                    work=WorkFindings(), tests=[], power=[], overall_optimum={},
+                    offload=Offload(3, "the measured best size", verdict, []), measured_points=8,
+                    modelled_power=True, unconverged_points=0, device_speed=device_speed,
+                    host_speed=host_speed)
 
 
 def test_host_speed_is_the_first_line_and_no_size_or_offload_is_recommended():

@@ -17,15 +17,16 @@ LABEL = "6xboard"
 
 
 def _rows(f: float, switch_W: float, serial_share: float | None = None, nodes=range(1, 7),
-          workload: str = "raytrace", data_B: float | None = None, flat: bool = False) -> pd.DataFrame:
+          workload: str = "raytrace", data_B: float | None = None, flat: bool = False,
+          noise: float = 0.004) -> pd.DataFrame:
     """Runs of a job of 1 s on one device, as Amdahl and Woo-Lee with a switch say they go,
-    with +-0.4 % of alternating noise so the fit has a spread to work with."""
+    with +-0.4 % (``noise``) of alternating noise so the fit has a spread to work with."""
     rows = []
     k = DEVICE["idle_W"] / DEVICE["busy_W"]
     for n in nodes:
         for rep in range(3):
             t = 1.0 if flat else (1 - f) + f / n
-            t *= 1 + 0.004 * (rep - 1) * (-1) ** n
+            t *= 1 + noise * (rep - 1) * (-1) ** n
             busy = DEVICE["busy_W"]
             energy = busy * t * (1 + (n - 1) * k * (1 - f)) / ((1 - f) + f / n) if not flat else busy * n * t
             energy += switch_W * t
@@ -94,29 +95,38 @@ def test_a_combined_optimum_uses_only_workloads_the_model_describes():
     manifest = {"reference": "none", "clusters": {LABEL: {
         "profiles": {"board": DEVICE}, "nodes": [{"profile": "board"}] * 6}}}
     section = work_analysis.analyse(frame, manifest, LABEL, "reference")
-    assert [w.workload for w in section["workloads"]] == ["raytrace", "msa", "is"]
-    mix = section["combined"]["sleeping"]
+    assert [w.workload for w in section.workloads] == ["raytrace", "msa", "is"]
+    mix = section.combined["sleeping"]
     assert set(mix.weights) == {"raytrace X", "msa X"} and mix.weights["msa X"] == pytest.approx(0.5)
     assert mix.left_out["is X"].startswith("does not scale")
     # n*_mix lies between the members' own n* (3.90 for f = 0.95, 2.68 for f = 0.9).
     assert 2.68 < mix.n_star.value < 3.90 and mix.n_star.lo <= mix.n_star.value <= mix.n_star.hi
-    head = section["headline"]["sleeping"]
+    head = section.headline["sleeping"]
     assert head.size == 3 and not head.at_least and head.size == mix.best_measured
-    assert head.text.startswith("sleeping (libshoalwait): best perf/W at 3 device(s) of 1..6 measured")
-    # Every row behind the headline is a row of the table.
+    # The mix's perf/W at 4 devices is 0.5 % below that at 3, inside the points' +-0.4 % of
+    # noise: the headline names both.
+    assert (head.best_range.low, head.best_range.high) == (3, 4)
+    assert head.best_range.within == pytest.approx(mix.measured_energy[4] / mix.measured_energy[3] - 1)
+    assert head.text.startswith("sleeping (libshoalwait): 3–4 devices of 1..6 measured: perf/W within 0.5% "
+                                "of each other, within the points' 95 % uncertainty (best measured at 3")
+    # Perf/W at 4 over 3's, in every resample: an interval that holds 1.
+    assert mix.ppw_vs_best[4].contains(1.0) and not mix.ppw_vs_best[2].contains(1.0)
+    assert mix.ppw_vs_best[3].value == 1.0
+    # Every row behind the headline is a row of the table, those of both sizes among them.
     assert head.rows and set(head.rows) <= set(frame["point_id"])
+    assert {pid.split("/")[1] for pid in head.rows} == {"1", "3", "4"}
 
 
 def test_weights_pull_the_combined_answer_toward_the_heavier_workload():
     frame = pd.concat([_rows(0.95, 2.0), _rows(0.9, 2.0, workload="msa")])
     manifest = {"reference": "none", "clusters": {LABEL: {
         "profiles": {"board": DEVICE}, "nodes": [{"profile": "board"}] * 6}}}
-    even = work_analysis.analyse(frame, manifest, LABEL, "reference")["combined"]["sleeping"]
+    even = work_analysis.analyse(frame, manifest, LABEL, "reference").combined["sleeping"]
     msa = work_analysis.analyse(frame, manifest, LABEL, "reference",
-                                {"raytrace": 0.1, "msa": 0.9})["combined"]["sleeping"]
+                                {"raytrace": 0.1, "msa": 0.9}).combined["sleeping"]
     assert msa.n_star.value < even.n_star.value
     only = work_analysis.analyse(frame, manifest, LABEL, "reference",
-                                 {"raytrace": 0.0, "msa": 1.0})["combined"]["sleeping"]
+                                 {"raytrace": 0.0, "msa": 1.0}).combined["sleeping"]
     assert only.left_out == {"raytrace X": "weight 0 in --mix"}
     assert only.n_star.value == pytest.approx(math.sqrt(0.4 * 0.9 / (0.5 * 0.1)), rel=0.05)
 
@@ -127,7 +137,7 @@ def test_an_optimum_beyond_the_measured_sizes_is_reported_as_at_least_n():
     manifest = {"reference": "none", "clusters": {"4xboard": {
         "profiles": {"board": DEVICE}, "nodes": [{"profile": "board"}] * 4}}}
     frame["config"] = "4xboard"
-    head = work_analysis.analyse(frame, manifest, "4xboard", "reference")["headline"]["sleeping"]
+    head = work_analysis.analyse(frame, manifest, "4xboard", "reference").headline["sleeping"]
     assert head.at_least and head.size == 4 and head.largest_measured == 4
     assert head.text.startswith("sleeping (libshoalwait): ≥ 4 devices: perf/W still rising at N = 4 (measured")
     assert "model suggests ~12" in head.text and head.rising_by > 0
@@ -171,7 +181,7 @@ def test_the_warm_up_round_is_kept_on_disk_but_not_counted():
     manifest = {"reference": "none", "clusters": {LABEL: {
         "profiles": {"board": DEVICE}, "nodes": [{"profile": "board"}] * 6}}}
     section = work_analysis.analyse(frame, manifest, LABEL, "reference", precision=precision)
-    (w,) = section["workloads"]
+    (w,) = section.workloads
     assert all(p["reps"] == 2 for p in w.cluster)
     assert w.fit.f == pytest.approx(0.95, abs=0.005)
     assert not any(pid.endswith("/0") for p in w.cluster for pid in p["point_ids"])
@@ -207,3 +217,64 @@ def test_a_workload_result_is_written_to_findings_json_with_numbers():
     assert nothing.to_json() == {"workload": "raytrace", "size": "X", "unit": nothing.unit, "cluster": [],
                                  "reference": None, "data_B_per_run": None,
                                  "status": "no runs on the cluster finished"}
+
+
+def _two_workloads(noise: float, nodes=range(1, 7), f=(0.95, 0.9), switch_W: float = 2.0):
+    frame = pd.concat([_rows(f[0], switch_W, noise=noise, nodes=nodes),
+                       _rows(f[1], switch_W, workload="msa", noise=noise, nodes=nodes)])
+    manifest = {"reference": "none", "clusters": {LABEL: {
+        "profiles": {"board": DEVICE}, "nodes": [{"profile": "board"}] * 6}}}
+    return work_analysis.analyse(frame, manifest, LABEL, "reference")
+
+
+def test_a_size_that_stands_clear_of_its_neighbours_is_named_alone():
+    # The mix above with +-0.05 % of noise: 3 devices' 0.5 % over 4 is now outside it.
+    section = _two_workloads(0.0005)
+    head = section.headline["sleeping"]
+    assert head.size == 3 and (head.best_range.low, head.best_range.high) == (3, 3)
+    assert not head.best_range.tied and head.best_range.within == 0.0
+    assert head.text.startswith("sleeping (libshoalwait): best perf/W at 3 device(s) of 1..6 measured (1.14x")
+    vs_best = section.combined["sleeping"].ppw_vs_best
+    assert not vs_best[4].contains(1.0) and not vs_best[2].contains(1.0)
+
+
+def test_perf_per_watt_rising_at_n_within_its_noise_is_a_range_not_still_rising():
+    # f = 0.99 and a 4 W switch on 1..4: perf/W at 4 is 5 % above 3's. With +-0.4 % of noise
+    # that is "still rising" (test above); with +-5 % it is not told apart from 3's.
+    frame = _rows(0.99, 4.0, nodes=range(1, 5), noise=0.05)
+    frame["config"] = "4xboard"
+    manifest = {"reference": "none", "clusters": {"4xboard": {
+        "profiles": {"board": DEVICE}, "nodes": [{"profile": "board"}] * 4}}}
+    section = work_analysis.analyse(frame, manifest, "4xboard", "reference")
+    head = section.headline["sleeping"]
+    energy = section.combined["sleeping"].measured_energy
+    assert head.size == 4 and not head.at_least and head.rising_by is None
+    assert (head.best_range.low, head.best_range.high) == (3, 4)
+    assert head.best_range.within == pytest.approx(energy[3] / energy[4] - 1)
+    assert "still rising" not in head.text
+    assert head.text.startswith("sleeping (libshoalwait): 3–4 devices of 1..4 measured: perf/W within 5.0% "
+                                "of each other")
+    # The workload's own verdict says the same.
+    (w,) = section.workloads
+    assert (w.best_range.low, w.best_range.high) == (3, 4) and "still rising" not in w.verdict
+    assert w.verdict.startswith("best measured perf/W at n = 4, tied with n = 3–4 within 5.0% "
+                                "(within the points' 95 % uncertainty)")
+    clear = work_analysis.analyse_one(_rows(0.99, 4.0, nodes=range(1, 5)), LABEL, "reference", DEVICE)
+    assert not clear.best_range.tied and clear.verdict.startswith("perf/W still rising at n = 4 (measured)")
+    # The offload decision is taken at the measured best and says it is the best of a range.
+    assert analysis.offload_size(head, [1, 2, 3, 4]) == (
+        4, "the measured best size of the workloads, of the range 3–4 whose perf/W lies within 5.0%")
+
+
+def test_the_range_and_the_intervals_are_written_to_findings_json_as_numbers():
+    from shoal.runs import jsonout
+
+    section = _two_workloads(0.004)
+    head = json.loads(jsonout.dumps(section.headline["sleeping"].to_dict()))
+    assert head["best_range"] == {"low": 3, "high": 4, "within": pytest.approx(0.0054, abs=0.001), "level": 0.95}
+    assert head["smallest_measured"] == 1
+    mix = json.loads(jsonout.dumps(section.combined["sleeping"].to_dict()))
+    assert sorted(mix["measured_ppw"], key=int) == [str(n) for n in range(1, 7)]
+    four = mix["measured_ppw"]["4"]
+    assert isinstance(four["lo"], float) and four["lo"] <= four["value"] <= four["hi"]
+    assert four["value"] == pytest.approx(1 / mix["measured_energy"]["4"])

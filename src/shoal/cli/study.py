@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from shoal.cli._where import POWER_SPEC
 from shoal.inputs import options as typed
@@ -12,6 +13,9 @@ from shoal.mpi import kinds
 from shoal.errors import ShoalError
 from shoal.study import request as defaults
 from shoal.study.request import StudyRequest, parse_mix
+
+if TYPE_CHECKING:
+    from shoal.study.findings import Findings
 
 ORDER = 5
 
@@ -148,6 +152,7 @@ def run(args: argparse.Namespace) -> int:
     # The sweep, models and report (numpy, pandas, matplotlib) load only when a study runs.
     from shoal.cli._progress import Progress
     from shoal.report import study_report
+    from shoal.study import analysis
     from shoal.study import run as study_run
 
     if args.resume:
@@ -161,11 +166,30 @@ def run(args: argparse.Namespace) -> int:
     progress = Progress(study.total_points, done, quiet=False)
     with progress as events:
         study_run.measure(run_dir, study, events, progress.work_events())
-    paths = study_report.write([run_dir], run_dir.path / "report")
-    if study_report.HOST_SPEED in paths["markdown"].read_text():
+    findings = analysis.analyse(run_dir)
+    paths = study_report.write([run_dir], run_dir.path / "report", {run_dir.path.name: findings})
+    if findings.device_speed == "host":
         print(f"shoal: warning: {study_report.HOST_SPEED}", file=sys.stderr)
+    _answer(findings)
     print(f"report: {paths['html']}")
     return 0
+
+
+def _answer(findings: "Findings") -> None:
+    """The study's answer, last before the report's path: sizes, offload, host speed, precision."""
+    from rich import box
+    from rich.console import Console
+    from rich.table import Table
+
+    from shoal.report import answer
+
+    table = Table(box=box.SIMPLE, show_header=False, pad_edge=False, title="shoal study: the answer",
+                  title_justify="left")
+    table.add_column("what", style="bold", no_wrap=True)
+    table.add_column("answer", overflow="fold")
+    for what, text in answer.terminal_rows(findings):
+        table.add_row(what, text)
+    Console(soft_wrap=False).print(table)
 
 
 def _dilation(text: str) -> float:

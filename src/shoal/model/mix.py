@@ -63,3 +63,19 @@ def best_measured(energy: dict[int, float]) -> int | None:
     """The node count with the least measured energy per job (highest perf/W)."""
     good = {n: e for n, e in energy.items() if np.isfinite(e)}
     return min(good, key=good.get) if good else None
+
+
+def tied_range(vs_best: dict, best: int) -> tuple[int, int]:
+    """The measured node counts on either side of ``best``, next to each other, whose perf/W
+    over the best's has an interval (shoal.model.resample.Interval) that holds 1: sizes the
+    measurements cannot tell apart from the best. (best, best) when its neighbours stand clear."""
+    counts = sorted(vs_best)
+    if best not in vs_best:
+        return best, best
+    at = counts.index(best)
+    lo = hi = at
+    while lo > 0 and vs_best[counts[lo - 1]].contains(1.0):
+        lo -= 1
+    while hi < len(counts) - 1 and vs_best[counts[hi + 1]].contains(1.0):
+        hi += 1
+    return counts[lo], counts[hi]

@@ -118,3 +118,47 @@ def n_star_interval(f: float | None, f_boot: list[float | None], k: float, c: fl
     if value is not None and not math.isfinite(value):
         out = Interval(None, out.lo, out.hi, out.resamples, out.failed)
     return out
+
+
+def mix_ppw_intervals(samples: dict[str, dict[int, list[float]]], weights: dict[str, float],
+                      over: int | None = None, resamples: int = RESAMPLES, seed: int = SEED,
+                      level: float = LEVEL) -> dict[int, Interval]:
+    """A mix's measured perf/W at each node count relative to its smallest, with a 95 % interval;
+    or, with ``over``, relative to its own perf/W at ``over`` devices within each resample: the
+    interval of that ratio holds 1 where the measurements cannot tell the two sizes apart.
+
+    ``samples[name][n]``: one member's energy per unit of work in each repetition at n devices.
+    The value is the inverse of shoal.model.mix.measured_mix over the medians. Each resample
+    draws every point's repetitions with replacement from its own, independently of the others,
+    and repeats the same weighted sum with each member's measured median at its smallest node
+    count as the fixed unit, so a size's interval carries the noise of its own points only (not
+    that of the smallest size, which every size would otherwise share). Node counts every
+    member measured."""
+    clean = {name: {n: np.array([v for v in values if math.isfinite(v)], dtype=float)
+                    for n, values in by_n.items()} for name, by_n in samples.items()}
+    clean = {name: {n: v for n, v in by_n.items() if v.size} for name, by_n in clean.items()}
+    counts = sorted(set.intersection(*(set(by_n) for by_n in clean.values()))) if clean else []
+    if not counts or (over is not None and over not in counts):
+        return {}
+    total = sum(weights[name] for name in clean) or 1.0
+    rng = np.random.default_rng(seed)
+    value = np.zeros(len(counts))
+    drawn = np.zeros((resamples, len(counts)))
+    for name in sorted(clean):
+        by_n = clean[name]
+        base_n = min(by_n)
+        medians = {n: float(np.median(v)) for n, v in by_n.items()}
+        boot = {n: np.median(v[rng.integers(0, v.size, size=(resamples, v.size))], axis=1)
+                for n, v in sorted(by_n.items())}
+        w = weights[name] / total
+        value += w * np.array([medians[n] / medians[base_n] for n in counts])
+        drawn += w * np.stack([boot[n] / medians[base_n] for n in counts], axis=1)
+    if over is not None:  # perf/W at n over perf/W at ``over`` = E(over) / E(n)
+        at = counts.index(over)
+        value, drawn = value[at] / value, drawn[:, [at]] / drawn
+    else:
+        value, drawn = 1.0 / value, 1.0 / drawn
+    tail = (1.0 - level) / 2.0
+    return {n: Interval(float(value[i]), float(np.quantile(drawn[:, i], tail, method="lower")),
+                        float(np.quantile(drawn[:, i], 1.0 - tail, method="higher")), resamples, 0)
+            for i, n in enumerate(counts)}

@@ -17,7 +17,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from shoal.report.figures import METRIC_COLUMNS, size_and_metric_axes  # noqa: E402
-from shoal.study.findings import BenchmarkResult  # noqa: E402
+from shoal.study.findings import BenchmarkResult, Findings  # noqa: E402
 
 REFERENCE_STYLE = {"color": "black", "linestyle": "--", "linewidth": 1.6}
 
@@ -50,12 +50,12 @@ def perf_vs_size(frames: dict[str, pd.DataFrame], test: str, cluster_labels: dic
     return fig
 
 
-def power_by_nodes(findings: dict[str, dict[str, Any]]) -> plt.Figure:
+def power_by_nodes(findings: dict[str, Findings]) -> plt.Figure:
     """Average power of each node count (thesis Fig. 5.32), reference as a line."""
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
     width = 0.8 / max(1, len(findings))
     for i, (run_name, f) in enumerate(findings.items()):
-        cluster = [p for p in f["power"] if not p["is_reference"]]
+        cluster = [p for p in f.power if not p["is_reference"]]
         if not cluster:
             continue
         x = np.array([p["nodes"] for p in cluster], dtype=float) + (i - (len(findings) - 1) / 2) * width
@@ -65,7 +65,7 @@ def power_by_nodes(findings: dict[str, dict[str, Any]]) -> plt.Figure:
                hatch="//" if modelled else None, alpha=0.8,
                yerr=[[p["power_mean_W"] - p["power_min_W"] for p in cluster],
                      [p["power_max_W"] - p["power_mean_W"] for p in cluster]], capsize=3)
-        for p in f["power"]:
+        for p in f.power:
             if p["is_reference"]:
                 kind = "modelled" if p["power_kind"] != "measured" else "measured"
                 ax.axhline(p["power_mean_W"], label=f"reference ({kind})", **REFERENCE_STYLE)

@@ -11,14 +11,16 @@ from typing import Any
 import matplotlib.pyplot as plt
 
 from shoal import render
+from shoal.report import answer
 from shoal.report import study_figures as figs
 from shoal.report import study_workloads
 from shoal.report import study_seed
+from shoal.report.answer import HOST_SPEED, headline_lines
 from shoal.report.html import Section, figure_svg, page, table_html
 from shoal.runs import jsonout
 from shoal.runs.store import Run
-from shoal.study.analysis import analyse, public
-from shoal.study.findings import BenchmarkResult
+from shoal.study.analysis import analyse
+from shoal.study.findings import BenchmarkResult, Findings
 
 
 def _fmt_perf(value: float, unit: str) -> str:
@@ -39,71 +41,17 @@ def _svg(fig) -> str:
     return svg
 
 
-def _optimum_text(opt: dict[str, Any] | None) -> str:
-    if not opt:
-        return "no fit"
-    measured = (f"; best measured perf/W at {opt['n_best_measured']} node(s)"
-                if opt.get("n_best_measured") else "")
-    if opt["status"] == "unbounded":
-        return f"no limit in range: {opt['reason']}{measured}"
-    if opt["status"] != "ok":
-        return f"cannot tell: {opt['reason']}{measured}"
-    largest = opt.get("n_max_measured")
-    if opt.get("extrapolated") and largest:
-        # Only what was measured is a recommendation; the model's figure stays a suggestion.
-        return (f"≥ {largest}: the model's perf/W is still within {opt['tolerance']:.0%} of its best "
-                f"beyond the measured node counts; model suggests ~{opt['n_recommended']}{measured}")
-    text = f"recommended {opt['n_recommended']} node(s)"
-    if opt.get("n_recommended_range"):
-        lo, hi = opt["n_recommended_range"]
-        text += f" (range {lo}..{hi})"
-    text += f"; best perf/W at {opt['n_best_efficiency']}"
-    if opt.get("extrapolated"):
-        text += " (beyond the measured node counts: predicted)"
-    return text + measured
-
-
-CHOICE = {"local": "process the data locally on the devices",
-          "offload": "ship the data to the datacenter",
-          "neither": "neither option keeps up with the data stream"}
-
-
-HOST_SPEED = ("The emulated devices ran at this host's speed, not their profiles' (no CPU limit "
-              "could be applied here): their times say nothing about the devices, so this run "
-              "makes no recommendation.")
-
-
-def headline_lines(f: dict[str, Any]) -> list[str]:
-    """The first lines of a study's answer (plain text): sizes that were measured."""
-    if f.get("device_speed") == "host":
-        return [HOST_SPEED]
-    heads = f.get("headline") or {}
-    if heads:
-        lines = [f"Best cluster size, {h['text'] if isinstance(h, dict) else h.text}"
-                 for h in (heads.get(c) for c in ("sleeping", "spinning")) if h is not None]
-    else:
-        lines = [f"Best cluster size from the benchmarks: {_optimum_text(f['overall_optimum'])}"]
-    verdict = f["offload"]["verdict"]
-    lines.append(f"Offload decision at {f['offload']['nodes_used']} device(s) "
-                 f"({f['offload']['nodes_from']}): {CHOICE[verdict['choice']]} — {verdict['reason']}")
-    return lines
-
-
-def _precision_text(f: dict[str, Any]) -> str:
-    p = f.get("precision")
-    if not p or not p.get("points"):
-        return ""
-    return (f"{p['converged']} of {p['points']} workload points reached ±{p['ci_target']:.0%} "
-            f"(95 % CI of the median time); ")
-
-
-def _verdict_html(name: str, f: dict[str, Any]) -> str:
-    modelled = "<span class='modelled'>power</span>" if f["modelled_power"] else "power measured"
+def _verdict_html(name: str, f: Findings) -> str:
+    modelled = "<span class='modelled'>power</span>" if f.modelled_power else "power measured"
     lines = "<br>".join(html.escape(line) for line in headline_lines(f))
     return (f"<div class='verdict'><b>{html.escape(name)}</b>:<br>{lines}<br><small>"
-            f"{html.escape(_precision_text(f))}{f['measured_points']} measured points, "
-            f"{f['unconverged_points']} benchmark points did not reach their CI target; {modelled}."
-            "</small></div>")
+            f"{html.escape(_measured_text(f))}; {modelled}.</small></div>")
+
+
+def _measured_text(f: Findings) -> str:
+    precision = answer.precision_text(f)
+    return ((f"{precision}; " if precision else "") + f"{f.measured_points} measured points, "
+            f"{f.unconverged_points} benchmark points did not reach their CI target")
 
 
 def _points_table(t: BenchmarkResult) -> str:
@@ -135,9 +83,9 @@ def _ratio(a: float | None, b: float | None) -> str:
     return f"{a / b:.2f}x"
 
 
-def _fit_rows(f: dict[str, Any]) -> list[dict[str, Any]]:
+def _fit_rows(f: Findings) -> list[dict[str, Any]]:
     rows = []
-    for t in f["tests"]:
+    for t in f.tests:
         fit = t.fit
         params, se = (fit.params, fit.stderr) if fit else ({}, {})
 
@@ -150,7 +98,7 @@ def _fit_rows(f: dict[str, Any]) -> list[dict[str, Any]]:
         rows.append({"test": t.test, "size": render.byte_size(t.size_B) if t.size_B else "-",
                      "fit": fit.status if fit else (t.status or "-"), "f": pm("f"), "k": pm("k"),
                      "R² perf": f"{fit.r2_perf:.3f}" if fit and fit.r2_perf is not None else "-",
-                     "optimum": _optimum_text(t.optimum.to_dict() if t.optimum else None)})
+                     "optimum": answer.optimum_text(t.optimum.to_dict() if t.optimum else None)})
     return rows
 
 
@@ -201,15 +149,16 @@ def _emulation_html(run: Run, frame: Any) -> str:
     return text + ".</p>"
 
 
-def build(runs: list[Run]) -> tuple[str, str, dict[str, Any]]:
-    """(HTML, markdown, key figures) for one or several study runs."""
-    findings = {run.path.name: analyse(run) for run in runs}
+def build(runs: list[Run], findings: dict[str, Findings] | None = None) -> tuple[str, str, dict[str, Any]]:
+    """(HTML, markdown, key figures) for one or several study runs (``findings``: each run's,
+    by its directory's name, when the caller has them already)."""
+    findings = findings or {run.path.name: analyse(run) for run in runs}
     frames = {run.path.name: run.read("results") for run in runs}
-    labels = {name: f["cluster_label"] for name, f in findings.items()}
+    labels = {name: f.cluster_label for name, f in findings.items()}
     names = list(findings)
     title = "shoal study: " + " vs ".join(f"{labels[n]} ({n})" for n in names)
     intro = (f"<div class='banner'>{html.escape(HOST_SPEED)}</div>"
-             if any(f.get("device_speed") == "host" for f in findings.values()) else "")
+             if any(f.device_speed == "host" for f in findings.values()) else "")
     intro += "".join(_verdict_html(n, findings[n]) for n in names)
     intro += ("<p>Performance is each test's own metric (bandwidth in B/s, or operations per second "
               "for latency and roundtrip tests). Numbers shown <span class='modelled'>like this</span> "
@@ -221,13 +170,10 @@ def build(runs: list[Run]) -> tuple[str, str, dict[str, Any]]:
     work = study_workloads.section(findings)
     if work is not None:
         sections.append(work)
-    for run in runs:
-        findings[run.path.name]["beside_seed"] = study_seed.seed_rows(run)
-        findings[run.path.name]["not_run"] = study_seed.not_run_rows(run)
-    seed = study_seed.section(runs)
+    seed = study_seed.section(findings)
     if seed is not None:
         sections.append(seed)
-    if not any(f["tests"] for f in findings.values()):
+    if not any(f.tests for f in findings.values()):
         return _finish(runs, findings, title, intro, sections)
 
     summary = Section("Optimal cluster size per test")
@@ -249,7 +195,7 @@ def build(runs: list[Run]) -> tuple[str, str, dict[str, Any]]:
         rows = [{"configuration": p["config"], "nodes": p["nodes"], "mean power": render.watts(p["power_mean_W"]),
                  "min": render.watts(p["power_min_W"]), "max": render.watts(p["power_max_W"]),
                  "spinning": render.watts(p["power_spin_W"]) if p.get("power_spin_W") else "-",
-                 "kind": p["power_kind"], "points": p["points"]} for p in findings[n]["power"]]
+                 "kind": p["power_kind"], "points": p["points"]} for p in findings[n].power]
         power.paragraphs.append(
             "Mean power as measured or modelled (waiting ranks asleep under libshoalwait), and "
             "<i>spinning</i>: every core holding a rank at busy watts for the whole point, as under "
@@ -258,13 +204,13 @@ def build(runs: list[Run]) -> tuple[str, str, dict[str, Any]]:
                                               "kind", "points"],
                                        modelled={"mean power", "min", "max", "spinning"},
                                        modelled_rows=[p["power_kind"] != "measured"
-                                                      for p in findings[n]["power"]]))
+                                                      for p in findings[n].power]))
     sections.append(power)
 
-    tests = sorted({t.test for f in findings.values() for t in f["tests"]})
+    tests = sorted({t.test for f in findings.values() for t in f.tests})
     for test in tests:
-        per_run = {n: next(t for t in findings[n]["tests"] if t.test == test)
-                   for n in names if any(t.test == test for t in findings[n]["tests"])}
+        per_run = {n: next(t for t in findings[n].tests if t.test == test)
+                   for n in names if any(t.test == test for t in findings[n].tests)}
         section = Section(test)
         # A test of no size (Barrier) has nothing to draw against message size.
         if any(((f["test"] == test) & (f["size_B"] > 0)).any() for f in frames.values()):
@@ -281,19 +227,21 @@ def build(runs: list[Run]) -> tuple[str, str, dict[str, Any]]:
     return _finish(runs, findings, title, intro, sections)
 
 
-def _finish(runs: list[Run], findings: dict[str, dict[str, Any]], title: str, intro: str,
+def _finish(runs: list[Run], findings: dict[str, Findings], title: str, intro: str,
             sections: list[Section]) -> tuple[str, str, dict[str, Any]]:
     """The offload and provenance sections, then the page, markdown and key figures."""
     for n in findings:
-        verdict = findings[n]["offload"]["verdict"]
+        verdict = findings[n].offload.verdict
         off = Section(f"Process locally or offload ({n})")
+        off.paragraphs.append(html.escape(f"At {findings[n].offload.nodes_used} device(s): "
+                                          f"{findings[n].offload.nodes_from}."))
         off.paragraphs.append(html.escape(verdict["reason"]))
         if verdict.get("crossover_rate_Bps"):
             off.paragraphs.append(f"Energy crossover at {render.bandwidth(verdict['crossover_rate_Bps'])}: "
                                   f"below it, {verdict['cheaper_below_crossover']} is cheaper.")
         off.tables.append(_options_table(verdict))
         off.tables.append(_offload_inputs(verdict))
-        off.figures.append((_svg(figs.offload_map(findings[n]["offload"]["map"])),
+        off.figures.append((_svg(figs.offload_map(findings[n].offload.map)),
                             "The decision over data rates and device counts, other inputs as in the table."))
         sections.append(off)
 
@@ -305,27 +253,28 @@ def _finish(runs: list[Run], findings: dict[str, dict[str, Any]], title: str, in
             f"{html.escape(m.get('mpi', {}).get('name', '?'))}; host {html.escape(str(m.get('host', {}).get('cpu_model')))}; "
             f"started {html.escape(str(m.get('started_utc')))}, status {html.escape(str(m.get('status')))}; "
             f"results in <code>{html.escape(str(run.table_path('results')))}</code>.")
+        speed = answer.host_speed_text(findings[run.path.name].host_speed, detail=True)
+        if speed:
+            prov.paragraphs.append(html.escape(speed))
         for note in (m.get("power") or {}).get("notes", []):
             prov.paragraphs.append(f"power: {html.escape(note)}")
     sections.append(prov)
 
-    key = {n: public(f) for n, f in findings.items()}
+    key = {n: f.to_json() for n, f in findings.items()}
     return page(title, intro, sections), _markdown(findings), key
 
 
-def _markdown(findings: dict[str, dict[str, Any]]) -> str:
+def _markdown(findings: dict[str, Findings]) -> str:
     lines = ["# shoal study summary", ""]
-    if any(f.get("device_speed") == "host" for f in findings.values()):
+    if any(f.device_speed == "host" for f in findings.values()):
         lines = [f"**{HOST_SPEED}**", ""] + lines  # the first line a reader sees
     for name, f in findings.items():
-        verdict = f["offload"]["verdict"]
-        lines += [f"## {name} ({f['cluster_label']}, reference: {f['reference']})", "",
+        lines += [f"## {name} ({f.cluster_label}, reference: {f.reference})", "",
                   *(f"- {line}" for line in headline_lines(f)),
-                  f"- {_precision_text(f)}{f['measured_points']} measured points "
-                  f"({f['unconverged_points']} benchmark points not converged); "
-                  f"power {'modelled from device profiles' if f['modelled_power'] else 'measured'}", "",
+                  f"- {_measured_text(f)}; "
+                  f"power {'modelled from device profiles' if f.modelled_power else 'measured'}", "",
                   *study_workloads.markdown(f)]
-        if f["tests"]:
+        if f.tests:
             lines += ["| test | size | fit | optimum |", "|---|---|---|---|"]
         for row in _fit_rows(f):
             lines.append(f"| {row['test']} | {row['size']} | {row['fit']} | {row['optimum']} |")
@@ -333,8 +282,9 @@ def _markdown(findings: dict[str, dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def write(runs: list[Run], out_dir: Path) -> dict[str, Path]:
-    html_text, markdown, key = build(runs)
+def write(runs: list[Run], out_dir: Path, findings: dict[str, Findings] | None = None) -> dict[str, Path]:
+    """report.html, summary.md and findings.json in ``out_dir``; their paths by kind."""
+    html_text, markdown, key = build(runs, findings)
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = {"html": out_dir / "report.html", "markdown": out_dir / "summary.md",
              "json": out_dir / "findings.json"}

@@ -20,7 +20,7 @@ import numpy as np  # noqa: E402
 from shoal import render  # noqa: E402
 from shoal.report.html import Section, figure_svg, table_html  # noqa: E402
 from shoal.report.study_figures import REFERENCE_STYLE  # noqa: E402
-from shoal.study.findings import WorkloadResult  # noqa: E402
+from shoal.study.findings import Findings, WorkloadResult  # noqa: E402
 
 EXPLAIN = (
     "Each workload runs the same problem at every node count, ranks per device = its cores, "
@@ -69,6 +69,15 @@ def _combined_text(c: Any) -> str:
     weights = ", ".join(f"{name} {w:.2f}" for name, w in d["weights"].items())
     text = (f"{d['condition']}: mix of {weights}; measured best at n = {d['best_measured']}; model "
             f"n*_mix = {_interval_text(d['n_star'])}.")
+    if d.get("measured_ppw"):
+        text += (" Measured perf/W of the mix over one device's (95 % interval over the points' own "
+                 "repetitions): " + ", ".join(f"n = {n}: {i['value']:.3f} ({i['lo']:.3f}..{i['hi']:.3f})"
+                                             for n, i in d["measured_ppw"].items()) + ".")
+    if d.get("ppw_vs_best"):
+        text += (f" Over the best's (n = {d['best_measured']}), within each resample; an interval that holds 1 "
+                 "is a size the measurements cannot tell from the best: "
+                 + ", ".join(f"n = {n}: {i['value']:.3f} ({i['lo']:.3f}..{i['hi']:.3f})"
+                             for n, i in d["ppw_vs_best"].items() if int(n) != d["best_measured"]) + ".")
     if d["left_out"]:
         text += " Left out: " + "; ".join(f"{k} ({v})" for k, v in d["left_out"].items()) + "."
     text += (" Where they disagree: " + "; ".join(d["disagree"]) + "." if d["disagree"]
@@ -116,25 +125,25 @@ def summary_rows(workloads: list[WorkloadResult]) -> list[dict[str, Any]]:
     return rows
 
 
-def section(findings: dict[str, dict[str, Any]]) -> Section | None:
+def section(findings: dict[str, Findings]) -> Section | None:
     """The workloads section of the report (None when no run measured workloads)."""
-    if not any(f.get("workloads") for f in findings.values()):
+    if not any(f.workloads for f in findings.values()):
         return None
     out = Section("Optimal cluster size from real workloads")
     out.paragraphs.append(EXPLAIN)
     for name, f in findings.items():
-        if not f.get("workloads"):
+        if not f.workloads:
             continue
-        for c in (f.get("combined") or {}).values():
+        for c in f.combined.values():
             out.paragraphs.append(f"<b>{html.escape(name)}</b>, over the workloads whose fits hold: "
                                   f"{html.escape(_combined_text(c))}")
         out.tables.append(f"<h3>{html.escape(name)}</h3>" + table_html(
-            summary_rows(f["workloads"]), ["workload", "speed-up", "f (fit)", "f (serial)", "R² perf", "R² medians", "n*",
+            summary_rows(f.workloads), ["workload", "speed-up", "f (fit)", "f (serial)", "R² perf", "R² medians", "n*",
                                            "n* (f ± SE)", "best measured", "n* by switch W", "verdict"]))
-        out.tables.append(table_html(condition_rows(f["workloads"]), [
+        out.tables.append(table_html(condition_rows(f.workloads), [
             "workload", "best measured, sleeping", "n* sleeping (95 %)", "best measured, spinning",
             "n* spinning (95 %)", "energy saved by sleeping"]))
-        missed = (f.get("precision") or {}).get("not_converged") or []
+        missed = f.precision.not_converged if f.precision else []
         if missed:
             out.paragraphs.append(
                 f"{len(missed)} workload point(s) did not reach the CI target (their repetitions or time "
@@ -145,7 +154,7 @@ def section(findings: dict[str, dict[str, Any]]) -> Section | None:
                                            "CI reached": render.percent(m["ci_rel"]) if m["ci_rel"] else "-",
                                            "why": m["why"]} for m in missed],
                                          ["workload", "configuration", "nodes", "repetitions", "CI reached", "why"]))
-        for w in f["workloads"]:
+        for w in f.workloads:
             if w.cluster:
                 fig = figure(w)
                 out.figures.append((figure_svg(fig), f"{w.name}: medians per node count "
@@ -224,19 +233,19 @@ def figure(w: WorkloadResult) -> plt.Figure:
     return fig
 
 
-def markdown(f: dict[str, Any]) -> list[str]:
-    if not f.get("workloads"):
+def markdown(f: Findings) -> list[str]:
+    if not f.workloads:
         return []
     lines = ["| workload | speed-up | f (fit) | n* sleeping | best measured | verdict |", "|---|---|---|---|---|---|"]
-    for row in summary_rows(f["workloads"]):
+    for row in summary_rows(f.workloads):
         lines.append(f"| {row['workload']} | {row['speed-up']} | {row['f (fit)']} | {row['n*']} | "
                      f"{row['best measured']} | {row['verdict']} |")
     lines += ["", "| workload | best sleeping | n* sleeping | best spinning | n* spinning | energy saved |",
               "|---|---|---|---|---|---|"]
-    for row in condition_rows(f["workloads"]):
+    for row in condition_rows(f.workloads):
         lines.append(f"| {row['workload']} | {row['best measured, sleeping']} | {row['n* sleeping (95 %)']} | "
                      f"{row['best measured, spinning']} | {row['n* spinning (95 %)']} | "
                      f"{row['energy saved by sleeping']} |")
-    for c in (f.get("combined") or {}).values():
+    for c in f.combined.values():
         lines += ["", f"- {_combined_text(c)}"]
     return lines + [""]

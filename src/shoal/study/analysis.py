@@ -18,11 +18,12 @@ import pandas as pd
 from shoal import model
 from shoal.errors import ShoalError
 from shoal.runs.store import Run
-from shoal.study import work_analysis
+from shoal.study import seed_compare, work_analysis
 from shoal.study import workloads as study_workloads
-from shoal.study.findings import BenchmarkFit, BenchmarkPoint, BenchmarkResult
+from shoal.study.findings import (BenchmarkFit, BenchmarkPoint, BenchmarkResult, Findings, Headline, Offload,
+                                  WorkFindings)
 from shoal.study.reference import Reference
-from shoal.study.request import StudyRequest
+from shoal.study.request import saved_request
 from shoal.study.run import REFERENCE
 
 # A fit must explain at least this share of the variance of each curve it
@@ -229,14 +230,8 @@ def _measured(scenario: model.OffloadScenario, stream: dict[str, Any],
     return dataclasses.replace(scenario, sources=sources, **changes)
 
 
-def saved_request(manifest: dict[str, Any]) -> StudyRequest | None:
-    """The request a study saved in its manifest (None for a run of another command)."""
-    saved = manifest.get("study")
-    return StudyRequest.from_manifest(saved) if isinstance(saved, dict) else None
-
-
-def analyse(run: Run) -> dict[str, Any]:
-    """The findings of one study run (JSON-ready through ``public``)."""
+def analyse(run: Run) -> Findings:
+    """The findings of one study run (``Findings.to_json`` is its entry in findings.json)."""
     manifest = run.manifest
     frame = run.read("results")
     work_frame = run.read("work")
@@ -255,40 +250,45 @@ def analyse(run: Run) -> dict[str, Any]:
                                  request.weights if request else None,
                                  study_workloads.Precision.of(request) if request else None)
     measured_nodes = sorted((frame if not frame.empty else work_frame).query("config == @label")["nodes"].unique())
-    head = work["headline"].get(work_analysis.SLEEPING)
-    if head is not None and head.size is not None:
-        n_offload, nodes_from = head.size, "the measured best size of the workloads"
-    else:
-        n_offload = int(max(measured_nodes) if measured_nodes else 1)
-        nodes_from = "largest measured node count"
+    n_offload, nodes_from = offload_size(work.headline.get(work_analysis.SLEEPING), measured_nodes)
     overrides = manifest.get("study", {}).get("offload", {})
     scenario = offload_scenario(manifest, n_offload, overrides, measured_stream(work),
                                 f"this study's answer: {nodes_from}")
     verdict = model.decide(scenario)
     rates = np.geomspace(1e3, 1e8, 26)
     nodes_grid = list(range(1, max(8, 2 * n_offload) + 1))
-    return {
-        "run": str(run.path),
-        "cluster_label": label,
-        "reference": str(Reference.parse(manifest.get("reference"))),
-        "idle_fraction_k": k,
-        "headline": work["headline"],
-        "combined": work["combined"],
-        "precision": work["precision"],
-        "workloads": work["workloads"],
-        "tests": tests,
-        "power": power_by_nodes(frame, label, spin) if not frame.empty else [],
-        "overall_optimum": overall,
-        "offload": {"nodes_used": n_offload, "nodes_from": nodes_from,
-                    "verdict": verdict.to_dict(),
-                    "map": model.decision_map(scenario, rates, nodes_grid)},
-        "measured_points": int(len(frame) + len(work_frame)),
-        "modelled_power": any(bool((f.get("power_kind") == "modelled").any())
-                              for f in (frame, work_frame) if "power_kind" in f),
-        "unconverged_points": int((frame["converged"].astype(str).str.lower() != "true").sum())
+    return Findings(
+        run=str(run.path), cluster_label=label, reference=str(Reference.parse(manifest.get("reference"))),
+        idle_fraction_k=k, work=work, tests=tests,
+        power=power_by_nodes(frame, label, spin) if not frame.empty else [],
+        overall_optimum=overall,
+        offload=Offload(n_offload, nodes_from, verdict.to_dict(),
+                        model.decision_map(scenario, rates, nodes_grid)),
+        measured_points=int(len(frame) + len(work_frame)),
+        modelled_power=any(bool((f.get("power_kind") == "modelled").any())
+                           for f in (frame, work_frame) if "power_kind" in f),
+        unconverged_points=int((frame["converged"].astype(str).str.lower() != "true").sum())
         if not frame.empty else 0,
-        "device_speed": device_speed(manifest),
-    }
+        device_speed=device_speed(manifest), host_speed=host_speed(manifest),
+        beside_seed=seed_compare.seed_rows(run), not_run=seed_compare.not_run_rows(run))
+
+
+def offload_size(head: Headline | None, measured_nodes: list) -> tuple[int, str]:
+    """The cluster size the offload decision is taken at, and why: the workloads' measured best
+    (the best of a range whose sizes tie), else the largest measured node count."""
+    if head is None or head.size is None:
+        return int(max(measured_nodes) if measured_nodes else 1), "largest measured node count"
+    span = head.best_range
+    if span is not None and span.tied:
+        return head.size, (f"the measured best size of the workloads, of the range {span.low}–{span.high} "
+                           f"whose perf/W lies within {span.within:.1%}")
+    return head.size, "the measured best size of the workloads"
+
+
+def host_speed(manifest: dict[str, Any]) -> dict[str, Any] | None:
+    """This host's measured speed as the run's manifest holds it (None: not recorded)."""
+    speed = manifest.get("host_speed")
+    return speed if isinstance(speed, dict) else None
 
 
 def device_speed(manifest: dict[str, Any]) -> str:
@@ -303,11 +303,11 @@ def device_speed(manifest: dict[str, Any]) -> str:
     return "profile" if emulations else "device"
 
 
-def measured_stream(work: dict[str, Any]) -> dict[str, Any] | None:
+def measured_stream(work: WorkFindings) -> dict[str, Any] | None:
     """Seconds and joules per byte of a data-stream workload (the first of the study's
     workloads whose runs report the bytes of input they processed), measured on one device
     and on the reference, with its fitted parallel fraction: the offload decision's inputs."""
-    for w in work["workloads"]:
+    for w in work.workloads:
         if not w.cluster or not w.data_B_per_run:
             continue
         one = w.cluster[0]
@@ -332,11 +332,3 @@ def _no_overall(tests: list[BenchmarkResult]) -> dict[str, Any]:
                                                f"{len(tests)} tests: {best.count(common)} agree)"
                                                if common else "")}
 
-
-def public(findings: dict[str, Any]) -> dict[str, Any]:
-    """Findings as JSON: typed objects as dicts, no private objects."""
-    work = work_analysis.public({"workloads": findings.get("workloads", []),
-                                 "combined": findings.get("combined", {}),
-                                 "headline": findings.get("headline", {})})
-    return {**findings, **work,
-            "tests": [t.to_json() for t in findings["tests"]]}

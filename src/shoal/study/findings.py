@@ -115,6 +115,8 @@ class ConditionResult:
     relative_energy: dict[str, float | None]  # node count -> energy per unit over one device's
     best_measured: int | None
     n_star: Interval  # the model's n* and its bootstrap interval
+    # Not in findings.json: node count -> energy per unit of work of each counted repetition.
+    energy_samples: dict[int, list[float]] = field(default_factory=dict, repr=False)
 
     def to_json(self) -> dict[str, Any]:
         return {"k": self.k, "perf_per_W": self.perf_per_W, "relative_energy": self.relative_energy,
@@ -150,6 +152,7 @@ class WorkloadResult:
     n_best_measured_net: int | None = None
     cross_check: str = ""
     verdict: str = ""
+    best_range: SizeRange | None = None  # sleeping: the sizes whose perf/W ties with n_best_measured
     ppw_vs_reference: dict[str, float] | None = None
     ppw_vs_reference_spin: dict[str, float] | None = None
     # Not in findings.json: the fit itself (for curves) and the bootstrap draws of f (for the mix).
@@ -173,7 +176,7 @@ class WorkloadResult:
                    n_star=self.n_star, n_star_range_se=self.n_star_range_se,
                    n_star_by_switch_W=self.n_star_by_switch_W, n_best_measured=self.n_best_measured,
                    n_best_measured_net=self.n_best_measured_net, cross_check=self.cross_check,
-                   verdict=self.verdict)
+                   verdict=self.verdict, best_range=asdict(self.best_range) if self.best_range else None)
         if self.ppw_vs_reference is not None:
             out["ppw_vs_reference"] = self.ppw_vs_reference
         if self.ppw_vs_reference_spin is not None:
@@ -193,11 +196,43 @@ class Combined:
     n_star: Interval  # the model's n*_mix and its bootstrap interval
     disagree: list[str]  # members whose own answer differs from the mix's, said plainly
     rows: list[str]  # work.csv point_ids behind measured_energy
+    # n -> the mix's perf/W relative to one device (1 / measured_energy) and its 95 % interval,
+    # a bootstrap over each point's own repetitions (shoal.model.resample.mix_ppw_intervals).
+    measured_ppw: dict[int, Interval] = field(default_factory=dict)
+    # n -> the mix's perf/W at n over that at best_measured, its 95 % interval from the same
+    # resamples (the ratio within each): one that holds 1 cannot be told apart from the best.
+    ppw_vs_best: dict[int, Interval] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         out = _jsonable(asdict(self))
         out["measured_energy"] = {str(n): e for n, e in self.measured_energy.items()}
+        for name in ("measured_ppw", "ppw_vs_best"):
+            out[name] = {str(n): i.to_dict() for n, i in getattr(self, name).items()}
         return out
+
+
+@dataclass(frozen=True)
+class SizeRange:
+    """The measured sizes whose perf/W the measurements cannot tell apart from the best's: the
+    node counts next to the best whose perf/W over the best's has a 95 % interval (a bootstrap
+    over the points' own repetitions) that holds 1. ``low == high`` when the best stands clear
+    of its neighbours."""
+
+    low: int
+    high: int
+    within: float  # perf/W at the best over the lowest perf/W in the range, minus 1 (0: one size)
+    level: float = 0.95
+
+    @property
+    def tied(self) -> bool:
+        return self.high > self.low
+
+    def holds(self, n: int) -> bool:
+        return self.low <= n <= self.high
+
+    def text(self) -> str:
+        """"3–4 devices", or "3 device(s)" for one size."""
+        return f"{self.low}–{self.high} devices" if self.tied else f"{self.low} device(s)"
 
 
 @dataclass(frozen=True)
@@ -206,13 +241,108 @@ class Headline:
 
     condition: str
     size: int | None  # the measured best node count, or N when perf/W still rises at N
-    at_least: bool  # True: the optimum lies at or beyond the largest measured size N
+    at_least: bool  # True: perf/W at the largest measured N stands clear above the next smaller N's
     largest_measured: int
     gain: float | None  # perf/W at ``size`` over perf/W at the fewest devices measured (one by default)
     rising_by: float | None  # at_least: perf/W at N over perf/W at the next smaller N measured, minus 1
     model: Interval
     text: str
     rows: list[str] = field(default_factory=list)
+    best_range: SizeRange | None = None  # the sizes that tie with ``size``; None without a size
+    smallest_measured: int | None = None  # the node count ``gain`` is over
 
     def to_dict(self) -> dict:
         return _jsonable(asdict(self))
+
+
+@dataclass(frozen=True)
+class PrecisionSummary:
+    """How many workload points reached the study's CI target, and which did not and why."""
+
+    ci_target: float | None
+    points: int
+    converged: int
+    not_converged: list[dict[str, Any]]  # workload, config, nodes, reps, ci_rel, why
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class WorkFindings:
+    """The workloads' part of the answer: every workload, the mix per waiting condition, the
+    headline per condition, and the precision the points reached."""
+
+    workloads: list[WorkloadResult] = field(default_factory=list)
+    combined: dict[str, Combined] = field(default_factory=dict)
+    headline: dict[str, Headline] = field(default_factory=dict)
+    precision: PrecisionSummary | None = None
+
+
+@dataclass(frozen=True)
+class Offload:
+    """The offload decision (shoal.model.decide's verdict, as its JSON) at one cluster size."""
+
+    nodes_used: int
+    nodes_from: str  # why this size: which answer of the study it is
+    verdict: dict[str, Any]
+    map: list[dict[str, Any]]  # the decision over data rates and device counts
+
+    def to_json(self) -> dict[str, Any]:
+        return {"nodes_used": self.nodes_used, "nodes_from": self.nodes_from, "verdict": self.verdict,
+                "map": self.map}
+
+
+@dataclass
+class Findings:
+    """Everything one study run found; ``to_json`` is its entry in findings.json."""
+
+    run: str
+    cluster_label: str
+    reference: str
+    idle_fraction_k: float | None
+    work: WorkFindings
+    tests: list[BenchmarkResult]
+    power: list[dict[str, Any]]  # per configuration, shoal.study.analysis.power_by_nodes
+    overall_optimum: dict[str, Any]
+    offload: Offload
+    measured_points: int
+    modelled_power: bool
+    unconverged_points: int  # benchmark points that did not reach their CI target
+    device_speed: str  # profile | host | device (shoal.study.analysis.device_speed)
+    host_speed: dict[str, Any] | None = None  # the run manifest's, as it stands; None: not measured
+    beside_seed: list[dict[str, Any]] | None = None  # shoal.study.seed_compare.seed_rows
+    not_run: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def workloads(self) -> list[WorkloadResult]:
+        return self.work.workloads
+
+    @property
+    def combined(self) -> dict[str, Combined]:
+        return self.work.combined
+
+    @property
+    def headline(self) -> dict[str, Headline]:
+        return self.work.headline
+
+    @property
+    def precision(self) -> PrecisionSummary | None:
+        return self.work.precision
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "run": self.run, "cluster_label": self.cluster_label, "reference": self.reference,
+            "idle_fraction_k": self.idle_fraction_k,
+            "headline": {c: h.to_dict() for c, h in self.headline.items()},
+            "combined": {c: m.to_dict() for c, m in self.combined.items()},
+            "precision": self.precision.to_dict() if self.precision else None,
+            "workloads": [w.to_json() for w in self.workloads],
+            "tests": [t.to_json() for t in self.tests],
+            "power": self.power, "overall_optimum": self.overall_optimum, "offload": self.offload.to_json(),
+            "measured_points": self.measured_points, "modelled_power": self.modelled_power,
+            "unconverged_points": self.unconverged_points, "device_speed": self.device_speed,
+            "beside_seed": self.beside_seed, "not_run": self.not_run}
+        if self.host_speed is not None:
+            out["host_speed"] = self.host_speed
+        return out

@@ -232,6 +232,12 @@ class StudyRequest:
         return cls(**values)
 
 
+def saved_request(manifest: dict[str, Any]) -> StudyRequest | None:
+    """The request a study saved in its manifest (None for a run of another command)."""
+    saved = manifest.get("study")
+    return StudyRequest.from_manifest(saved) if isinstance(saved, dict) else None
+
+
 def parse_mix(text: str) -> dict[str, float]:
     """``--mix raytrace=2,msa=1``: workload name -> weight (checked against the workloads later)."""
     from shoal.inputs import grammar

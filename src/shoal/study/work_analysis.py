@@ -26,7 +26,8 @@ import pandas as pd
 from shoal import model
 from shoal.model import mix, resample, waiting
 from shoal.study import workloads as study_workloads
-from shoal.study.findings import Combined, ConditionResult, FitSummary, Headline, WorkloadResult
+from shoal.study.findings import (Combined, ConditionResult, FitSummary, Headline, PrecisionSummary,
+                                  SizeRange, WorkFindings, WorkloadResult)
 from shoal.study.reference import Reference
 
 # Below this speed-up at the largest node count a workload is reported as not scaling.
@@ -42,11 +43,13 @@ SWITCH_FACTORS = (0.0, 0.5, 1.0, 2.0)
 SLEEPING, SPINNING = waiting.SLEEPING, waiting.SPINNING
 
 
-def _per_nodes(rows: pd.DataFrame, spin_W: Any = None,
-               precision: study_workloads.Precision | None = None) -> list[dict[str, Any]]:
-    """The numbers of each node count (median over its repetitions). ``spin_W(nodes, ranks)``:
-    the devices' power with every rank spinning, for the spinning condition."""
+def _per_nodes(rows: pd.DataFrame, spin_W: Any = None, precision: study_workloads.Precision | None = None
+               ) -> tuple[list[dict[str, Any]], dict[str, dict[int, list[float]]]]:
+    """The numbers of each node count (median over its repetitions), and under each waiting
+    condition the energy per unit of work of every repetition by node count. ``spin_W(nodes,
+    ranks)``: the devices' power with every rank spinning, for the spinning condition."""
     out = []
+    samples: dict[str, dict[int, list[float]]] = {SLEEPING: {}, SPINNING: {}}
     for nodes, group in rows.groupby("nodes"):
         times = group["time_s"].astype(float)
         median = float(times.median())
@@ -77,6 +80,8 @@ def _per_nodes(rows: pd.DataFrame, spin_W: Any = None,
         point["perf_per_W"] = work / e if e else None  # work per joule = (work/s)/W
         point["perf_per_W_net"] = work / en if en else None
         point["energy_per_unit_J"] = _median(energy / work_each) if e else None
+        if e:
+            samples[SLEEPING][int(nodes)] = [float(x) for x in (energy / work_each).dropna()]
         idle_W = _median(_column(group, "idle_power_W"))
         if spin_W is not None and idle_W is not None:
             watts = spin_W(int(nodes), ranks) + idle_W
@@ -84,8 +89,9 @@ def _per_nodes(rows: pd.DataFrame, spin_W: Any = None,
             point["energy_spin_J"] = watts * median
             point["perf_per_W_spin"] = work / (watts * median) if median > 0 else None
             point["energy_per_unit_spin_J"] = _median(watts * times / work_each)
+            samples[SPINNING][int(nodes)] = [float(x) for x in (watts * times / work_each).dropna()]
         out.append(point)
-    return out
+    return out, samples
 
 
 def _column(group: pd.DataFrame, name: str) -> pd.Series:
@@ -147,8 +153,8 @@ def analyse_one(rows: pd.DataFrame, label: str, reference_label: str,
     under both waiting conditions."""
     workload, size = rows["workload"].iloc[0], rows["size"].iloc[0]
     cluster_rows = rows[rows["config"] == label]
-    points = _per_nodes(cluster_rows, spinning_watts(device), precision)
-    ref_points = _per_nodes(rows[rows["config"] == reference_label], spinning_watts(reference), precision)
+    points, samples = _per_nodes(cluster_rows, spinning_watts(device), precision)
+    ref_points, _ = _per_nodes(rows[rows["config"] == reference_label], spinning_watts(reference), precision)
     data = pd.to_numeric(rows["data_B"], errors="coerce").dropna() if "data_B" in rows else pd.Series()
     out = WorkloadResult(workload, size, rows["unit"].iloc[0], points, ref_points[0] if ref_points else None,
                          float(data.median()) if len(data) else None)
@@ -181,13 +187,17 @@ def analyse_one(rows: pd.DataFrame, label: str, reference_label: str,
                    else "scaling")
     out.f_serial = 1.0 - base["serial_share"]
     out.f_boot = resample.f_samples(nodes, perf) if fit.ok else []
-    out.conditions = {cond: _condition(points, fit, out.f_boot, kk, c)
+    out.conditions = {cond: _condition(points, fit, out.f_boot, kk, c, samples[cond])
                       for cond, kk in ((SLEEPING, k), (SPINNING, waiting.spinning_idle_fraction()))
                       if kk is not None}
     limit = N_STAR_LIMIT * largest["nodes"]
     out.n_star, out.n_star_range_se, out.n_star_by_switch_W = _n_star(fit, k, c, shared_W, busy, limit)
     sleeping = out.conditions.get(SLEEPING)
     out.n_best_measured = sleeping.best_measured if sleeping else None
+    if sleeping is not None and out.n_best_measured is not None:
+        vs_best = resample.mix_ppw_intervals({out.name: sleeping.energy_samples}, {out.name: 1.0},
+                                             over=out.n_best_measured)
+        out.best_range = size_range(vs_best, out.n_best_measured)
     out.n_best_measured_net = _best(points, "perf_per_W_net")
     out.cross_check = _cross_check(out, fit)
     out.verdict = _verdict(out, fit, limit)
@@ -221,7 +231,7 @@ def _best(points: list[dict[str, Any]], key: str) -> int | None:
 
 
 def _condition(points: list[dict[str, Any]], fit: model.ScalingFit, f_boot: list, k: float,
-               c: float) -> ConditionResult:
+               c: float, samples: dict[int, list[float]] | None = None) -> ConditionResult:
     """One waiting condition: measured perf/W per node count, its best, and n* with its interval."""
     key = "perf_per_W" if k != waiting.spinning_idle_fraction() else "perf_per_W_spin"
     energy_key = "energy_per_unit_J" if key == "perf_per_W" else "energy_per_unit_spin_J"
@@ -231,7 +241,7 @@ def _condition(points: list[dict[str, Any]], fit: model.ScalingFit, f_boot: list
     return ConditionResult(k, {str(p["nodes"]): p.get(key) for p in points},
                            {str(p["nodes"]): (p[energy_key] / base if base and p.get(energy_key) else None)
                             for p in points},
-                           _best(points, key), star)
+                           _best(points, key), star, samples or {})
 
 
 def _n_star(fit: model.ScalingFit, k: float | None, c: float, shared_W: float, busy: float | None,
@@ -285,6 +295,10 @@ def _verdict(out: WorkloadResult, fit: model.ScalingFit, limit: float) -> str:
     star = out.n_star
     model_text = (f"model n* = {star:.2f}" if star is not None
                   else f"model n* beyond {limit:g} (f = {fit.params['f']:.3f})")
+    span = out.best_range
+    if span is not None and span.tied:
+        return (f"best measured perf/W at n = {measured}, tied with n = {span.low}–{span.high} within "
+                f"{span.within:.1%} (within the points' 95 % uncertainty); {model_text}")
     if measured == largest and largest > 1:
         return f"perf/W still rising at n = {largest} (measured); {model_text}"
     return f"best measured perf/W at n = {measured}; {model_text}"
@@ -341,12 +355,19 @@ def _combined(results: list[WorkloadResult], weights: dict[str, float], conditio
         if best is not None and own_best is not None and abs(own_best - best) > 1:
             disagree.append(f"{name}: measured best at n = {own_best}, the mix's at n = {best}")
     rows = [pid for _, r in members.values() for p in r.cluster for pid in p["point_ids"]]
-    return Combined(condition, weights_used, left_out, measured, best, star, disagree, rows)
+    energies = {name: r.conditions[condition].energy_samples for name, (_, r) in members.items()}
+    intervals = resample.mix_ppw_intervals(energies, weights_used)
+    vs_best = resample.mix_ppw_intervals(energies, weights_used, over=best) if best is not None else {}
+    return Combined(condition, weights_used, left_out, measured, best, star, disagree, rows,
+                    {n: i for n, i in intervals.items() if n in measured},
+                    {n: i for n, i in vs_best.items() if n in measured})
 
 
 def headline(combined: Combined, results: list[WorkloadResult]) -> Headline:
-    """The first line: the measured best size of the mix, or "≥ N" when its perf/W still
-    rises at the largest measured N; the model's n* beside it, never in its place."""
+    """The first line: the measured best size of the mix; the sizes next to it that the
+    measurements cannot tell apart from it, as a range ("3–4 devices: within 2 % of each
+    other"); or "≥ N" when its perf/W at the largest measured N stands clear above the next
+    smaller N's. The model's n* beside it, never in its place."""
     energy = combined.measured_energy
     largest = max(energy) if energy else 0
     # Node counts need not start at 1 nor be contiguous (a preset's 8, 16, 32).
@@ -365,22 +386,40 @@ def headline(combined: Combined, results: list[WorkloadResult]) -> Headline:
     if best is None:
         return Headline(combined.condition, None, False, largest, None, None, star,
                         f"{cond}: cannot tell, no node count measured for every workload of the mix")
+    span = size_range(combined.ppw_vs_best, best)
     previous = max((n for n in energy if n < largest), default=None)
-    at_least = best == largest and previous is not None
+    at_least = best == largest and previous is not None and not span.holds(previous)
     rising = energy[previous] / energy[largest] - 1.0 if at_least else None
-    if at_least:
+    base = "one device's" if smallest == 1 else f"{smallest} devices'"
+    if span.tied:
+        text = (f"{cond}: {span.text()} of {smallest}..{largest} measured: perf/W within {span.within:.1%} "
+                f"of each other, within the points' 95 % uncertainty (best measured at {best}, {gain:.2f}x "
+                f"{base}); {model_text}")
+    elif at_least:
         text = (f"{cond}: ≥ {largest} devices: perf/W still rising at N = {largest} (measured, "
                 f"{rising:+.1%} over N = {previous}); {model_text}")
     else:
-        base = "one device's" if smallest == 1 else f"{smallest} devices'"
         text = (f"{cond}: best perf/W at {best} device(s) of {smallest}..{largest} measured "
                 f"({gain:.2f}x {base}); {model_text}")
-    rows = sorted(set(rows_at.get(best, []) + rows_at.get(smallest, [])
-                      + (rows_at.get(previous, []) if at_least else [])))
-    return Headline(combined.condition, best, at_least, largest, gain, rising, star, text, rows)
+    behind = [n for n in energy if span.holds(n) or n == smallest or (at_least and n == previous)]
+    rows = sorted({pid for n in behind for pid in rows_at.get(n, [])})
+    return Headline(combined.condition, best, at_least, largest, gain, rising, star, text, rows, span,
+                    smallest)
 
 
-def precision_summary(results: list[WorkloadResult], precision: study_workloads.Precision | None) -> dict[str, Any]:
+def size_range(vs_best: dict[int, resample.Interval], best: int) -> SizeRange:
+    """The sizes next to the measured best whose perf/W over the best's has an interval that
+    holds 1 (``vs_best``: shoal.model.resample.mix_ppw_intervals over the best), and how far
+    apart their measured perf/W lies (without intervals: the best alone)."""
+    if best not in vs_best:
+        return SizeRange(best, best, 0.0)
+    low, high = mix.tied_range(vs_best, best)
+    lowest = min(vs_best[n].value for n in vs_best if low <= n <= high)
+    return SizeRange(low, high, 1.0 / lowest - 1.0)
+
+
+def precision_summary(results: list[WorkloadResult], precision: study_workloads.Precision | None
+                      ) -> PrecisionSummary:
     """How many workload points reached the CI target, and which did not and why."""
     points = [(r, p, cfg) for r in results for cfg, ps in (("cluster", r.cluster),
                                                           ("reference", [r.reference] if r.reference else []))
@@ -388,19 +427,18 @@ def precision_summary(results: list[WorkloadResult], precision: study_workloads.
     missed = [{"workload": r.name, "config": cfg, "nodes": p["nodes"], "reps": p["reps"],
                "ci_rel": p["ci_rel"], "why": p["precision"]}
               for r, p, cfg in points if p.get("precision") != study_workloads.CONVERGED]
-    return {"ci_target": precision.ci if precision else None, "points": len(points),
-            "converged": len(points) - len(missed), "not_converged": missed}
+    return PrecisionSummary(precision.ci if precision else None, len(points), len(points) - len(missed), missed)
 
 
 def analyse(frame: pd.DataFrame, manifest: dict[str, Any], label: str, reference_label: str,
             weights: dict[str, float] | None = None,
-            precision: study_workloads.Precision | None = None) -> dict[str, Any]:
+            precision: study_workloads.Precision | None = None) -> WorkFindings:
     """Every workload (and size), one answer per waiting condition over those whose fits
     hold (weighted by ``weights``, default equal), and the headline."""
     if precision is not None and not frame.empty:
         frame = precision.counted(frame)
     if frame.empty:
-        return {"workloads": [], "combined": {}, "headline": {}, "precision": None}
+        return WorkFindings()
     device = device_profile(manifest)
     reference = reference_profile(manifest)
     results = [analyse_one(rows, label, reference_label, device, reference, precision)
@@ -412,8 +450,7 @@ def analyse(frame: pd.DataFrame, manifest: dict[str, Any], label: str, reference
     heads = {cond: headline(c, results) for cond, c in combined.items()}
     if not combined:
         heads[SLEEPING] = _no_headline(results)
-    return {"workloads": results, "combined": combined, "headline": heads,
-            "precision": precision_summary(results, precision)}
+    return WorkFindings(results, combined, heads, precision_summary(results, precision))
 
 
 def _no_headline(results: list[WorkloadResult]) -> Headline:
@@ -425,9 +462,3 @@ def _no_headline(results: list[WorkloadResult]) -> Headline:
     return Headline(SLEEPING, None, False, largest, None, None, resample.Interval(None, None, None, 0, 0),
                     f"cannot tell from the workloads, none of whose fits holds: {why}")
 
-
-def public(section: dict[str, Any]) -> dict[str, Any]:
-    """The section as JSON: typed objects as dicts, without private objects."""
-    return {**section, "workloads": [w.to_json() for w in section["workloads"]],
-            "combined": {c: v.to_dict() for c, v in section.get("combined", {}).items()},
-            "headline": {c: v.to_dict() for c, v in section.get("headline", {}).items()}}
