@@ -485,6 +485,11 @@ def create(layout: CgroupLayout, cluster_id: str, node: str, core_budget: float,
     affinity where none can), the daemons' leaf at one core's budget, and the device's own
     group above them, unlimited, counting their sum."""
     groups = paths(layout, cluster_id, node, cores, pins)
+    if layout.version == 1:
+        # v1 refuses a group a larger share than the quota above it (EINVAL), which in a
+        # CPU-limited group (an overcommitting --dilation) no core could get anyway.
+        above = cpu_capacity().quota_cpus
+        core_budget = min(core_budget, above) if above else core_budget
     quota, period = quota_period(core_budget, pinned)
     device, each, rest = _levels(layout.cpu_base, cluster_id, node, cores)
     _levels_up(layout, cluster_id)
