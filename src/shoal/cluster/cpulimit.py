@@ -244,7 +244,14 @@ def _chain(base: Path, path: str) -> list[Path]:
     path /proc/self/cgroup names (the host's) is not below it."""
     parts = [p for p in path.strip("/").split("/") if p and p != ".."]
     levels = [base.joinpath(*parts[:i]) for i in range(len(parts), -1, -1)]
-    return [level for level in levels if level.is_dir()]
+    return [level for level in levels if _is_dir(level)]
+
+
+def _is_dir(path: Path) -> bool:
+    try:
+        return path.is_dir()
+    except OSError:  # below a directory this user may not search: as if it were not there
+        return False
 
 
 @dataclass(frozen=True)
@@ -280,6 +287,13 @@ def cpu_capacity(self_cgroup: str | None = None) -> CpuCapacity:
     except ValueError:  # a line not shaped N:controllers:/path
         own = {}
     affinity = len(host_cpus())
+    try:
+        return _capacity_in(root, own, affinity)
+    except OSError:  # a directory on the way this user may not search
+        return CpuCapacity(affinity, None, None, None, 0)
+
+
+def _capacity_in(root: Path, own: dict[str, str], affinity: int) -> CpuCapacity:
     if (root / "cgroup.controllers").exists():
         version, cpu_chain = 2, _chain(root, own.get("", "/"))
         cpuset = _cpu_list(_read(cpu_chain[0] / "cpuset.cpus.effective")) if cpu_chain else None
