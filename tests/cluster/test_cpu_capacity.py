@@ -356,3 +356,14 @@ def test_a_process_in_a_real_half_cpu_cgroup_reads_half_a_cpu(monkeypatch):
                 import time
                 time.sleep(0.05)
     assert not group.exists()
+
+
+def test_doctor_names_the_capacity_and_the_quota_that_sets_it(fake_root, monkeypatch):
+    from shoal import doctor
+
+    _v2(fake_root, "50000 100000")  # a container held to half a CPU
+    monkeypatch.setattr(cpulimit, "host_cpus", lambda: [0, 1])
+    finding = doctor.check_cpu_capacity()
+    assert finding.ok and finding.found == f"0.5 CPUs for emulated devices (of 2: the CPU quota of {fake_root})"
+    (fake_root / "cpu.max").write_text("max 100000\n")
+    assert doctor.check_cpu_capacity().found == "2 CPUs for emulated devices"
