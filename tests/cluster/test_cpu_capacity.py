@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from shoal.cluster import cpulimit, dilation, inventory, state
+from shoal.cluster import cpulimit, dilation, hostspeed, inventory, state
 from shoal.cluster.emulated import EmulatedCluster
 from shoal.errors import ShoalError
 
@@ -186,7 +186,9 @@ def test_the_reserve_is_half_a_cpu_from_two_cpus_and_a_quarter_of_less():
 @pytest.mark.parametrize("quota, expected", [("50000 100000", 6), ("100000 100000", 3), ("max 100000", None)])
 def test_the_automatic_dilation_fits_the_capacity_of_the_commands_own_cgroup(fake_root, quota, expected):
     _v2(fake_root, quota)  # the whole mount is this command's (limited) group, as in a container
-    emu = EmulatedCluster(inventory.from_emulate("4xminnowboard"))
+    # Host cores as fast as the reference core: a MinnowBoard core is then a quarter of one.
+    emu = EmulatedCluster(inventory.from_emulate("4xminnowboard"), host=hostspeed.HostSpeed.asked(1.0))
+    assert [b for _, b in emu._budgets().values()] == [0.5] * 4
     d = emu.choose_dilation()
     capacity = cpulimit.cpu_capacity()
     assert emu.cpu_capacity == capacity
