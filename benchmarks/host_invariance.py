@@ -17,7 +17,8 @@ command unlimited:
 Per configuration it prints the capacity shoal detected and the D it chose
 (from the run's manifest), the value (the median over rounds, with its spread
 (max - min) / median), and its ratio to the unlimited run's (target: within
-3 %). Each job also runs unlimited at the D each limit chose (``same D``): the ratio to
+3 %), and the host speed each command held the devices against (measured, or its cached
+value checked, unless ``--host-speed`` fixes it). Each job also runs unlimited at the D each limit chose (``same D``): the ratio to
 that parts what the limit does from what the dilation does (the host's per-packet work
 and scheduling delays shrink by D). Rounds are interleaved (every limit once per round, the order turned
 round by one each round). ``--study`` also runs ``shoal study --quick`` under
@@ -190,6 +191,9 @@ def main() -> int:
     p.add_argument("--reps", type=int, default=3, help="repetitions per node count in each run (default 3)")
     p.add_argument("--jobs", default=",".join(JOBS), help=f"which of {', '.join(JOBS)} (default all)")
     p.add_argument("--mpi", default=None)
+    p.add_argument("--host-speed", default=None,
+                   help="pass --host-speed N to every command (default: each measures, or checks its "
+                        "cached speed, as shoal does by itself; the speed each used is printed)")
     p.add_argument("--study", action="store_true",
                    help="also run 'shoal study --quick' under each limit and compare headline sizes")
     p.add_argument("--study-args", default="--quick", help="the study's options (default --quick)")
@@ -208,7 +212,8 @@ def main() -> int:
     unknown = [j for j in jobs if j not in JOBS]
     if unknown or args.rounds < 1:
         raise ShoalError(f"--jobs takes {', '.join(JOBS)}; --rounds at least 1")
-    extra = ["--reps", str(args.reps)] + (["--mpi", args.mpi] if args.mpi else [])
+    extra = (["--reps", str(args.reps)] + (["--mpi", args.mpi] if args.mpi else [])
+             + (["--host-speed", args.host_speed] if args.host_speed else []))
     base = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="host-invariance-"))
     base.mkdir(parents=True, exist_ok=True)
     # (job, configuration) -> per round: value, capacity, D, wall seconds, where the devices'
@@ -234,11 +239,13 @@ def main() -> int:
         capacity = (emu.get("host_capacity") or {}).get("capacity", emu.get("host_cpus"))
         entry = {"value": value, "capacity": capacity, "dilation": emu.get("dilation"),
                  "wall_s": wall, "within": (emu.get("cgroup") or {}).get("within"),
-                 "short": short, "throttled": limit.throttled}
+                 "short": short, "throttled": limit.throttled,
+                 "host_speed": (emu.get("host_speed") or {}).get("mix") if isinstance(emu.get("host_speed"), dict)
+                 else emu.get("host_speed")}
         seen.setdefault((job, config), []).append(entry)
         print(f"round {r + 1} {job:11s} {name:17s} capacity {capacity} D {entry['dilation']:g} "
               f"{'time' if job == 'raytrace' else 'speed-up'} {value:.4f} "
-              f"(wall {wall:.0f} s; {short:.0%} of repetitions short of CPU; "
+              f"(wall {wall:.0f} s; host speed {entry['host_speed']:.3f}; {short:.0%} of repetitions short of CPU; "
               + (f"the limit throttled {limit.throttled:.1%} of its periods; " if limit.throttled is not None else "")
               + f"device groups in {entry['within'] or 'the root'})", flush=True)
 
@@ -251,7 +258,7 @@ def main() -> int:
                 measure(job, config, r)
     print()
     print(f"{'job':11s} {'configuration':17s} {'capacity':>8s} {'D':>3s} {'value (median)':>18s} "
-          f"{'spread':>7s} {'ratio':>7s}  within 3 %  {'same D':>6s}  short  throttled")
+          f"{'spread':>7s} {'ratio':>7s}  within 3 %  {'same D':>6s}  short  throttled  host speed")
     worst = 0.0
     for job in jobs:
         what = "time s" if job == "raytrace" else "speed-up"
@@ -273,7 +280,8 @@ def main() -> int:
                   f"{'/'.join(f'{d:g}' for d in ds):>3s} {median[config]:>9.4f} {what:8s}"
                   f"{spread(values):>7.1%} {ratio:>7.3f}  {verdict:>10s}  {same:>6s}  "
                   f"{statistics.mean(e['short'] for e in entries):>5.0%}  "
-                  + (f"{statistics.mean(throttled):>9.1%}" if throttled else f"{'-':>9s}"))
+                  + (f"{statistics.mean(throttled):>9.1%}" if throttled else f"{'-':>9s}")
+                  + "  " + "/".join(f"{e['host_speed']:.3f}" for e in entries))
     print(f"\nlargest departure from the unlimited run: {worst:.1%} (target {TARGET:.0%}); "
           f"{count} shoal commands; run directories in {base}")
     if args.study:
