@@ -22,7 +22,7 @@ value checked, unless ``--host-speed`` fixes it). Each job also runs unlimited a
 that parts what the limit does from what the dilation does (the host's per-packet work
 and scheduling delays shrink by D). Rounds are interleaved (every limit once per round, the order turned
 round by one each round). ``--study`` also runs ``shoal study --quick`` under
-each limit and compares the headline sizes of its findings.json.
+each limit and compares the headline sizes of its findings.json (report/findings.json).
 
 Run as root: .venv/bin/python benchmarks/host_invariance.py [--rounds 2] [--limits none,1,0.5]
 """
@@ -164,7 +164,8 @@ def headlines(run: Path) -> dict[str, str]:
             for value in node:
                 walk(value)
 
-    walk(json.loads((run / "findings.json").read_text()))
+    path = run / "findings.json" if (run / "findings.json").exists() else run / "report" / "findings.json"
+    walk(json.loads(path.read_text()))
     return found
 
 

@@ -264,6 +264,17 @@ def test_v2_a_limited_container_root_is_left_by_the_command_too(fake_root, as_ro
     (fake_root / "cgroup.procs").write_text("1\n")
     layout = cpulimit.detect("0::/\n")
     assert (layout.cpu_base, layout.within) == (fake_root / "shoal", fake_root)
+    # Unlimited, the container's root still holds its processes: they leave it all the same.
+    (fake_root / "cpu.max").write_text("max 100000\n")
+    layout = cpulimit.detect("0::/\n")
+    assert (layout.cpu_base, layout.within) == (fake_root / "shoal", fake_root)
+    _v2(fake_root / "shoal", controllers="cpuset cpu")
+    _v2(fake_root / "shoal/c1", controllers="cpuset cpu")
+    cpulimit.create_host_group(layout, "c1", "head")
+    assert (fake_root / "command/cgroup.procs").read_text() == "1"
+    # The host's own root (no cpu.max): nothing moves, as before.
+    (fake_root / "cpu.max").unlink()
+    assert cpulimit.detect("0::/\n").within is None
 
 
 def test_v2_delegated_devices_stay_beneath_a_limited_scope(fake_root, monkeypatch):

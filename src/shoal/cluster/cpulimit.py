@@ -97,8 +97,11 @@ def detect(self_cgroup: str | None = None) -> CgroupLayout:
             controllers = (base / "cgroup.controllers").read_text().split()
             if "cpu" in controllers and os.access(base / "cgroup.subtree_control", os.W_OK):
                 group = base if delegated and base == Path(delegated) else base / "shoal"
+                # A container's cgroup namespace: its root is a group (it has a cpu.max, the
+                # host's root none), which must hold no process to hand controllers down.
+                inside = base == within or (base == root and (root / "cpu.max").exists())
                 return CgroupLayout(2, group, group if "cpuset" in controllers else None,
-                                    within=base if base == within else None)
+                                    within=base if inside else None)
         return CgroupLayout(0, None, None)
     cpu_root = root / "cpu"
     if not (cpu_root / "cpu.cfs_quota_us").exists():
