@@ -198,6 +198,10 @@ def main() -> int:
     p.add_argument("--study", action="store_true",
                    help="also run 'shoal study --quick' under each limit and compare headline sizes")
     p.add_argument("--study-args", default="--quick", help="the study's options (default --quick)")
+    p.add_argument("--study-limits", default=None,
+                   help="the limits the study runs under (default: --limits; 'none' is always first)")
+    p.add_argument("--no-jobs", dest="run_jobs", action="store_false",
+                   help="only the study (with --study)")
     p.add_argument("--timeout", type=float, default=3600, help="seconds one shoal command may take")
     p.add_argument("--keep", default=None, help="keep the run directories here")
     p.add_argument("--no-same-dilation", dest="same_dilation", action="store_false",
@@ -250,6 +254,12 @@ def main() -> int:
               + (f"the limit throttled {limit.throttled:.1%} of its periods; " if limit.throttled is not None else "")
               + f"device groups in {entry['within'] or 'the root'})", flush=True)
 
+    study_limits = limits if args.study_limits is None else [
+        None if x.strip() == "none" else float(x) for x in args.study_limits.split(",")]
+    if None not in study_limits:
+        study_limits.insert(0, None)
+    if not args.run_jobs:
+        jobs = []
     limited = [c for c in limits if c is not None]
     configs: list[object] = list(limits) + ([("same D", c) for c in limited] if args.same_dilation else [])
     for r in range(args.rounds):
@@ -257,9 +267,9 @@ def main() -> int:
         for config in order + configs[len(limits):]:  # each limit's own D known before its twin
             for job in jobs:
                 measure(job, config, r)
-    print()
+    print() if jobs else None
     print(f"{'job':11s} {'configuration':17s} {'capacity':>8s} {'D':>3s} {'value (median)':>18s} "
-          f"{'spread':>7s} {'ratio':>7s}  within 3 %  {'same D':>6s}  short  throttled  host speed")
+          f"{'spread':>7s} {'ratio':>7s}  within 3 %  {'same D':>6s}  short  throttled  host speed") if jobs else None
     worst = 0.0
     for job in jobs:
         what = "time s" if job == "raytrace" else "speed-up"
@@ -283,19 +293,27 @@ def main() -> int:
                   f"{statistics.mean(e['short'] for e in entries):>5.0%}  "
                   + (f"{statistics.mean(throttled):>9.1%}" if throttled else f"{'-':>9s}")
                   + "  " + "/".join(f"{e['host_speed']:.3f}" for e in entries))
-    print(f"\nlargest departure from the unlimited run: {worst:.1%} (target {TARGET:.0%}); "
-          f"{count} shoal commands; run directories in {base}")
+    if jobs:
+        print(f"\nlargest departure from the unlimited run: {worst:.1%} (target {TARGET:.0%}); "
+              f"{count} shoal commands; run directories in {base}")
     if args.study:
         print("\nshoal study under each limit (headline size per condition):")
-        for cpus in limits:
+        reference_heads = None
+        for cpus in study_limits:
             out = base / f"study-{label(cpus).replace(' ', '')}"
             with Limit(cpus, "study") as limit:
                 wall = shoal(["study", *args.study_args.split()] + (["--mpi", args.mpi] if args.mpi else []),
                              limit, out, args.timeout * 4)
             emu = emulation(out)
             capacity = (emu.get("host_capacity") or {}).get("capacity")
-            print(f"  {label(cpus):9s} capacity {capacity} D {emu.get('dilation')}: "
-                  f"{headlines(out)} (wall {wall:.0f} s)", flush=True)
+            heads = headlines(out)
+            reference_heads = heads if cpus is None else reference_heads
+            speed = emu.get("host_speed")
+            speed = speed.get("mix") if isinstance(speed, dict) else speed
+            print(f"  {label(cpus):9s} capacity {capacity} D {emu.get('dilation')} host speed "
+                  f"{speed:.3f}: {heads} (wall {wall:.0f} s)"
+                  + ("" if cpus is None else f"; same as unlimited: {'yes' if heads == reference_heads else 'NO'}"),
+                  flush=True)
     return 0
 
 
