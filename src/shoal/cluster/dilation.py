@@ -26,12 +26,14 @@ from shoal.errors import ShoalError
 # fixed reserve of half a CPU keeps small clusters at D = 1 on two cores.
 RESERVE_CPUS = 0.5
 # Below 2 CPUs (a container held to `docker --cpus 1` or 0.5, a slice with CPUQuota=) half a
-# CPU would leave little or nothing: the reserve is then the same share of the capacity that
-# half a CPU is of two, a quarter. That share is what the helpers need there: what they do
-# (the forwarder's per-packet work, the launcher's traffic) follows the emulated links, which
-# a dilation that fits a smaller capacity slows as much as the devices, so their share of
-# the time stays the one measured on two cores; a 0.5-CPU container keeps 0.125 and gives
-# the devices 0.375.
+# CPU would leave little or nothing (all of a 0.5-CPU container): the reserve is then the
+# share of the capacity that half a CPU is of two, a quarter. On two CPUs the devices get 1.5
+# and the helpers 0.5, one part to three; what the helpers do (the forwarder's per-packet
+# work, the launcher's traffic, a rank's wake-ups) follows the emulated links and devices,
+# which the larger D a smaller capacity needs slows alike, so the same one part to three
+# still holds there. A 0.5-CPU container keeps 0.125 and gives the devices 0.375 (4
+# MinnowBoards at D = 6 when host cores are reference cores). Above 2 CPUs the half CPU
+# stays: what does not slow with D (the samplers, shoal's own loop) does not grow either.
 RESERVE_SHARE = 0.25
 MAX_DILATION = 64.0
 
