@@ -39,7 +39,8 @@ def boards_at_real_time(profile: str = "minnowboard") -> int:
     inv = inventory.from_emulate(f"1x{profile}")
     node = inv.nodes[0]
     budget = node.profile.cores * min(1.0, node.profile.speed / inv.host_speed)
-    room = len(cpulimit.host_cpus()) - dilation.RESERVE_CPUS
+    host = cpulimit.capacity()
+    room = host - dilation.reserve(host)
     return max(1, min(4, int(room / budget + 1e-9)))
 
 

@@ -116,6 +116,10 @@ def _kernel_has_module(name: str) -> bool:
 
 
 def check_cgroups() -> list[Finding]:
+    return _cgroup_controllers() + [check_cpu_capacity()]
+
+
+def _cgroup_controllers() -> list[Finding]:
     if Path("/sys/fs/cgroup/cgroup.controllers").exists():
         controllers = Path("/sys/fs/cgroup/cgroup.controllers").read_text().split()
         ok = "cpu" in controllers
@@ -139,6 +143,17 @@ def check_host_speed() -> list[Finding]:
                                             "emulated here (a few seconds), then cached")]
     return [Finding("host speed", True, f"{render.host_speed(cached.describe())}, measured "
                                         f"{cached.measured_utc}; --recalibrate measures it again")]
+
+
+def check_cpu_capacity() -> Finding:
+    """The CPUs emulations are dilated to fit: fewer than the host's inside a CPU quota."""
+    from shoal.cluster import cpulimit
+
+    capacity = cpulimit.cpu_capacity()
+    found = f"{capacity.usable:g} CPUs for emulated devices"
+    if capacity.quota_cpus is not None and capacity.usable < capacity.cpus:
+        found += f" (of {capacity.cpus}: the CPU quota of {capacity.limited_by})"
+    return Finding("CPU capacity", True, found)
 
 
 def check_power() -> list[Finding]:

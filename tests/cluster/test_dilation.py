@@ -19,7 +19,7 @@ def test_smallest_whole_factor_that_fits():
     assert dilation.choose([0.5] * 4 + [1.5], 2) == 3
     assert dilation.needed([0.5] * 4 + [1.5], 2) == pytest.approx(3.5 / 1.5)
     with pytest.raises(ShoalError, match="leaves nothing"):
-        dilation.choose([1.0], 0.5)
+        dilation.choose([1.0], 0)
 
 
 def test_links_and_budgets_scale_with_d():
@@ -100,7 +100,7 @@ def test_the_automatic_dilation_fits_the_devices_that_compute_at_once():
     inv = inventory.from_emulate("4xminnowboard+1xnuc")
     names = [n.name for n in inv.nodes]
     budgets = {n: b for n, (_, b) in EmulatedCluster(inv)._budgets().items()}
-    host = len(cpulimit.host_cpus())
+    host = cpulimit.capacity()  # the CPUs this command can use
     together = EmulatedCluster(inv).choose_dilation()
     apart = EmulatedCluster(inv, at_once=[tuple(names[:4]), (names[4],)]).choose_dilation()
     assert together == dilation.choose(list(budgets.values()), host)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from shoal import cluster
-from shoal.cluster import emulated, inventory, linkemu, matrix, shaping, slack, state
+from shoal.cluster import cpulimit, emulated, inventory, linkemu, matrix, shaping, slack, state
 from shoal.cluster.emulated import EmulatedCluster
 from shoal.errors import ShoalError
 from tests.cluster.owners import start_owner
@@ -270,6 +270,10 @@ def test_sweep_api_places_ranks_on_the_first_k_nodes(mpich):
         manifest = c.describe()
         assert json.dumps(manifest)  # serialisable for the run manifest
         assert manifest["emulation"]["cgroup"]["version"] in (1, 2)
+        # The CPUs and the capacity this command had (less where its cgroup holds a quota).
+        capacity = manifest["emulation"]["host_capacity"]
+        assert capacity == cpulimit.cpu_capacity().describe()
+        assert 0 < capacity["capacity"] <= capacity["cpus"] <= manifest["emulation"]["host_cpus"]
 
 
 _WHERE_AM_I = ("import json, os; print(json.dumps([os.environ.get('SHOAL_DEVICE_CORE'), "

@@ -235,3 +235,26 @@ def test_device_memory_is_held_to_its_profile_where_a_memory_cgroup_allows_and_s
     finally:
         down = _shoal(tmp_path, "cluster", "down", name)
         assert down.returncode == 0 and f"removed {name}" in down.stdout, down.stderr
+
+
+def test_the_cpus_this_command_can_use_are_read_whatever_the_user_may_read(tmp_path, monkeypatch):
+    """The capacity dilation is chosen for (cpulimit.cpu_capacity): this command's CPUs and its
+    cgroup's quota; files or directories this user may not read count as no limit."""
+    found = cpulimit.cpu_capacity()
+    assert 0 < found.usable <= found.cpus <= len(cpulimit.host_cpus())
+    root = tmp_path / "cgroup"
+    job = root / "limited" / "job"
+    job.mkdir(parents=True)
+    (root / "cgroup.controllers").write_text("cpuset cpu\n")
+    (root / "limited" / "cpu.max").write_text("50000 100000\n")
+    (job / "cpu.max").write_text("max 100000\n")
+    monkeypatch.setenv("SHOAL_CGROUP_ROOT", str(root))
+    assert cpulimit.cpu_capacity("0::/limited/job\n").usable == 0.5
+    (root / "limited" / "cpu.max").chmod(0)
+    reads = os.geteuid() == 0  # root reads it all the same
+    assert cpulimit.cpu_capacity("0::/limited/job\n").usable == (0.5 if reads else len(cpulimit.host_cpus()))
+    (root / "limited").chmod(0)  # nor may it look inside
+    try:
+        assert cpulimit.cpu_capacity("0::/limited/job\n").usable == (0.5 if reads else len(cpulimit.host_cpus()))
+    finally:
+        (root / "limited").chmod(0o755)

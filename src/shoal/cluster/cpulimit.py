@@ -35,10 +35,14 @@ class CgroupLayout:
     # v1 with cpuacct mounted apart from cpu: where a device's CPU time is counted
     # (the power model reads it); None when the cpu group itself counts it.
     acct_base: Path | None = None
+    # The command's own group, CPU-limited, that shoal's groups are made beneath (so its limit
+    # holds the devices too); None: the hierarchy's root, or a group delegated to the user.
+    within: Path | None = None
 
     def describe(self) -> dict:
         return {"version": self.version, "cpu": str(self.cpu_base), "cpuset": str(self.cpuset_base),
-                "cpuacct": str(self.acct_base) if self.acct_base else None}
+                "cpuacct": str(self.acct_base) if self.acct_base else None,
+                "within": str(self.within) if self.within else None}
 
 
 DELEGATED = environment.CGROUP_DELEGATED.name  # a v2 cgroup prepared for this command's devices
@@ -63,10 +67,20 @@ def _writable(directory: Path) -> bool:
     return directory.is_dir() and os.access(directory, os.W_OK)
 
 
+def _limited_own(self_cgroup: str | None) -> Path | None:
+    """This process's own cpu group (the deepest that exists here) when it or an ancestor
+    holds a CPU quota, else None."""
+    capacity = cpu_capacity(self_cgroup)
+    return Path(capacity.own) if capacity.limited_by and capacity.own else None
+
+
 def detect(self_cgroup: str | None = None) -> CgroupLayout:
     """Find a cpu controller this process may divide.
 
-    As root: the hierarchy's root, pure v2, else v1 (also on hybrid systems).
+    As root: the hierarchy's root, pure v2, else v1 (also on hybrid systems);
+    but beneath this process's own group where that group or an ancestor
+    holds a CPU quota (a container, a slice with CPUQuota=, a group the user
+    put shoal in), so the devices stay inside the limit the command is under.
     Otherwise a delegated cgroup: the v2 group prepared in a systemd scope
     (``prepare_delegated``), or this process's own v1 cpu group when its
     owner made it writable for the user. ``self_cgroup`` stands in for
@@ -74,21 +88,29 @@ def detect(self_cgroup: str | None = None) -> CgroupLayout:
     """
     root = Path(environment.CGROUP_ROOT.get() or CGROUP_ROOT)
     own = own_groups(self_cgroup)
+    within = _limited_own(self_cgroup) if os.geteuid() == 0 else None
     if (root / "cgroup.controllers").exists():
         delegated = os.environ.get(DELEGATED)
-        for base in ([Path(delegated)] if delegated else []) + [root]:
+        for base in ([Path(delegated)] if delegated else []) + ([within] if within else []) + [root]:
             if not (base / "cgroup.controllers").exists():
                 continue
             controllers = (base / "cgroup.controllers").read_text().split()
             if "cpu" in controllers and os.access(base / "cgroup.subtree_control", os.W_OK):
-                group = base if base != root else root / "shoal"
-                return CgroupLayout(2, group, group if "cpuset" in controllers else None)
+                group = base if delegated and base == Path(delegated) else base / "shoal"
+                # A container's cgroup namespace: its root is a group (it has a cpu.max, the
+                # host's root none), which must hold no process to hand controllers down.
+                inside = base == within or (base == root and (root / "cpu.max").exists())
+                return CgroupLayout(2, group, group if "cpuset" in controllers else None,
+                                    within=base if inside else None)
         return CgroupLayout(0, None, None)
     cpu_root = root / "cpu"
     if not (cpu_root / "cpu.cfs_quota_us").exists():
         return CgroupLayout(0, None, None)
-    # Root's own group or, for an ordinary user, one delegated to them (v1: owned by the user).
-    for mine in ([cpu_root] if os.geteuid() == 0 else []) + [cpu_root / own.get("cpu", "/").lstrip("/")]:
+    # Within a limited own group, the hierarchy's root (root), or for an ordinary user a group
+    # delegated to them (v1: owned by the user).
+    mounted = within if within != cpu_root else None  # a container's mount is its own group
+    candidates = ([mounted] if mounted else []) + ([cpu_root] if os.geteuid() == 0 else [])
+    for mine in candidates + [cpu_root / own.get("cpu", "/").lstrip("/")]:
         if not _writable(mine) or (mine == cpu_root and os.geteuid() != 0):
             continue
         cpuset = root / "cpuset" / own.get("cpuset", "/").lstrip("/")
@@ -97,7 +119,8 @@ def detect(self_cgroup: str | None = None) -> CgroupLayout:
         separate = ((acct / "cpuacct.usage").exists() and not (mine / "cpuacct.usage").exists()
                     and _writable(acct))
         return CgroupLayout(1, mine / "shoal", cpuset / "shoal" if cpuset else None,
-                            acct / "shoal" if separate else None)
+                            acct / "shoal" if separate else None,
+                            within=mine if mine == mounted else None)
     return CgroupLayout(0, None, None)
 
 
@@ -107,7 +130,8 @@ def prepare_delegated(self_cgroup: str | None = None) -> bool:
 
     v2 hands controllers to children only of a group without processes of
     its own. So the devices go under ``<parent>/shoal`` when this process's
-    group has a parent the user may divide, else this process moves into
+    group has a parent the user may divide (and holds no CPU quota of its own,
+    which the devices would escape there), else this process moves into
     ``<own>/command`` and they go under ``<own>/shoal``. Returns False when
     neither is possible (nothing changed).
     """
@@ -115,8 +139,11 @@ def prepare_delegated(self_cgroup: str | None = None) -> bool:
     own = root / own_groups(self_cgroup).get("", "/").lstrip("/")
     if not (own / "cgroup.controllers").exists() or own == root:
         return False
+    limited = _quota_cpus(own, 2) is not None
     for base, move in ((own.parent, False), (own, True)):
         if base == root or not os.access(base / "cgroup.subtree_control", os.W_OK):
+            continue
+        if limited and not move:
             continue
         if "cpu" not in (base / "cgroup.controllers").read_text().split():
             continue
@@ -132,6 +159,29 @@ def prepare_delegated(self_cgroup: str | None = None) -> bool:
         os.environ[DELEGATED] = str(base / "shoal")
         return True
     return False
+
+
+def vacate(group: Path) -> None:
+    """Make a v2 group able to hand controllers to its children: v2 allows it only while the
+    group holds no process itself (below the root), so its processes (this command and
+    whatever the container or service runs beside it) move into a leaf ``<group>/command``.
+    They stay beneath the group, under the same limits; the leaf stays while they live."""
+    pids = (_read(group / "cgroup.procs") or "").split()
+    if not pids:
+        return
+    leaf = group / "command"
+    try:
+        leaf.mkdir(exist_ok=True)
+    except OSError as exc:
+        raise ShoalError(f"cannot create {leaf}: {exc.strerror}; shoal needs it to make the "
+                         f"devices' CPU groups beneath {group}") from exc
+    for pid in pids:
+        try:
+            (leaf / "cgroup.procs").write_text(pid)
+        except ProcessLookupError:
+            pass  # ended meanwhile
+        except OSError as exc:
+            raise ShoalError(f"cannot move process {pid} into {leaf}: {exc.strerror}") from exc
 
 
 def write_control(path: Path, value: str, what: str = "device CPUs") -> None:
@@ -150,12 +200,128 @@ def _enable_v2(parent: Path, controllers: list[str]) -> None:
 
 
 def host_cpus() -> list[int]:
+    """The host CPUs this process may run on (its affinity): where device cores are pinned."""
     return sorted(os.sched_getaffinity(0))
 
 
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text().strip()
+    except (OSError, UnicodeDecodeError):  # absent, or unreadable to this user: no limit known
+        return None
+
+
+def _cpu_list(text: str | None) -> set[int] | None:
+    """A kernel CPU list ("0-3,6") as a set; None where there is none or it does not parse."""
+    if not text:
+        return None
+    cpus: set[int] = set()
+    try:
+        for part in text.split(","):
+            first, _, last = part.partition("-")
+            cpus.update(range(int(first), int(last or first) + 1))
+    except ValueError:
+        return None
+    return cpus or None
+
+
+def _quota_cpus(group: Path, version: int) -> float | None:
+    """The CPUs a group's bandwidth limit allows (quota / period); None: unlimited or unknown.
+    v1: ``cpu.cfs_quota_us`` (-1: none) over ``cpu.cfs_period_us``; v2: ``cpu.max``
+    ("max 100000": none; "50000 100000": half a CPU)."""
+    if version == 2:
+        text = _read(group / "cpu.max")
+        quota, _, period = (text or "max").partition(" ")
+    else:
+        quota, period = _read(group / "cpu.cfs_quota_us") or "-1", _read(group / "cpu.cfs_period_us") or ""
+    try:
+        quota_us, period_us = int(quota), int(period or 100_000)
+    except ValueError:  # "max", or something unreadable
+        return None
+    return quota_us / period_us if quota_us > 0 and period_us > 0 else None
+
+
+def _chain(base: Path, path: str) -> list[Path]:
+    """A group and its ancestors down to the hierarchy's mount (``base``), deepest first, only
+    those that exist here: in a container the mount is the container's own group, and the
+    path /proc/self/cgroup names (the host's) is not below it."""
+    parts = [p for p in path.strip("/").split("/") if p and p != ".."]
+    levels = [base.joinpath(*parts[:i]) for i in range(len(parts), -1, -1)]
+    return [level for level in levels if _is_dir(level)]
+
+
+def _is_dir(path: Path) -> bool:
+    try:
+        return path.is_dir()
+    except OSError:  # below a directory this user may not search: as if it were not there
+        return False
+
+
+@dataclass(frozen=True)
+class CpuCapacity:
+    """How much CPU this command may use: the CPUs it may run on and the tightest CPU quota of
+    its cgroup and every ancestor (``docker --cpus 1``, systemd's CPUQuota=, a group with
+    ``cpu.max``)."""
+
+    cpus: int                   # its affinity, within its cpuset
+    quota_cpus: float | None    # quota / period of the tightest limiting group; None: no quota
+    limited_by: str | None      # that group
+    own: str | None             # this command's own cpu group (the deepest that exists here)
+    version: int                # the hierarchy read (1, 2; 0: none)
+
+    @property
+    def usable(self) -> float:
+        """CPUs' worth of time per second this command can have (e.g. 0.5)."""
+        return min(float(self.cpus), self.quota_cpus) if self.quota_cpus else float(self.cpus)
+
+    def describe(self) -> dict:
+        return {"cpus": self.cpus, "capacity": self.usable, "quota_cpus": self.quota_cpus,
+                "limited_by": self.limited_by}
+
+
+def cpu_capacity(self_cgroup: str | None = None) -> CpuCapacity:
+    """The CPUs this command can use: its affinity count, narrowed by its cpuset, and the tightest
+    CPU quota (quota / period) of its own cgroup and every ancestor, v1 or v2. Files that are
+    missing or unreadable (an ordinary user, a container) count as no limit: it never fails.
+    ``self_cgroup`` stands in for ``/proc/self/cgroup`` (tests)."""
+    root = Path(environment.CGROUP_ROOT.get() or CGROUP_ROOT)
+    try:
+        own = own_groups(self_cgroup)
+    except ValueError:  # a line not shaped N:controllers:/path
+        own = {}
+    affinity = len(host_cpus())
+    try:
+        return _capacity_in(root, own, affinity)
+    except OSError:  # a directory on the way this user may not search
+        return CpuCapacity(affinity, None, None, None, 0)
+
+
+def _capacity_in(root: Path, own: dict[str, str], affinity: int) -> CpuCapacity:
+    if (root / "cgroup.controllers").exists():
+        version, cpu_chain = 2, _chain(root, own.get("", "/"))
+        cpuset = _cpu_list(_read(cpu_chain[0] / "cpuset.cpus.effective")) if cpu_chain else None
+    elif (root / "cpu").is_dir():
+        version, cpu_chain = 1, _chain(root / "cpu", own.get("cpu", "/"))
+        sets = _chain(root / "cpuset", own.get("cpuset", "/"))
+        cpuset = None
+        for name in ("cpuset.effective_cpus", "cpuset.cpus"):
+            cpuset = cpuset or (_cpu_list(_read(sets[0] / name)) if sets else None)
+    else:
+        version, cpu_chain, cpuset = 0, [], None
+    cpus = min(affinity, len(cpuset)) if cpuset else affinity
+    quota, limited_by = None, None
+    for group in cpu_chain:
+        allowed = _quota_cpus(group, version)
+        if allowed is not None and (quota is None or allowed < quota):
+            quota, limited_by = allowed, str(group)
+    return CpuCapacity(max(1, cpus), quota, limited_by, str(cpu_chain[0]) if cpu_chain else None,
+                       version)
+
+
 def capacity() -> float:
-    """The CPUs this command may use."""
-    return float(len(host_cpus()))
+    """The CPUs this command may use (``cpu_capacity().usable``; 0.5 inside ``docker --cpus
+    0.5``): what the emulation's dilation is chosen to fit."""
+    return cpu_capacity().usable
 
 
 def bandwidth_slice_us() -> int:
@@ -251,6 +417,11 @@ def paths(layout: CgroupLayout, cluster_id: str, node: str, cores: int,
         device.append(acct)
         daemons.append(acct)
         parents.append(str(layout.acct_base / cluster_id))
+    if layout.within and layout.version:
+        # shoal's level inside the command's own group goes with the cluster (removed once
+        # no other cluster's group is in it): nothing stays in a group that a container's
+        # runtime or systemd will want to remove.
+        parents.append(str(layout.cpu_base))
     return DeviceGroups(device, daemons, core_groups, parents)
 
 
@@ -293,6 +464,8 @@ def _levels_up(layout: CgroupLayout, cluster_id: str) -> None:
     base = layout.cpu_base
     if layout.version == 2:
         wanted = ["cpu", "cpuset"] if layout.cpuset_base else ["cpu"]
+        if layout.within:
+            vacate(layout.within)
         for level in (base, base / cluster_id):
             level.mkdir(exist_ok=True)
             _enable_v2(level.parent, wanted)
@@ -329,6 +502,11 @@ def create(layout: CgroupLayout, cluster_id: str, node: str, core_budget: float,
     affinity where none can), the daemons' leaf at one core's budget, and the device's own
     group above them, unlimited, counting their sum."""
     groups = paths(layout, cluster_id, node, cores, pins)
+    if layout.version == 1:
+        # v1 refuses a group a larger share than the quota above it (EINVAL), which in a
+        # CPU-limited group (an overcommitting --dilation) no core could get anyway.
+        above = cpu_capacity().quota_cpus
+        core_budget = min(core_budget, above) if above else core_budget
     quota, period = quota_period(core_budget, pinned)
     device, each, rest = _levels(layout.cpu_base, cluster_id, node, cores)
     _levels_up(layout, cluster_id)

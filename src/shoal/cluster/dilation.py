@@ -25,19 +25,38 @@ from shoal.errors import ShoalError
 # forwarder: Mininet-HiFi kept >= 35 % of its CPU idle for fidelity, but a
 # fixed reserve of half a CPU keeps small clusters at D = 1 on two cores.
 RESERVE_CPUS = 0.5
+# Below 2 CPUs (a container held to `docker --cpus 1` or 0.5, a slice with CPUQuota=) half a
+# CPU would leave little or nothing (all of a 0.5-CPU container): the reserve is then the
+# share of the capacity that half a CPU is of two, a quarter. On two CPUs the devices get 1.5
+# and the helpers 0.5, one part to three; what the helpers do (the forwarder's per-packet
+# work, the launcher's traffic, a rank's wake-ups) follows the emulated links and devices,
+# which the larger D a smaller capacity needs slows alike, so the same one part to three
+# still holds there. A 0.5-CPU container keeps 0.125 and gives the devices 0.375 (4
+# MinnowBoards at D = 6 when host cores are reference cores). Above 2 CPUs the half CPU
+# stays: what does not slow with D (the samplers, shoal's own loop) does not grow either.
+RESERVE_SHARE = 0.25
 MAX_DILATION = 64.0
-def needed(budgets: list[float], host_cpus: float, reserve: float = RESERVE_CPUS) -> float:
-    """The dilation at which the budgets plus the reserve just fit the host (may be < 1)."""
-    room = host_cpus - reserve
+
+
+def reserve(capacity: float) -> float:
+    """The CPUs kept for the host on a host (or in a group) that can use ``capacity`` CPUs."""
+    return min(RESERVE_CPUS, RESERVE_SHARE * capacity)
+
+
+def needed(budgets: list[float], host_cpus: float, reserve_cpus: float | None = None) -> float:
+    """The dilation at which the budgets plus the reserve just fit the host (may be < 1);
+    ``host_cpus``: the CPUs this command can use (``cpulimit.capacity``), a fraction too."""
+    kept = reserve(host_cpus) if reserve_cpus is None else reserve_cpus
+    room = host_cpus - kept
     if room <= 0:
         raise ShoalError(f"a host of {host_cpus:g} CPUs leaves nothing after the "
-                         f"{reserve:g}-CPU reserve for the kernel and the launcher")
+                         f"{kept:g}-CPU reserve for the kernel and the launcher")
     return sum(budgets) / room
 
 
-def choose(budgets: list[float], host_cpus: float, reserve: float = RESERVE_CPUS) -> float:
+def choose(budgets: list[float], host_cpus: float, reserve_cpus: float | None = None) -> float:
     """The smallest whole D >= 1 at which the devices' budgets fit the host."""
-    return float(max(1, math.ceil(needed(budgets, host_cpus, reserve) - 1e-9)))
+    return float(max(1, math.ceil(needed(budgets, host_cpus, reserve_cpus) - 1e-9)))
 
 
 def check(value: float | str) -> float:

@@ -272,6 +272,8 @@ class EmulatedCluster:
             "cpu_limit": record.get("cpu_limit", "none"),
             "device_speed": "host" if record.get("cpu_limit") == "none" else "profile",
             "host_speed": self.host.describe(), "host_cpus": len(cpulimit.host_cpus()),
+            # The CPUs' worth this command could use (a quota of its cgroup: docker --cpus).
+            "host_capacity": self.cpu_capacity.describe(),
             "calibration": calibration, "memory_limit": memory, "warnings": self.warnings,
             # The devices' TCP congestion control (the host's may pace: _unpaced_congestion_control).
             "tcp_congestion": congestion,
@@ -371,7 +373,9 @@ class EmulatedCluster:
         at once fit this host; refused where a device core could not be held to its budget."""
         budgets = self._budgets()
         by_node = {name: b for name, (_, b) in budgets.items()}
-        host = len(cpulimit.host_cpus())
+        # What this command can use: fewer CPUs than the host's where its cgroup holds a quota.
+        self.cpu_capacity = cpulimit.cpu_capacity()
+        host = self.cpu_capacity.usable
         fits = dilation.choose(self._busiest(by_node), host)
         asked = self.dilation_asked is not None
         d = dilation.check(self.dilation_asked) if asked else fits
@@ -381,7 +385,7 @@ class EmulatedCluster:
         self.dilation_reason = (
             f"asked (--dilation {d:g}); the devices' budgets fit this host at D = {fits:g}" if asked
             else f"the smallest whole D at which the devices' budgets ({total:.2f} CPUs at real "
-                 f"time) fit {host} CPUs less {dilation.RESERVE_CPUS:g} kept for the host")
+                 f"time) fit {host:g} CPUs less {dilation.reserve(host):g} kept for the host")
         return d
 
     def _busiest(self, by_node: dict[str, float]) -> list[float]:
@@ -452,11 +456,13 @@ class EmulatedCluster:
             return {}
         record["cpu_limit"] = "cgroup"
         total = sum(self._busiest(budgets))
-        overcommitted = total > len(cpus) * 1.001
+        host = self.cpu_capacity.usable
+        overcommitted = total > host * 1.001
         if overcommitted:
-            fits = dilation.choose(list(self._busiest(budgets)), len(cpus)) * d
+            fits = dilation.choose(list(self._busiest(budgets)), host) * d
+            has = f"{len(cpus)}" if host == len(cpus) else f"{host:g} CPUs' worth for this command"
             self._warn(f"the devices' CPU budgets add up to {total:.2f} CPUs at dilation {d:g} "
-                       f"but this host has {len(cpus)}: when all devices compute at once they "
+                       f"but this host has {has}: when all devices compute at once they "
                        f"run slower than their profiles (--dilation {fits:g} fits)")
         pinned = layout.cpuset_base is not None or proc.find("taskset") is not None
         for node in self.inventory.nodes:

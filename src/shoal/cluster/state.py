@@ -212,11 +212,20 @@ def remove(record: dict) -> list[str]:
             except FileNotFoundError:
                 break
             except OSError:
+                if _has_groups(group):
+                    break  # a level another cluster still uses (shoal's, in a command's own group)
                 time.sleep(0.02)
     shutil.rmtree(directory, ignore_errors=True)
     if _host_mirror is not None:
         _remove_mirror(record["id"])
     return removed
+
+
+def _has_groups(group: str) -> bool:
+    try:
+        return any(entry.is_dir() for entry in Path(group).iterdir())
+    except OSError:
+        return False
 
 
 def _collect(pid: int) -> None:
