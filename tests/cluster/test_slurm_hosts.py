@@ -1,7 +1,8 @@
 """A real Slurm (Debian's slurmctld, slurmd and munged) whose hosts are namespaces on this
 machine (``slurm_hosts``): jobs land on both hosts, the allocation's node list is what
-shoal reads, an MPI job runs across the hosts under the allocation, and nothing of the
-Slurm is left once it is down, even when it never came up.
+shoal reads, MPI jobs run across the hosts (shoal's under ``salloc``, and ranks started
+by ``srun`` itself), and nothing of the Slurm is left once it is down, even when it never
+came up.
 """
 
 from __future__ import annotations
@@ -68,6 +69,21 @@ def test_an_mpi_job_under_the_allocation_runs_across_both_hosts(slurm, tmp_path)
     assert sorted(next(iter(manifest["jobs"].values()))["hosts"]) == ["shoal-h1", "shoal-h2"]
     results = json.loads(done.stdout)["results"]
     assert sorted(r["size_B"] for r in results) == [1, 65536]
+
+
+def test_srun_starts_the_ranks_of_an_mpi_program_on_both_hosts(slurm, mpich, tmp_path):
+    # Slurm's own PMI-2 server (no mpiexec): MPICH's ranks find each other through it.
+    exe, source = tmp_path / "where_rank", Path(__file__).parent / "where_rank.c"
+    built = subprocess.run([str(mpich.mpicc), "-O2", "-o", str(exe), str(source)],
+                           capture_output=True, text=True, env={**os.environ, **mpich.env()})
+    assert built.returncode == 0, built.stderr
+    done = slurm.run(["srun", "-N2", "--ntasks-per-node=1", "--mpi=pmi2", str(exe)],
+                     env={**mpich.env(), "UCX_TLS": "tcp,self"}, timeout=120)
+    ranks = {int(line.split()[0]): line.split() for line in done.stdout.splitlines()}
+    assert sorted(ranks) == [0, 1], done.stdout
+    assert sorted(r[1] for r in ranks.values()) == ["shoal-h1", "shoal-h2"]
+    assert ranks[0][2] != ranks[1][2]  # each in its host's network namespace
+    assert all(r[5] == "1" for r in ranks.values())  # the Allreduce of both ranks' numbers
 
 
 def _slurm_processes() -> list[str]:
