@@ -61,7 +61,7 @@ def test_an_mpi_job_under_the_allocation_runs_across_both_hosts(slurm, tmp_path)
     done = slurm.run(["salloc", "-N2", sys.executable, "-m", "shoal", "bench", "--cluster", str(inventory),
                       "--nodes", "2", "--tests", "imb.PingPong", "--sizes", "1,64K", "--budget", "0.1",
                       "--out", str(out), "--json"],
-                     # The hosts share this machine's /dev/shm: ranks on different hosts keep to TCP.
+                     # Ranks held to TCP: their bytes cross the underlay, as between real hosts.
                      env={"UCX_TLS": "tcp,self"}, timeout=300, check=False)
     assert done.returncode == 0, done.stderr
     manifest = json.loads((out / "manifest.json").read_text())
