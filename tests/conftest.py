@@ -84,6 +84,8 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "cluster/test_host_loss.py": ("mpi", "netns"),
     "cluster/test_kill_points.py": ("mpi", "netns"),
     "cluster/test_linkemu.py": ("mpi", "netns"),
+    "cluster/test_slurm_hosts.py": ("netns",),
+    "cluster/test_slurm_hosts.py::test_an_mpi_job_under_the_allocation_runs_across_both_hosts": ("mpi",),
     "cluster/test_userns.py": ("mpi", "netns"),
     "cluster/test_inventory.py::test_cli_bad_inventory_is_one_line": ("netns",),
     "dsm/test_apps.py": ("mpi",),
@@ -117,6 +119,10 @@ APART = {
     "cluster/test_kill_points.py": "kills `cluster up` at each mkdir and counts what `cluster down` "
         "leaves of that cluster in the host's cgroups and namespaces",
     "cluster/test_userns.py": "checks that nothing of its clusters is left anywhere the host can see",
+    "cluster/test_slurm_hosts.py::test_down_leaves_nothing_even_with_a_job_running":
+        "looks for Slurm and munge processes anywhere on the host",
+    "cluster/test_slurm_hosts.py::test_a_set_whose_test_process_was_killed_is_removed_by_the_next":
+        "leaves a Slurm for the next one to remove, which any other test's Slurm would remove first",
     "cluster/test_emulated.py::test_up_down_hostnames_and_nothing_in_root_namespace":
         "compares the host's whole list of links before and during",
     "cluster/test_emulated.py::test_kill_9_leftovers_are_removed_by_the_next_down":
