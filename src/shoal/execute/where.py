@@ -95,7 +95,16 @@ class Where:
         if self.kind == "emulated":
             return inventory.from_emulate(self.emulate, self.link)
         if self.kind == "inventory":
-            return inventory.load(self.cluster)
+            import os
+
+            from shoal.cluster import remote
+
+            nodes = inventory.load(self.cluster)
+            # Inside an allocation a Slurm inventory's nodes are the allocation's hosts (what
+            # --nodes counts), each with its entry in the file, else the file's first node's.
+            if nodes.mode == "slurm" and os.environ.get("SLURM_JOB_ID"):
+                return remote.slurm_inventory(nodes)
+            return nodes
         if self.kind == "attached":
             from shoal.cluster.session import attach
 
