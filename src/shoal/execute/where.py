@@ -17,6 +17,7 @@ running half, one ``execute.session.Session``.
 from __future__ import annotations
 
 import contextlib
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterator
@@ -95,8 +96,6 @@ class Where:
         if self.kind == "emulated":
             return inventory.from_emulate(self.emulate, self.link)
         if self.kind == "inventory":
-            import os
-
             from shoal.cluster import remote
 
             nodes = inventory.load(self.cluster)
