@@ -2,10 +2,11 @@
 efficiency" on libshoalsdsm.
 
     shoal dsm run APP [--wait MODE] [--mpi M] [--impl sdsm|mpi|seq] [-n N]
-                      [--preset NAME] [--json] [-- PROGRAM OPTIONS]
+                      [--preset NAME] [--out DIR] [--json] [-- PROGRAM OPTIONS]
         one program (full, burst, lock, hough, video) under a wait mode; prints
         each rank's time split (user code, S-DSM code, MPI wait, sleep) and,
-        with a Table 1 preset, each device's modelled power
+        with a Table 1 preset, each device's modelled power; --out DIR keeps
+        the report and the bytes between every pair of ranks (a heatmap)
     shoal dsm lab [--experiments E,F,G] [--modes ...] [--mpi MPI,MPI]
                   [--rounds R] [--quick]
         Experiments E, F and G side by side for every contender, interleaved
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 from shoal.errors import ShoalError
 from shoal.inputs import options as typed
@@ -48,6 +50,9 @@ def register(subparsers) -> None:
     r.add_argument("--preset", default=None,
                    help="Table 1 placement for the power model: exp-e, hough-hetero, "
                         "video-hetero or video-recs")
+    r.add_argument("--out", default=None, type=typed.out_dir, metavar="DIR",
+                   help="also keep the run in DIR: manifest, report.json and who talked to whom "
+                        "(traffic.csv, traffic.json, traffic.png)")
     r.add_argument("--json", action="store_true", help="print the whole report as JSON")
     from shoal.cli._where import add_cluster_choice
 
@@ -103,6 +108,7 @@ def _request(args):
     program = _split_rest(args)
     return dsm_run.RunRequest(app=args.app, program_args=program, wait=args.wait, impl=args.impl,
                               ranks=args.ranks, oversubscribe=args.oversubscribe, preset=args.preset,
+                              out=args.out, command=["shoal", *sys.argv[1:]],
                               where=Where(mpi=args.mpi, emulate=args.emulate, link=args.link,
                                           cluster=args.cluster, attach=args.attach, dilation=args.dilation,
                                           host_speed=args.host_speed, recalibrate=args.recalibrate))
@@ -139,6 +145,8 @@ def run(args) -> int:
         print(json.dumps(done.to_json()))
         return 0
     _render_run(done.result, done.time_split, done.devices, done.mode, done.mpi)
+    if args.out:
+        print(f"run kept in {args.out} (who talked to whom: traffic.csv, traffic.png)", file=sys.stderr)
     return 0
 
 

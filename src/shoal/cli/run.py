@@ -12,7 +12,9 @@ Two forms::
 
 Afterwards the per-rank telemetry is summarised (tables on stderr: per rank
 and call class, and per call site how its predicted arrivals fared; or one
-JSON object on stdout with --json). The exit code is the program's.
+JSON object on stdout with --json). With --telemetry DIR the bytes and messages
+between every pair of ranks are kept there too (traffic.csv, a heatmap in
+traffic.png; see docs/wait.md). The exit code is the program's.
 """
 
 from __future__ import annotations
@@ -50,7 +52,8 @@ def register(subparsers) -> None:
     p.add_argument("--classes", type=typed.text, default=None,
                    help="call classes to rewrite: comma list of p2p, send, coll (default all)")
     p.add_argument("--telemetry", default=None, type=typed.out_dir, metavar="DIR",
-                   help="keep the per-rank telemetry JSON files in DIR")
+                   help="keep the per-rank telemetry JSON files in DIR, with who talked to "
+                        "whom (traffic.csv, traffic.json, traffic.png)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
     p.add_argument("program", nargs=argparse.REMAINDER, help="-- PROGRAM ARGS...")
     p.set_defaults(func=run)
@@ -74,7 +77,7 @@ def _executable(name: str) -> str:
 def run(args) -> int:
     from shoal.mpi import discover
     from shoal.mpi.launch import Job
-    from shoal.wait import library, telemetry
+    from shoal.wait import library, telemetry, traffic
 
     mode = parse_mode(args.wait)
     if args.classes is not None:
@@ -121,10 +124,14 @@ def run(args) -> int:
         records = telemetry.read_dir(tel_dir)
         rows = telemetry.summarize(records)
         site_rows = telemetry.sites(records)
+        talk = traffic.rows(records)
+        if keep and records:
+            traffic.write(tel_dir, talk, traffic.ranks(records),
+                          f"{program[0]} under {mode.text} ({mpi.name})")
         if args.json:
             print(jsonout.dumps({"mode": mode.text, "mpi": mpi.name, "exit_code": code,
                               "ranks_reported": len(records), "summary": rows,
-                              "sites": site_rows,
+                              "sites": site_rows, "traffic": talk,
                               "telemetry_dir": str(tel_dir) if keep else None}))
         elif records:
             telemetry.render(rows, f"shoal run --wait {mode.text} ({mpi.name})", site_rows)

@@ -28,7 +28,7 @@ from shoal.execute.session import DeviceClock, Session
 from shoal.mpi import build
 from shoal.mpi.base import MPIInstall
 from shoal.mpi.launch import Job
-from shoal.wait import library, telemetry
+from shoal.wait import library, telemetry, traffic
 
 TARGET = "sdsmapps"
 # Largest chunk one MPI message carries (a count is a C int).
@@ -84,6 +84,10 @@ class Result:
     def output_hash(self) -> str:
         hashes = [r["hash"] for r in self.ranks if r["hash"] != "0000000000000000"]
         return hashes[0] if hashes else ""
+
+    def traffic(self) -> list[dict[str, Any]]:
+        """Who talked to whom (``shoal.wait.traffic``'s tidy rows; none without libshoalwait)."""
+        return traffic.rows(self.telemetry)
 
     def time_split(self) -> list[dict[str, Any]]:
         """Per rank: user code, S-DSM code, MPI wait and sleep (s)."""

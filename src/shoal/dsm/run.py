@@ -8,12 +8,14 @@ program, where the ranks run) before anything starts; ``run`` runs the plan.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from shoal.dsm import apps, placement
 from shoal.errors import ShoalError
 from shoal.execute.where import Where
 from shoal.inputs import ranklimit
+from shoal.runs import jsonout
 from shoal.wait.modes import parse_mode
 
 
@@ -29,6 +31,8 @@ class RunRequest:
     oversubscribe: float | None = None
     preset: str | None = None               # a Table 1 placement for the power model
     where: Where = field(default_factory=Where)
+    out: str | None = None                  # a run directory for the report and the traffic matrix
+    command: list[str] = field(default_factory=list)   # the command line, for its manifest
 
 
 @dataclass
@@ -56,7 +60,8 @@ class RunResult:
 
     def to_json(self) -> dict[str, Any]:
         return {"mode": self.mode, "mpi": self.mpi, "report": self.result.report,
-                "time_split": self.time_split, "devices": self.devices, "cluster": self.cluster}
+                "time_split": self.time_split, "devices": self.devices, "cluster": self.cluster,
+                "traffic": self.result.traffic()}
 
 
 def bytes_option(program_args: list[str]) -> int | None:
@@ -108,4 +113,23 @@ def run(planned: RunPlan) -> RunResult:
     split = result.time_split()
     devices = (placement.modelled_power(planned.preset, split, run_wall(result))
                if planned.preset else [])
-    return RunResult(result, planned.mode, mpi.name, split, devices, on)
+    done = RunResult(result, planned.mode, mpi.name, split, devices, on)
+    if request.out is not None:
+        keep(done, request)
+    return done
+
+
+def keep(done: RunResult, request: RunRequest) -> Path:
+    """The run directory of one program run: its manifest, the whole report (report.json)
+    and who talked to whom (traffic.csv, traffic.json, traffic.png)."""
+    from shoal.runs.store import Run
+    from shoal.wait import traffic
+
+    run = Run.create("dsm-run", request.command, request.out, app=request.app, impl=request.impl,
+                     mode=done.mode, mpi=done.mpi, ranks=len(done.result.ranks))
+    (run.path / "report.json").write_text(jsonout.dumps(done.to_json()) + "\n")
+    roles = ", ".join(f"{r['rank']} {r['role']}" for r in done.result.ranks)
+    traffic.write(run.path, done.result.traffic(), len(done.result.ranks),
+                  f"{request.app} ({request.impl}) under {done.mode}, {done.mpi}: ranks {roles}")
+    run.finish()
+    return run.path

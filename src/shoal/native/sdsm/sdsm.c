@@ -579,6 +579,11 @@ int sdsm_serve(sdsm_t *s)
 
 int sdsm_finalize(sdsm_t **ps)
 {
+    return sdsm_finalize_stats(ps, NULL);
+}
+
+int sdsm_finalize_stats(sdsm_t **ps, sdsm_stats_t *out)
+{
     if (!ps || !*ps)
         return SDSM_EINVAL;
     sdsm_t *s = *ps;
@@ -620,6 +625,8 @@ int sdsm_finalize(sdsm_t **ps)
     free(s->rbuf);
     free(s->sbuf);
     MPI_Comm_free(&s->comm);
+    if (out)
+        *out = s->st;
     free(s);
     *ps = NULL;
     return e;

@@ -50,6 +50,8 @@ typedef struct {
 
 int  sdsm_init(MPI_Comm comm, int nservers, sdsm_t **s);
 int  sdsm_finalize(sdsm_t **s);
+/* sdsm_finalize, handing back the rank's last stats: its goodbye messages included. */
+int  sdsm_finalize_stats(sdsm_t **s, sdsm_stats_t *out);
 int  sdsm_is_server(const sdsm_t *s);
 int  sdsm_rank(const sdsm_t *s);               /* rank in the communicator */
 int  sdsm_client_index(const sdsm_t *s);       /* 0..nclients-1, -1 on servers */

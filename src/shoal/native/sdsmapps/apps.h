@@ -53,6 +53,9 @@ void timeline_stop(void);
 void finish(const char *app, const opts_t *o, report_t *me, const char *extra_json);
 
 void fill_report(report_t *r, sdsm_t *s, double t0, double cpu0);
+/* sdsm_finalize (exits on failure); the messages and bytes the rank sent, goodbyes
+ * included, go into the report. */
+int finalize_report(report_t *r, sdsm_t **s);
 /* Refuse a world size the implementation cannot run on (one line, exit 2). */
 void check_ranks(const char *app, int impl, int mpi_min, const char *mpi_roles, int sdsm_min,
                  const char *sdsm_roles);

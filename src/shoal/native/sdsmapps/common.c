@@ -134,6 +134,17 @@ void fill_report(report_t *r, sdsm_t *s, double t0, double cpu0)
     }
 }
 
+int finalize_report(report_t *r, sdsm_t **s)
+{
+    sdsm_stats_t st;
+    int e = sdsm_finalize_stats(s, &st);
+    if (e == SDSM_OK) {
+        r->msgs_sent = st.msgs_sent;
+        r->bytes_sent = st.bytes_sent;
+    }
+    return e;
+}
+
 static const char *role_name(int role)
 {
     static const char *n[] = {"server", "client", "io", "input", "output", "task", "sequential"};

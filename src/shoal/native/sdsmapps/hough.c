@@ -248,7 +248,7 @@ static void run_sdsm(const opts_t *o, const hough_t *h, int threshold, report_t 
         MPI_Comm_free(&taskcomm);
     }
     fill_report(me, s, 0, 0);
-    check(sdsm_finalize(&s), "sdsm_finalize");
+    check(finalize_report(me, &s), "sdsm_finalize");
 }
 
 int run_hough(const opts_t *o)

@@ -90,7 +90,7 @@ int run_patterns(const char *which, const opts_t *o)
             die("datum is %u after the run, expected %ld: a lost update", final, expected);
     }
     fill_report(&me, s, t0, c0);
-    int fe = sdsm_finalize(&s);
+    int fe = finalize_report(&me, &s);
     check(fe, "sdsm_finalize");
     /* the seed's counts for its own runs (seed 003 §4) beside ours */
     long seed_msgs = full ? 360000 : burst ? 180000 : 188;

@@ -162,7 +162,7 @@ static void run_sdsm(const opts_t *o, ctx_t *c, report_t *me)
         }
     }
     fill_report(me, s, 0, 0);
-    check(sdsm_finalize(&s), "sdsm_finalize");
+    check(finalize_report(me, &s), "sdsm_finalize");
 }
 
 int run_video(const opts_t *o)

@@ -91,6 +91,7 @@ static int started(int rc)
 {
     if (rc == MPI_SUCCESS) {
         sw_wake_start();   /* the sockets MPI_Init opened */
+        sw_traffic_start();
         rc = sw_alltoall_prepare();
     }
     sw_init_ns = sw_now_ns();

@@ -8,6 +8,7 @@
  * alltoall.c  MPI_Alltoall in the blocking call's shape (Bruck's, pairwise) where the
  *             MPI's nonblocking form posts every block at once
  * rhythm.c    the fit that predicts a call site's next arrival
+ * traffic.c   bytes and messages sent to each rank (who talks to whom)
  * wake.c      sleeps that end at a socket event (the epoll set of TCP sockets)
  * wrap_p2p.c, wrap_coll.c, wrap_fortran.c   the interposed MPI entry points
  */
@@ -16,6 +17,7 @@
 
 #include <mpi.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /* Everything declared here is internal: hidden symbols are called directly,
  * not through the PLT (the wait path is a handful of calls per message).
@@ -146,6 +148,18 @@ extern int sw_slack_errno;    /* errno of a refused PR_SET_TIMERSLACK, 0 if fine
 extern int64_t sw_slack_got_ns;
 
 int64_t sw_now_ns(void);
+
+/* traffic.c, all no-ops unless telemetry is on. After MPI_Init: */
+void sw_traffic_start(void);
+/* A point-to-point send of count items to dest of comm. */
+void sw_traffic_send(MPI_Comm comm, int dest, int count, MPI_Datatype type);
+/* A collective's logical messages from this rank: to rank `to` of comm, to every
+ * other rank, or counts[i] items to each other rank i. */
+void sw_traffic_to_one(MPI_Comm comm, int to, int count, MPI_Datatype type);
+void sw_traffic_to_all(MPI_Comm comm, int count, MPI_Datatype type);
+void sw_traffic_to_each(MPI_Comm comm, const int counts[], MPI_Datatype type);
+/* The "traffic" member of the telemetry file (starts with a comma). */
+void sw_traffic_write(FILE *f);
 
 /* wake.c: after MPI_Init, find the process's TCP sockets (if wake_on_socket). */
 void sw_wake_start(void);

@@ -269,7 +269,9 @@ void sw_telemetry_write(int rank, int size)
     }
     fputs("\n  },\n  \"sites\": [", f);
     write_sites(f);
-    fprintf(f, "],\n  \"sites_dropped\": %lld\n}\n", (long long)sites_dropped);
+    fprintf(f, "],\n  \"sites_dropped\": %lld", (long long)sites_dropped);
+    sw_traffic_write(f);
+    fputs("\n}\n", f);
     if (fclose(f) != 0 || rename(tmp, path) != 0)
         fprintf(stderr, "shoalwait: rank %d cannot write telemetry to %s: %s\n", rank, path,
                 strerror(errno));

@@ -17,13 +17,23 @@
         return sw_finish(fn, site, rc_, &req_, MPI_STATUS_IGNORE); \
     } while (0)
 
+static int is_root(MPI_Comm comm, int root)
+{
+    int me = -1;
+    return PMPI_Comm_rank(comm, &me) == MPI_SUCCESS && me == root;
+}
+
 int sw_barrier(const void *site, MPI_Comm comm)
 {
+    if (sw_cfg.timed)
+        sw_traffic_to_all(comm, 0, MPI_BYTE);
     COLL(F_BARRIER, Barrier(comm), Ibarrier(comm, &req_));
 }
 
 int sw_bcast(const void *site, void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm)
 {
+    if (sw_cfg.timed && is_root(comm, root))
+        sw_traffic_to_all(comm, count, type);
     COLL(F_BCAST, Bcast(buf, count, type, root, comm),
          Ibcast(buf, count, type, root, comm, &req_));
 }
@@ -31,6 +41,8 @@ int sw_bcast(const void *site, void *buf, int count, MPI_Datatype type, int root
 int sw_allreduce(const void *site, const void *sbuf, void *rbuf, int count, MPI_Datatype type,
                  MPI_Op op, MPI_Comm comm)
 {
+    if (sw_cfg.timed)
+        sw_traffic_to_all(comm, count, type);
     COLL(F_ALLREDUCE, Allreduce(sbuf, rbuf, count, type, op, comm),
          Iallreduce(sbuf, rbuf, count, type, op, comm, &req_));
 }
@@ -38,6 +50,8 @@ int sw_allreduce(const void *site, const void *sbuf, void *rbuf, int count, MPI_
 int sw_reduce(const void *site, const void *sbuf, void *rbuf, int count, MPI_Datatype type,
               MPI_Op op, int root, MPI_Comm comm)
 {
+    if (sw_cfg.timed)
+        sw_traffic_to_one(comm, root, count, type);
     COLL(F_REDUCE, Reduce(sbuf, rbuf, count, type, op, root, comm),
          Ireduce(sbuf, rbuf, count, type, op, root, comm, &req_));
 }
@@ -72,6 +86,8 @@ int MPI_Gather(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int
                MPI_Datatype rtype, int root, MPI_Comm comm)
 {
     const void *site = SITE;
+    if (sw_cfg.timed)
+        sw_traffic_to_one(comm, root, scount, stype);
     COLL(F_GATHER, Gather(sbuf, scount, stype, rbuf, rcount, rtype, root, comm),
          Igather(sbuf, scount, stype, rbuf, rcount, rtype, root, comm, &req_));
 }
@@ -81,6 +97,8 @@ int MPI_Gatherv(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
                 MPI_Comm comm)
 {
     const void *site = SITE;
+    if (sw_cfg.timed)
+        sw_traffic_to_one(comm, root, scount, stype);
     COLL(F_GATHERV, Gatherv(sbuf, scount, stype, rbuf, rcounts, displs, rtype, root, comm),
          Igatherv(sbuf, scount, stype, rbuf, rcounts, displs, rtype, root, comm, &req_));
 }
@@ -89,6 +107,8 @@ int MPI_Scatter(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, in
                 MPI_Datatype rtype, int root, MPI_Comm comm)
 {
     const void *site = SITE;
+    if (sw_cfg.timed && is_root(comm, root))
+        sw_traffic_to_all(comm, scount, stype);
     COLL(F_SCATTER, Scatter(sbuf, scount, stype, rbuf, rcount, rtype, root, comm),
          Iscatter(sbuf, scount, stype, rbuf, rcount, rtype, root, comm, &req_));
 }
@@ -97,6 +117,8 @@ int MPI_Scatterv(const void *sbuf, const int scounts[], const int displs[], MPI_
                  void *rbuf, int rcount, MPI_Datatype rtype, int root, MPI_Comm comm)
 {
     const void *site = SITE;
+    if (sw_cfg.timed && is_root(comm, root))
+        sw_traffic_to_each(comm, scounts, stype);
     COLL(F_SCATTERV, Scatterv(sbuf, scounts, displs, stype, rbuf, rcount, rtype, root, comm),
          Iscatterv(sbuf, scounts, displs, stype, rbuf, rcount, rtype, root, comm, &req_));
 }
@@ -105,6 +127,9 @@ int MPI_Allgather(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, 
                   MPI_Datatype rtype, MPI_Comm comm)
 {
     const void *site = SITE;
+    if (sw_cfg.timed)   /* in place: the rank's own block of the receive buffer */
+        sw_traffic_to_all(comm, sbuf == MPI_IN_PLACE ? rcount : scount,
+                          sbuf == MPI_IN_PLACE ? rtype : stype);
     COLL(F_ALLGATHER, Allgather(sbuf, scount, stype, rbuf, rcount, rtype, comm),
          Iallgather(sbuf, scount, stype, rbuf, rcount, rtype, comm, &req_));
 }
@@ -113,6 +138,12 @@ int MPI_Allgatherv(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
                    const int rcounts[], const int displs[], MPI_Datatype rtype, MPI_Comm comm)
 {
     const void *site = SITE;
+    if (sw_cfg.timed) {
+        int me = 0;
+        PMPI_Comm_rank(comm, &me);
+        sw_traffic_to_all(comm, sbuf == MPI_IN_PLACE ? rcounts[me] : scount,
+                          sbuf == MPI_IN_PLACE ? rtype : stype);
+    }
     COLL(F_ALLGATHERV, Allgatherv(sbuf, scount, stype, rbuf, rcounts, displs, rtype, comm),
          Iallgatherv(sbuf, scount, stype, rbuf, rcounts, displs, rtype, comm, &req_));
 }
@@ -121,6 +152,9 @@ int MPI_Alltoall(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, i
                  MPI_Datatype rtype, MPI_Comm comm)
 {
     const void *site = SITE;
+    if (sw_cfg.timed)
+        sw_traffic_to_all(comm, sbuf == MPI_IN_PLACE ? rcount : scount,
+                          sbuf == MPI_IN_PLACE ? rtype : stype);
     enum sw_alltoall shape =
         sw_active(F_ALLTOALL) ? sw_alltoall_shape(sbuf, scount, stype, comm) : SW_A2A_MPI;
     if (shape != SW_A2A_MPI)
@@ -134,6 +168,9 @@ int MPI_Alltoallv(const void *sbuf, const int scounts[], const int sdispls[],
                   MPI_Datatype rtype, MPI_Comm comm)
 {
     const void *site = SITE;
+    if (sw_cfg.timed)
+        sw_traffic_to_each(comm, sbuf == MPI_IN_PLACE ? rcounts : scounts,
+                           sbuf == MPI_IN_PLACE ? rtype : stype);
     COLL(F_ALLTOALLV,
          Alltoallv(sbuf, scounts, sdispls, stype, rbuf, rcounts, rdispls, rtype, comm),
          Ialltoallv(sbuf, scounts, sdispls, stype, rbuf, rcounts, rdispls, rtype, comm, &req_));
@@ -143,6 +180,8 @@ int MPI_Reduce_scatter(const void *sbuf, void *rbuf, const int rcounts[], MPI_Da
                        MPI_Op op, MPI_Comm comm)
 {
     const void *site = SITE;
+    if (sw_cfg.timed)   /* each rank's part of every other rank's block */
+        sw_traffic_to_each(comm, rcounts, type);
     COLL(F_REDUCE_SCATTER, Reduce_scatter(sbuf, rbuf, rcounts, type, op, comm),
          Ireduce_scatter(sbuf, rbuf, rcounts, type, op, comm, &req_));
 }
@@ -151,6 +190,8 @@ int MPI_Reduce_scatter_block(const void *sbuf, void *rbuf, int rcount, MPI_Datat
                              MPI_Op op, MPI_Comm comm)
 {
     const void *site = SITE;
+    if (sw_cfg.timed)
+        sw_traffic_to_all(comm, rcount, type);
     COLL(F_REDUCE_SCATTER_BLOCK, Reduce_scatter_block(sbuf, rbuf, rcount, type, op, comm),
          Ireduce_scatter_block(sbuf, rbuf, rcount, type, op, comm, &req_));
 }

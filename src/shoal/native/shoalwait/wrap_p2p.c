@@ -115,6 +115,8 @@ static inline int small_send(MPI_Datatype type, int count)
 int sw_send(const void *site, int fn, const void *buf, int count, MPI_Datatype type, int dest,
             int tag, MPI_Comm comm)
 {
+    if (sw_cfg.timed)
+        sw_traffic_send(comm, dest, count, type);
     if (sw_active(fn) && fn == F_SEND && small_send(type, count))
         SW_PASS(fn, PMPI_Send(buf, count, type, dest, tag, comm));
     if (!sw_active(fn))
@@ -217,6 +219,24 @@ int MPI_Ssend(const void *buf, int count, MPI_Datatype type, int dest, int tag, 
     return sw_send(SITE, F_SSEND, buf, count, type, dest, tag, comm);
 }
 
+/* Nonblocking sends are not rewritten (nothing waits in them); they are
+ * seen only to count who talks to whom. */
+int MPI_Isend(const void *buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm,
+              MPI_Request *req)
+{
+    if (sw_cfg.timed)
+        sw_traffic_send(comm, dest, count, type);
+    return PMPI_Isend(buf, count, type, dest, tag, comm, req);
+}
+
+int MPI_Issend(const void *buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm,
+               MPI_Request *req)
+{
+    if (sw_cfg.timed)
+        sw_traffic_send(comm, dest, count, type);
+    return PMPI_Issend(buf, count, type, dest, tag, comm, req);
+}
+
 int MPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status *status)
 {
     SW_DIRECT(F_PROBE, PMPI_Probe(source, tag, comm, status));
@@ -262,6 +282,8 @@ int MPI_Sendrecv(const void *sbuf, int scount, MPI_Datatype stype, int dest, int
                  void *rbuf, int rcount, MPI_Datatype rtype, int source, int rtag,
                  MPI_Comm comm, MPI_Status *status)
 {
+    if (sw_cfg.timed)
+        sw_traffic_send(comm, dest, scount, stype);
     if (!sw_active(F_SENDRECV))
         SW_PASS(F_SENDRECV, PMPI_Sendrecv(sbuf, scount, stype, dest, stag, rbuf, rcount,
                                           rtype, source, rtag, comm, status));
@@ -277,6 +299,8 @@ int MPI_Sendrecv(const void *sbuf, int scount, MPI_Datatype stype, int dest, int
 int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype type, int dest, int stag,
                          int source, int rtag, MPI_Comm comm, MPI_Status *status)
 {
+    if (sw_cfg.timed)
+        sw_traffic_send(comm, dest, count, type);
     if (!sw_active(F_SENDRECV_REPLACE))
         SW_PASS(F_SENDRECV_REPLACE, PMPI_Sendrecv_replace(buf, count, type, dest, stag,
                                                           source, rtag, comm, status));

@@ -6,6 +6,7 @@
  *   result     a fixed computation with p2p and collectives; prints a checksum
  *   settings   the MPI_T control variables named, as rank 0 sees them
  *   alltoall   MPI_Alltoall's blocks land where they belong (a wildcard receive pending)
+ *   traffic    sends and collectives of known sizes between known ranks (who talks to whom)
  *   burst, gaps, pingpong, idle, full, burstdsm, lock
  *              timing scenarios of 003's experiments (JSON lines on rank 0)
  * Output lines from rank 0 are JSON objects; failures exit non-zero. */
@@ -73,5 +74,7 @@ int main(int argc, char **argv)
         return wt_settings(argc, argv);
     if (!strcmp(cmd, "alltoall"))
         return wt_alltoall(argc, argv);
+    if (!strcmp(cmd, "traffic"))
+        return wt_traffic(argc, argv);
     return wt_patterns(cmd, argc, argv);
 }

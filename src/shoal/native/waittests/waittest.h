@@ -15,5 +15,6 @@ int wt_fortran(int argc, char **argv);
 int wt_result(int argc, char **argv);
 int wt_settings(int argc, char **argv);
 int wt_alltoall(int argc, char **argv);
+int wt_traffic(int argc, char **argv);
 int wt_patterns(const char *which, int argc, char **argv);
 #endif
