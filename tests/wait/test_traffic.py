@@ -9,7 +9,6 @@ import json
 import pandas as pd
 
 from shoal.cli import main
-from shoal.dsm import apps
 from shoal.wait import telemetry, traffic
 from tests.wait.helpers import run_scenario, waittest
 
@@ -79,19 +78,28 @@ def test_traffic_matrix_when_rewritten_kept_by_shoal_run(openmpi, capfd, tmp_pat
     assert (tmp_path / "traffic.png").stat().st_size > 5000
 
 
-def test_hough_row_sums_equal_the_ranks_own_counters(mpich):
-    """4-rank Hough (2 servers, I/O, a task): each rank's point-to-point row sum is the
-    bytes (and messages) libshoalsdsm counted for it, exactly; and the pattern is
-    server-centred: every message has a server at one end. (One MPI: the counting
-    is the library's, checked under both MPIs above.)"""
-    result = apps.run(mpich, "hough", ["--size", "32", "--thetas", "60", "--sample", "0"], 4, "busy")
-    table = result.traffic()
+def test_hough_row_sums_equal_the_ranks_own_counters(mpich, capfd, tmp_path):
+    """4-rank Hough (2 servers, I/O, a task) kept by `shoal dsm run --out`: each rank's
+    point-to-point row sum is the bytes (and messages) libshoalsdsm counted for it,
+    exactly; and the pattern is server-centred: every message has a server at one end.
+    (One MPI: the counting is the library's, checked under both MPIs above.)"""
+    out = tmp_path / "hough"
+    code = main(["dsm", "run", "hough", "--mpi", "mpich", "--wait", "busy", "-n", "4",
+                 "--out", str(out), "--json", "--", "--size", "32", "--thetas", "60",
+                 "--sample", "0"])
+    printed = json.loads(capfd.readouterr().out.strip().splitlines()[-1])
+    assert code == 0
+    kept = json.loads((out / "report.json").read_text())
+    assert kept["traffic"] == printed["traffic"]
+    assert json.loads((out / "manifest.json").read_text())["status"] == "complete"
+    table = pd.read_csv(out / "traffic.csv").to_dict("records")
     sent = traffic.sent(table, ("p2p",))
     messages = traffic.matrix(table, 4, ("p2p",), "messages")
-    for r in result.ranks:
+    ranks = kept["report"]["ranks"]
+    for r in ranks:
         assert sent[r["rank"]] == r["bytes_sent"] > 0
         assert sum(messages[r["rank"]]) == r["msgs_sent"]
-    servers = {r["rank"] for r in result.ranks if r["role"] == "server"}
+    servers = {r["rank"] for r in ranks if r["role"] == "server"}
     assert servers == {0, 1}
     assert all(row["src"] in servers or row["dst"] in servers
                for row in table if row["kind"] == "p2p")

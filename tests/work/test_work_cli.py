@@ -22,7 +22,7 @@ def shoal(*args: str) -> subprocess.CompletedProcess:
 def test_work_writes_a_run_with_phases_and_energy(tmp_path):
     out = tmp_path / "run"
     proc = shoal("work", "ep", "--size", "small", "-n", "1,2", "--reps", "1", "--check",
-                 "--power", "model:2,6", "--out", str(out), "--json")
+                 "--power", "model:2,6", "--wait", "busy", "--out", str(out), "--json")
     assert proc.returncode == 0, proc.stderr
     payload = json.loads(proc.stdout)
     assert payload["run"] == str(out) and payload["failures"] == []
@@ -47,6 +47,15 @@ def test_work_writes_a_run_with_phases_and_energy(tmp_path):
     assert list(summary["ranks"]) == [1, 2] and list(summary["reps"]) == [1, 1]
     assert summary.loc[0, "speedup"] == 1.0
     assert (summary["time_min_s"] <= summary["time_median_s"]).all()
+    # Under libshoalwait (busy: passing through) each launch's traffic matrix is kept: the
+    # 2-rank launch's reductions go each way, the 1-rank launch talks to nobody.
+    cells = pd.read_csv(out / "traffic.csv")
+    assert list(cells.columns) == runner.records.TRAFFIC_COLUMNS
+    assert sorted(zip(cells["ranks"], cells["src"], cells["dst"])) == [(2, 0, 1), (2, 1, 0)]
+    assert (cells["kind"] == "coll").all() and (cells["bytes"] > 0).all()
+    assert (cells["workloads"] == "ep:M18").all()
+    assert (out / "traffic-local-1n-2r.png").exists()
+    assert not (out / "telemetry").exists()      # the rank files are not kept
 
 
 def test_a_failed_check_is_kept_and_reported(tmp_path, monkeypatch):
@@ -83,3 +92,4 @@ def test_edge_runs_software_aes_where_a_device_has_no_aes_instructions(emulate, 
     # What the user asks for wins.
     forced = runner.plan(runner.WorkRequest(workload="edge", size="small", emulate=emulate, aes="openssl"))
     assert forced.aes == "openssl"
+

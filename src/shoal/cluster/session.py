@@ -61,6 +61,8 @@ class Cluster:
     """
 
     kind = ""  # recorded as "mode" in manifests; compared only inside this package
+    # The ranks write files this process reads (per-rank telemetry): they run on this host.
+    shares_files = False
 
     def __init__(self, inventory: _inventory.Inventory | None) -> None:
         self.inventory = inventory
@@ -196,6 +198,7 @@ class LocalCluster(Cluster):
     """This machine only: ranks start with the MPI's own launcher, no host list."""
 
     kind = "local"
+    shares_files = True
 
     def __init__(self) -> None:
         super().__init__(None)
@@ -214,6 +217,7 @@ class EmulatedDevices(Cluster):
     """Devices emulated here: namespaces, shaped links and cgroup CPU limits (``emulated.py``)."""
 
     kind = "emulated"
+    shares_files = True
 
     def __init__(self, inventory: _inventory.Inventory, emulated: EmulatedCluster,
                  owns: bool = False) -> None:

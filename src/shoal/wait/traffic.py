@@ -107,9 +107,11 @@ def heatmap(table: list[dict[str, Any]], size: int, stem: Path, title: str = "")
     names = {"p2p": "point-to-point", "coll": "collectives (logical pattern)"}
     for ax, kind in zip(axes[0], present):
         m = matrix(table, size, (kind,))
-        peak = max((v for row in m for v in row), default=0)
+        cells = [v for row in m for v in row if v > 0] or [1]
+        peak, least = max(cells), min(cells)
         shown = [[v if v > 0 else float("nan") for v in row] for row in m]
-        image = ax.imshow(shown, cmap="viridis", norm=LogNorm(vmin=1, vmax=max(peak, 2)))
+        image = ax.imshow(shown, cmap="viridis",
+                          norm=LogNorm(vmin=max(least / 2, 0.5), vmax=max(peak, least + 1)))
         for i in range(size):
             for j in range(size):
                 if m[i][j]:

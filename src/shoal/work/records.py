@@ -32,6 +32,10 @@ RESULT_COLUMNS = [
 # Bytes of input data per unit of work, for the workloads whose units are data (J/B for offloading).
 _BYTES_PER_UNIT = ("bytes_per_image_B", "frame_B")
 FAILURE_COLUMNS = ["point_id", "config", "nodes", "ranks", "workload", "size", "rep", "reason", "detail"]
+# Who talked to whom in one launch (libshoalwait's counts, shoal.wait.traffic): the launch's
+# placement and repetition, the workloads it ran, then one matrix cell per row.
+TRAFFIC_COLUMNS = ["config", "nodes", "ranks", "rep", "workloads", "src", "dst", "kind", "bytes",
+                   "messages"]
 
 
 def point_id(config: str, nodes: int, ranks: int, workload: str, size: str, rep: int) -> str:

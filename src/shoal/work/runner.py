@@ -10,8 +10,10 @@ benchmark suite's.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -177,6 +179,7 @@ class Tables:
 
     results: str = "results"
     failures: str = "failures"
+    traffic: str = "traffic"
 
 
 def measure_one(run: Run, the_plan: Plan, placement: Placement, rep: int, session: Session,
@@ -199,6 +202,10 @@ def measure_batch(run: Run, plans: list[Plan], placement: Placement, rep: int, s
     names = list(placement.node_names) if placement.node_names else None
     rank_env, wait_label = wait_setup(wait_mode(request, where, placement, request.wait_otherwise),
                                       first.mpi)
+    tel_dir = None
+    if wait_label and where.shares_files:   # libshoalwait loaded: who talks to whom
+        tel_dir = run.path / "telemetry" / f"{placement.label}-{placement.nodes}-{placement.ranks}-{rep}"
+        rank_env = {**rank_env, **telemetry_env(tel_dir)}
     argv = program_args(first, plans[1:])
     if request.on_cluster:
         job = where.job(first.mpi, placement.nodes, argv, ranks_per_node=placement.ranks_per_node,
@@ -242,9 +249,41 @@ def measure_batch(run: Run, plans: list[Plan], placement: Placement, rep: int, s
         run.append(tables.results, [row], columns=records.RESULT_COLUMNS)
         events.run_done(row)
         rows.append(row)
+    if tel_dir is not None:
+        keep_traffic(run, tables.traffic, tel_dir, placement, rep, plans)
     if None in rows:   # a host that is gone ends the run here
         still_ready(where, first.mpi, first.program, run)
     return rows
+
+
+def telemetry_env(directory: Path) -> dict[str, str]:
+    """The ranks' environment that has libshoalwait write its telemetry into ``directory``
+    (made empty)."""
+    from shoal.environment import WAIT_TELEMETRY
+
+    shutil.rmtree(directory, ignore_errors=True)
+    directory.mkdir(parents=True)
+    return {WAIT_TELEMETRY.name: str(directory.resolve())}
+
+
+def keep_traffic(run: Run, table: str, directory: Path, placement: Placement, rep: int,
+                 plans: list[Plan]) -> None:
+    """One launch's traffic matrix appended to ``table`` (the launch's workloads named in
+    each row); the rank files are dropped. Ranks that did not reach MPI_Finalize leave
+    no row."""
+    from shoal.wait import telemetry, traffic
+
+    try:
+        rows = traffic.rows(telemetry.read_dir(directory))
+    except ShoalError:
+        rows = []
+    workloads = "+".join(f"{p.workload.name}:{p.size}" for p in plans)
+    run.append(table, [{"config": placement.label, "nodes": placement.nodes, "ranks": placement.ranks,
+                        "rep": rep, "workloads": workloads, **row} for row in rows],
+               columns=records.TRAFFIC_COLUMNS)
+    shutil.rmtree(directory, ignore_errors=True)
+    with contextlib.suppress(OSError):   # the last launch leaves no empty folder behind
+        directory.parent.rmdir()
 
 
 def _result_records(stdout: str) -> list[dict[str, Any]]:

@@ -60,4 +60,29 @@ def summarize(rows: list[dict[str, str]]) -> list[dict[str, Any]]:
 def write(run: Run) -> list[dict[str, Any]]:
     rows = summarize(run.rows("results"))
     run.rewrite("summary", rows, SUMMARY_COLUMNS)
+    traffic_figures(run)
     return rows
+
+
+def traffic_figures(run: Run) -> list:
+    """A heatmap of who talked to whom per configuration and rank count (its first
+    repetition's launch), from ``traffic.csv`` when libshoalwait counted it."""
+    cells = run.rows("traffic") if run.table_path("traffic").exists() else []
+    if not cells:
+        return []
+    from shoal.wait import traffic
+
+    launches: dict[tuple[str, int, int], list[dict[str, Any]]] = {}
+    first_rep: dict[tuple[str, int, int], str] = {}
+    for c in cells:
+        key = (c["config"], int(c["nodes"]), int(c["ranks"]))
+        if first_rep.setdefault(key, c["rep"]) == c["rep"]:
+            launches.setdefault(key, []).append(
+                {"src": int(c["src"]), "dst": int(c["dst"]), "kind": c["kind"],
+                 "bytes": int(c["bytes"]), "messages": int(c["messages"]), "what": c["workloads"]})
+    paths = []
+    for (config, nodes, ranks), table in sorted(launches.items()):
+        stem = run.path / f"traffic-{config}-{nodes}n-{ranks}r"
+        paths += traffic.heatmap(table, ranks, stem, f"{table[0]['what']} on {config}, "
+                                                     f"{nodes} node(s), {ranks} ranks")
+    return paths
