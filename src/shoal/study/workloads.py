@@ -28,7 +28,7 @@ from shoal.bench import stats
 from shoal.runs.store import Run
 from shoal.work import runner as work_runner
 
-TABLES = work_runner.Tables(results="work", failures="work_failures")
+TABLES = work_runner.Tables(results="work", failures="work_failures", traffic="work_traffic")
 
 
 @dataclass
