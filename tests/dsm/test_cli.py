@@ -57,13 +57,24 @@ def test_bad_input_is_one_line_and_exit_2(args, message):
 
 
 def test_lab_experiment_g_gives_table_2_columns(tmp_path):
-    proc = shoal("dsm", "lab", "--experiments", "G", "--modes", "busy;linear:0,1000,1",
+    """Aggressive and Adaptive Degraded (the seed's adaptive receive under Open MPI's
+    mpi_yield_when_idle): Table 2's columns, and its four rows beside the seed's."""
+    proc = shoal("dsm", "lab", "--experiments", "G", "--modes", "busy;degraded+linear:0,1000,1",
                  "--mpi", "openmpi", "--rounds", "1", "--quick", "--out", str(tmp_path / "lab"),
                  "--json")
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
-    rows = out["table2"]["Open MPI " + out["results"][0]["mpi"].split()[-1]]
-    assert [r["contender"] for r in rows] == ["busy", "linear:0,1000,1"]
+    mpi = "Open MPI " + out["results"][0]["mpi"].split()[-1]
+    rows = out["table2"][mpi]
+    assert [r["contender"] for r in rows] == ["busy", "degraded+linear:0,1000,1"]
+    beside = out["table2_beside_seed"][mpi]
+    assert [(r["mode"], r["ran"]) for r in beside] == [
+        ("Aggressive", True), ("Degraded", False), ("Adaptive Aggressive", False),
+        ("Adaptive Degraded", True)]
+    assert beside[0]["fps_vs_aggressive"] == 0.0
+    assert beside[3]["fps"] == rows[1]["fps"]
+    assert beside[3]["seed_fps_per_W_vs_aggressive"] == pytest.approx(0.043 / 0.037 - 1)
+    assert "fps" not in beside[1]
     for r in rows:
         assert r["kind"].startswith("measured")
         assert r["fps"] > 0 and r["power_W"] > 0

@@ -69,13 +69,15 @@ def register(subparsers) -> None:
     lab.add_argument("--experiments", default="E,F,G", help="comma list of E, F, G")
     lab.add_argument("--modes", default=None,
                      help="semicolon list of contenders (default: busy;degraded;linear:0,1000,1;"
-                          "sleep:0;sleep:100;backoff;auto; --quick: busy;degraded;seed003;backoff; seed003 is "
+                          "degraded+linear:0,1000,1;sleep:0;sleep:100;backoff;auto; --quick: busy;degraded;"
+                          "seed003;degraded+seed003;backoff; degraded+X is X with the MPI's Degraded knob "
+                          "set (seed 003's Adaptive Degraded); seed003 is "
                           "linear:0,1000,1 under the kernel's default timer slack)")
     lab.add_argument("--mpi", default=",".join(kinds.names()), help="comma list of MPIs")
     lab.add_argument("--rounds", type=int, default=None, help="interleaved rounds (default 3; --quick 1)")
     lab.add_argument("--quick", action="store_true",
-                     help="a first look: four contenders, one round, short runs (about 2 min for both MPIs; "
-                          "the full lab, 7 contenders in 3 rounds, about an hour or more)")
+                     help="a first look: five contenders, one round, short runs (about 2 min for both MPIs; "
+                          "the full lab, 8 contenders in 3 rounds, about an hour or more)")
     lab.add_argument("--out", default=None, help="run directory (default runs/dsm-lab-...)")
     lab.add_argument("--json", action="store_true", help="print rows and Table 2 as JSON")
     lab.set_defaults(func=run_lab)
@@ -244,10 +246,21 @@ def _render_lab(rows, tables) -> None:
                 ("time_s", 1, ".2f"), ("fps", 1, ".3f"), ("power_W", 1, ".2f"),
                 ("energy_J", 1e-3, ".4f"), ("fps_per_W", 1, ".4f"), ("J_per_frame", 1, ".2f"))))
         console.print(table)
-        adaptive = next((a for a in lab.ADAPTIVE if any(r["contender"] == a for r in t2)), lab.ADAPTIVE[-1])
-        for metric, name in (("power_W", "W"), ("fps", "FPS"), ("fps_per_W", "FPS/W")):
-            got = lab.ratio(t2, adaptive, "busy", metric)
-            if got is not None:
-                console.print(f"  {adaptive} vs busy {name}: {100 * got:+.1f}% "
-                              f"(seed, Adaptive Aggressive vs Aggressive: "
-                              f"{100 * lab.seed_ratio(metric):+.1f}%)")
+        _render_beside_seed(console, mpi, lab.beside_seed(t2))
+
+
+def _render_beside_seed(console, mpi: str, rows) -> None:
+    """Table 2's four modes: each column relative to Aggressive, ours over the seed's."""
+    from shoal.render import narrow_table
+
+    table = narrow_table(["seed 003 mode", "contender", "time", "FPS", "W", "kJ", "FPS/W"],
+                         left=("seed 003 mode", "contender"),
+                         title=f"Table 2 beside seed 003, {mpi}: vs Aggressive, ours / the seed's")
+    for r in rows:
+        cells = []
+        for metric in ("time_s", "fps", "power_W", "energy_J", "fps_per_W"):
+            ours = r.get(f"{metric}_vs_aggressive")
+            seed = r[f"seed_{metric}_vs_aggressive"]
+            cells.append(f"{'-' if ours is None else f'{100 * ours:+.0f}%'} / {100 * seed:+.0f}%")
+        table.add_row(r["mode"], r["contender"] if r["ran"] else f"({r['contender']}: not run)", *cells)
+    console.print(table)

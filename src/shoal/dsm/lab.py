@@ -10,8 +10,9 @@ G   Videostream on Table 1's RECS placement: Table 2's columns (time, FPS,
 
 Contenders follow seed 003's Table 3: busy (Aggressive), degraded (the
 MPI's own first wait knob without libshoalwait, from its module in
-shoal.mpi.kinds), linear:0,1000,1 (the seed's adaptive receive), static sleeps of 0
-and 100 us, backoff and auto. Rounds interleave the contenders so a slow
+shoal.mpi.kinds), linear:0,1000,1 (the seed's adaptive receive: Adaptive
+Aggressive), degraded+linear:0,1000,1 (the same with the Degraded knob set: Adaptive
+Degraded), static sleeps of 0 and 100 us, backoff and auto. Rounds interleave the contenders so a slow
 moment of a shared machine hits all of them alike.
 """
 
@@ -31,13 +32,14 @@ from shoal.wait import lab as wait_lab
 from shoal.wait.modes import parse_mode
 
 EXPERIMENTS = ("E", "F", "G")
-DEFAULT_MODES = ("busy", "degraded", "linear:0,1000,1", "sleep:0", "sleep:100", "backoff", "auto")
+DEFAULT_MODES = ("busy", "degraded", "linear:0,1000,1", "degraded+linear:0,1000,1", "sleep:0",
+                 "sleep:100", "backoff", "auto")
 # A first look (--quick): Aggressive, Degraded, the seed's Adaptive as it ran (seed003: its
 # linear receive under the kernel's default timer slack) and libshoalwait's backoff, one
 # round, short runs. Each 7-rank launch costs 1-2 s here. (Under the default MPI on two crowded
 # cores the same linear receive with 1 ns slack took 41 s for the quick Hough, 1.0 s with
 # the default slack.)
-QUICK_MODES = ("busy", "degraded", "seed003", "backoff")
+QUICK_MODES = ("busy", "degraded", "seed003", "degraded+seed003", "backoff")
 ADAPTIVE = ("seed003", "linear:0,1000,1")   # the seed's Adaptive in Table 2's ratios, first found
 QUICK_ROUNDS = 1
 SEED_TABLE2 = {   # seed 003 Table 2 (RECS, 1730 frames)
@@ -68,12 +70,15 @@ def contender(label: str, mpi: MPIInstall) -> Contender:
     """``degraded`` is the MPI's own first way to wait less, without the library
     (the first of its module's ``wait_knobs``: the seed's Degraded); ``seed003`` is
     waitlab's (its mode, and the kernel's timer slack left alone)."""
+    if label.startswith(wait_lab.DEGRADED_PLUS):   # seed 003's Adaptive Degraded, for one
+        inner = contender(label[len(wait_lab.DEGRADED_PLUS):], mpi)
+        return Contender(label, inner.mode, {**inner.env, **wait_lab.degraded_env(mpi)})
     if label in wait_lab.NAMED:
         named = wait_lab.NAMED[label]
         return Contender(label, named.mode, {environment.WAIT_SLACK_NS.name: str(named.slack_ns)})
     if label == "degraded":
-        knobs = list(mpi.impl.wait_knobs.values())
-        return Contender(label, None, dict(knobs[0])) if knobs else Contender(label, "yield")
+        knobs = wait_lab.degraded_env(mpi)
+        return Contender(label, None, knobs) if knobs else Contender(label, "yield")
     return Contender(label, label)
 
 
@@ -269,10 +274,41 @@ def table2(rows: list[dict[str, Any]], mpi: str, adaptive: str = "linear:0,1000,
     return out
 
 
-def ratio(rows_t2: list[dict[str, Any]], a: str, b: str, metric: str) -> float | None:
-    x = next((r.get(metric) for r in rows_t2 if r["contender"] == a), None)
-    y = next((r.get(metric) for r in rows_t2 if r["contender"] == b), None)
-    return x / y - 1 if x is not None and y else None
+# Table 2's columns: ours (SI) and the seed's key in SEED_TABLE2, with its factor to SI.
+TABLE2_METRICS = (("time_s", "time_s", 1.0), ("fps", "fps", 1.0), ("power_W", "power_W", 1.0),
+                  ("energy_J", "energy_kJ", 1e3), ("fps_per_W", "fps_per_W", 1.0))
+
+
+def seed_modes(rows_t2: list[dict[str, Any]]) -> dict[str, str]:
+    """The contender that stands for each of Table 2's four modes: busy, degraded, the
+    seed's adaptive receive (seed003 where the lab ran it, else linear:0,1000,1) and the
+    same under the Degraded knob."""
+    ran = {r["contender"] for r in rows_t2}
+    adaptive = next((a for a in ADAPTIVE if a in ran), ADAPTIVE[-1])
+    return {"Aggressive": "busy", "Degraded": "degraded", "Adaptive Aggressive": adaptive,
+            "Adaptive Degraded": wait_lab.DEGRADED_PLUS + adaptive}
+
+
+def beside_seed(rows_t2: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Table 2's four rows, ours beside the seed's: each column, and each column relative
+    to Aggressive (``<metric>_vs_aggressive``: 0.05 is 5 % more); ours are missing for a
+    mode the lab did not run."""
+    by_name = {r["contender"]: r for r in rows_t2}
+    base = by_name.get("busy", {})
+    out = []
+    for mode, name in seed_modes(rows_t2).items():
+        ours = by_name.get(name)
+        row: dict[str, Any] = {"mode": mode, "contender": name, "ran": ours is not None}
+        for metric, seed_key, to_si in TABLE2_METRICS:
+            seed = SEED_TABLE2[mode][seed_key]
+            row[f"seed_{metric}"] = seed * to_si
+            row[f"seed_{metric}_vs_aggressive"] = seed / SEED_TABLE2["Aggressive"][seed_key] - 1
+            if ours is not None and ours.get(metric) is not None:
+                row[metric] = ours[metric]
+                if base.get(metric):
+                    row[f"{metric}_vs_aggressive"] = ours[metric] / base[metric] - 1
+        out.append(row)
+    return out
 
 
 def seed_ratio(metric: str) -> float:
@@ -317,13 +353,15 @@ class LabResult:
     run: Path
     results: list[dict[str, Any]]
     table2: dict[str, list[dict[str, Any]]]
+    table2_beside_seed: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
     @property
     def failed(self) -> list[dict[str, Any]]:
         return [r for r in self.results if r["status"] != "ok"]
 
     def to_json(self) -> dict[str, Any]:
-        return {"run": str(self.run), "results": self.results, "table2": self.table2}
+        return {"run": str(self.run), "results": self.results, "table2": self.table2,
+                "table2_beside_seed": self.table2_beside_seed}
 
 
 def parse_contenders(text: str | None) -> tuple[str, ...]:
@@ -331,7 +369,7 @@ def parse_contenders(text: str | None) -> tuple[str, ...]:
     if not text:
         return DEFAULT_MODES
     items = [m for m in text.split(";") if m]
-    return tuple(m if m in ("degraded", *wait_lab.NAMED) else parse_mode(m).text for m in items)
+    return tuple(m if m == "degraded" else wait_lab.contender_names(m) for m in items)
 
 
 def plan(request: LabRequest) -> LabPlan:
@@ -370,4 +408,4 @@ def run(lab: LabPlan, argv: list[str],
     failed = [r for r in rows if r["status"] != "ok"]
     tables = {m.name: table2(rows, m.name) for m in lab.mpis} if "G" in request.experiments else {}
     record.finish("complete" if not failed else "partial", failed=len(failed))
-    return LabResult(record.path, rows, tables)
+    return LabResult(record.path, rows, tables, {m: beside_seed(t) for m, t in tables.items()})

@@ -23,8 +23,9 @@ full, burst, lock
 Contenders per MPI: every wait mode of libshoalwait (busy is the MPI's own
 spinning; linear is its linear mode at the library's default, 1 ns steps from
 1 ns to 1 us under 1 ns timer slack), ``seed003`` (003's own adaptive receive:
-d_min 0, d_max 1 us, d_step 1 ns, the kernel's default timer slack), and the
-MPI's own knobs without the library (``wait_knobs`` of its module in
+d_min 0, d_max 1 us, d_step 1 ns, the kernel's default timer slack),
+``degraded+seed003`` (003's Adaptive Degraded: the same with the MPI's Degraded knob
+set), and the MPI's own knobs without the library (``wait_knobs`` of its module in
 shoal.mpi.kinds).
 """
 
@@ -48,7 +49,8 @@ EXPERIMENTS = ("A", "D", "P10ms", "P100ms", "P1s", "poisson", "full", "burst", "
 # Regular gaps (s) and how many messages, quick and not.
 PERIODIC = {"P10ms": (0.01, 40, 500), "P100ms": (0.1, 16, 100), "P1s": (1.0, 10, 30)}
 LEARNING = 8   # first messages of a rhythm, left out of its reaction quantiles
-DEFAULT_MODES = ("busy", "yield", "sleep:100", "linear:1,1000,1", "seed003", "backoff", "auto")
+DEFAULT_MODES = ("busy", "yield", "sleep:100", "linear:1,1000,1", "seed003", "degraded+seed003",
+                 "backoff", "auto")
 # A first look (--quick): the MPI's own waiting (busy and its first option), the seed's,
 # libshoalwait's default; one rhythm (100 ms) and Poisson arrivals beside A, D and the S-DSM
 # patterns. A launch costs one of the MPIs 1-2 s here, so each contender more costs 15-20 s.
@@ -81,15 +83,39 @@ NAMED = {"seed003": Contender("seed003", "linear:0,1000,1", slack_ns=0)}
 SEED003_EXPERIMENT_B = "about 20 % of a core on ARM (Odroid XU4, Raspberry Pi 3B+), under 10 % on a Core i7"
 
 
+# "degraded+X": contender X with the MPI's Degraded knob also set (the first of its module's
+# ``wait_knobs``): "degraded+seed003" is seed 003's Adaptive Degraded, its adaptive receive
+# under Open MPI's mpi_yield_when_idle. MPICH has no yield-when-idle; its first knob,
+# MPIR_CVAR_ENABLE_HEAVY_YIELD (its yields become 1 ns sleeps), stands in.
+DEGRADED_PLUS = "degraded+"
+
+
+def degraded_env(mpi: MPIInstall) -> dict[str, str]:
+    """The environment of the MPI's Degraded mode (its first wait knob; none known: {})."""
+    knobs = list(mpi.impl.wait_knobs.values())
+    return dict(knobs[0]) if knobs else {}
+
+
 def contender_names(text: str) -> str:
-    """A mode or a named contender, validated (``seed003`` or a libshoalwait mode)."""
+    """A mode or a named contender, validated (``seed003``, a libshoalwait mode, or either
+    after ``degraded+``)."""
+    if text.startswith(DEGRADED_PLUS):
+        return DEGRADED_PLUS + contender_names(text[len(DEGRADED_PLUS):])
     return text if text in NAMED else parse_mode(text).text
+
+
+def contender_for(label: str, mpi: MPIInstall) -> Contender:
+    """The contender a validated name stands for on this MPI."""
+    if label.startswith(DEGRADED_PLUS):
+        inner = contender_for(label[len(DEGRADED_PLUS):], mpi)
+        return Contender(label, inner.mode, {**inner.env, **degraded_env(mpi)}, inner.slack_ns)
+    return NAMED[label] if label in NAMED else Contender(parse_mode(label).text, label)
 
 
 def contenders(mpi: MPIInstall, modes: tuple[str, ...] = DEFAULT_MODES,
                native: bool = True, quick: bool = False) -> list[Contender]:
     """The modes, then the MPI's own options (quick: only its first, the seed's Degraded)."""
-    found = [NAMED[m] if m in NAMED else Contender(parse_mode(m).text, m) for m in modes]
+    found = [contender_for(m, mpi) for m in modes]
     if native:
         knobs = list(mpi.impl.wait_knobs.items())
         found += [Contender(label, None, env) for label, env in knobs[:1 if quick else None]]

@@ -1,4 +1,4 @@
-/* settings NAME...: the value each named MPI_T control variable has in rank 0 once
+/* settings NAME...: the value each named MPI_T control variable (an int or a switch) has in rank 0 once
  * MPI_Init has returned (what the MPI took from the environment the launch gave it),
  * one JSON line each; value null where the MPI has no such variable. */
 #include "waittest.h"
@@ -18,13 +18,20 @@ static int read_cvar(const char *wanted, int *value)
         MPI_T_enum enumtype;
         if (MPI_T_cvar_get_info(i, name, &name_len, &verbosity, &type, &enumtype, desc,
                                 &desc_len, &bind, &scope) != MPI_SUCCESS ||
-            strcmp(name, wanted) || type != MPI_INT)
+            strcmp(name, wanted) || (type != MPI_INT && type != MPI_C_BOOL))
             continue;
         MPI_T_cvar_handle handle;
         int n;
         if (MPI_T_cvar_handle_alloc(i, NULL, &handle, &n) != MPI_SUCCESS)
             return 0;
-        int ok = MPI_T_cvar_read(handle, value) == MPI_SUCCESS;
+        int ok;
+        if (type == MPI_C_BOOL) {   /* a switch (Open MPI's mpi_yield_when_idle): 0 or 1 */
+            _Bool on = 0;
+            ok = MPI_T_cvar_read(handle, &on) == MPI_SUCCESS;
+            *value = on;
+        } else {
+            ok = MPI_T_cvar_read(handle, value) == MPI_SUCCESS;
+        }
         MPI_T_cvar_handle_free(&handle);
         return ok;
     }
