@@ -9,9 +9,14 @@
  *             --fixed, or drift from --fixed by x--drift per message, or are
  *             drawn from an exponential distribution of mean --poisson with
  *             --seed: Poisson arrivals; --last G makes the last gap G, an
- *             arrival that breaks the rhythm); rank 1 reports each message's
+ *             arrival that breaks the rhythm; --nanosleep 1: the sender sleeps
+ *             each gap with clock_nanosleep as 003's did, not with a final
+ *             spin); rank 1 reports each message's
  *             reaction time (receive return minus send time, one clock on
- *             one host)
+ *             one host), when its receive returned (recv_s, from the first
+ *             receive's start), the process CPU time the receive took
+ *             (recv_cpu_s) and how often the receiving thread went to sleep
+ *             in it (recv_sleeps: voluntary context switches)
  *   pingpong  back-to-back --size byte round trips; half round trip time
  *   idle      rank 1 blocks in MPI_Recv for --seconds with nothing arriving
  *   full, burstdsm, lock
@@ -25,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 static int rank, size;
@@ -140,6 +146,9 @@ static void gaps(int argc, char **argv)
     double last = wt_arg(argc, argv, "--last", -1);   /* the last gap, breaking the rhythm */
     int count = (int)wt_arg(argc, argv, "--count", 0);
     int bytes = (int)wt_arg(argc, argv, "--size", 1024);
+    /* --nanosleep 1: the sender sleeps each gap with one clock_nanosleep, as seed 003's
+     * did (its timer slack then sets a floor under small gaps), not wt_sleep's spin */
+    int plain = wt_arg(argc, argv, "--nanosleep", 0) != 0;
     if (bytes < (int)sizeof(double))
         bytes = sizeof(double);
     if (count <= 0)
@@ -163,26 +172,48 @@ static void gaps(int argc, char **argv)
     MPI_Barrier(MPI_COMM_WORLD);
     if (rank == 0) {
         for (int i = 0; i < count; i++) {
-            if (gap[i] >= 1e-7)
+            if (plain) {
+                struct timespec req = {(time_t)gap[i], (long)((gap[i] - (time_t)gap[i]) * 1e9)};
+                clock_nanosleep(CLOCK_MONOTONIC, 0, &req, NULL);
+            } else if (gap[i] >= 1e-7) {
                 wt_sleep(gap[i]);
+            }
             double t = wt_now();
             memcpy(buf, &t, sizeof t);
             MPI_Send(buf, bytes, MPI_BYTE, 1, TAG_DATA, MPI_COMM_WORLD);
         }
     } else if (rank == 1) {
+        /* Per message also when the receive returned (Fig. 5's inter-delivery times) and
+         * the process CPU it used (where the adaptive receive starts sleeping). */
+        double *back = malloc(sizeof(double) * count), *used = malloc(sizeof(double) * count);
+        double *slept = malloc(sizeof(double) * count);
         double cpu0 = wt_cpu(), t0 = wt_now();
         for (int i = 0; i < count; i++) {
+            double c = proc_cpu();
+            struct rusage r0, r1;
+            getrusage(RUSAGE_THREAD, &r0);
             MPI_Recv(buf, bytes, MPI_BYTE, 0, TAG_DATA, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
             double now = wt_now(), sent;
+            used[i] = proc_cpu() - c;
+            getrusage(RUSAGE_THREAD, &r1);
+            /* the thread went to sleep (a yield or a preemption is involuntary) */
+            slept[i] = (double)(r1.ru_nvcsw - r0.ru_nvcsw);
             memcpy(&sent, buf, sizeof sent);
             lat[i] = now - sent;
+            back[i] = now - t0;
         }
         double wall = wt_now() - t0, cpu = wt_cpu() - cpu0;
         printf("{\"scenario\": \"gaps\", \"rank\": 1, \"count\": %d, \"wall_s\": %.6f, "
                "\"cpu_s\": %.6f", count, wall, cpu);
         print_series("gap_s", gap, count);
         print_series("reaction_s", lat, count);
+        print_series("recv_s", back, count);
+        print_series("recv_cpu_s", used, count);
+        print_series("recv_sleeps", slept, count);
         printf("}\n");
+        free(back);
+        free(used);
+        free(slept);
     }
     free(buf);
     free(gap);
