@@ -135,6 +135,9 @@ def run(args) -> int:
                               "telemetry_dir": str(tel_dir) if keep else None}))
         elif records:
             telemetry.render(rows, f"shoal run --wait {mode.text} ({mpi.name})", site_rows)
+            if keep:
+                print(f"who talked to whom: {tel_dir / 'traffic.csv'} (heatmap: traffic.png)",
+                      file=sys.stderr)
         if not records:
             print("shoal: no telemetry: the program did not reach MPI_Finalize "
                   f"(exit code {code})", file=sys.stderr)
