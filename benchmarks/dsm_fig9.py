@@ -22,6 +22,7 @@ decomposition   each kind of rank's time split into user code, S-DSM code, MPI w
 
 from __future__ import annotations
 
+import os
 import statistics
 import sys
 from pathlib import Path
@@ -73,8 +74,8 @@ def main() -> int:
     split = [r for r in run.rows("split") if r["experiment"] == "F"]
     if not results:
         raise ShoalError(f"{sys.argv[1]} has no finished Experiment F runs")
-    print(f"{run.path}: rounds {sorted({r['round'] for r in results})}, manifest host load "
-          f"{run.manifest.get('host', {}).get('loadavg', 'not recorded')}")
+    print(f"{run.path}: rounds {sorted({r['round'] for r in results})}; this host's load average "
+          f"now {os.getloadavg()[0]:.1f} (the lab's own is not recorded: note it beside the lab)")
     for mpi in dict.fromkeys(r["mpi"] for r in results):
         for app in ("hough", "video"):
             mine = [r for r in results if r["mpi"] == mpi and r["app"] == app]
@@ -91,7 +92,7 @@ def main() -> int:
             print("\n".join(orderings(app, wall, a_agg, a_deg)))
             ranks = [r for r in split if r["mpi"] == mpi and r["app"] == app]
             roles = list(dict.fromkeys(r["role"] for r in ranks))
-            print(f"  CPU load per role, % median [min, max] over rounds and ranks:")
+            print("  CPU load per role, % median [min, max] over rounds and ranks:")
             print("  " + f"{'contender':22s}" + "".join(f"{role:>22s}" for role in roles))
             for c in names:
                 cells = []
