@@ -15,6 +15,7 @@
 #include "shoalwait.h"
 #include "wrap.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 
 /* Per world rank: [0] p2p bytes, [1] p2p messages, [2] coll bytes, [3] coll messages. */
@@ -46,12 +47,9 @@ void sw_traffic_start(void)
         PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, forget, &keyval, NULL);
 }
 
-static const struct members *members_of(MPI_Comm comm)
+static struct members *make_members(MPI_Comm comm)
 {
     struct members *m = NULL;
-    int found = 0;
-    if (PMPI_Comm_get_attr(comm, keyval, &m, &found) == MPI_SUCCESS && found)
-        return m;
     int inter = 0, n = 0;
     MPI_Group group, world;
     PMPI_Comm_test_inter(comm, &inter);
@@ -74,6 +72,23 @@ static const struct members *members_of(MPI_Comm comm)
         }
     }
     PMPI_Group_free(&group);
+    return m;
+}
+
+/* Made once per communicator, under a lock: two threads making it at once would
+ * each set the attribute, and setting it again frees the value the other holds. */
+static pthread_mutex_t making = PTHREAD_MUTEX_INITIALIZER;
+
+static const struct members *members_of(MPI_Comm comm)
+{
+    struct members *m = NULL;
+    int found = 0;
+    if (PMPI_Comm_get_attr(comm, keyval, &m, &found) == MPI_SUCCESS && found)
+        return m;
+    pthread_mutex_lock(&making);
+    if (PMPI_Comm_get_attr(comm, keyval, &m, &found) != MPI_SUCCESS || !found)
+        m = make_members(comm);
+    pthread_mutex_unlock(&making);
     return m;
 }
 
@@ -139,15 +154,15 @@ void sw_traffic_to_all(MPI_Comm comm, int count, MPI_Datatype type)
             add(m->world[i], 1, b);
 }
 
-void sw_traffic_to_each(MPI_Comm comm, const int counts_[], MPI_Datatype type)
+void sw_traffic_to_each(MPI_Comm comm, const int items[], MPI_Datatype type)
 {
     int me;
     const struct members *m = coll_members(comm, &me);
-    if (!m || !counts_)
+    if (!m || !items)
         return;
     for (int i = 0; i < m->n; i++)
         if (i != me)
-            add(m->world[i], 1, bytes_of(counts_[i], type));
+            add(m->world[i], 1, bytes_of(items[i], type));
 }
 
 void sw_traffic_write(FILE *f)
