@@ -71,7 +71,7 @@ def register(subparsers) -> None:
                      help="semicolon list of contenders (default: busy;degraded;linear:0,1000,1;"
                           "degraded+linear:0,1000,1;sleep:0;sleep:100;backoff;auto; --quick: busy;degraded;"
                           "seed003;degraded+seed003;backoff; degraded+X is X with the MPI's Degraded knob "
-                          "set (seed 003's Adaptive Degraded); seed003 is "
+                          "set (Adaptive Degraded); seed003 is "
                           "linear:0,1000,1 under the kernel's default timer slack)")
     lab.add_argument("--mpi", default=",".join(kinds.names()), help="comma list of MPIs")
     lab.add_argument("--rounds", type=int, default=None, help="interleaved rounds (default 3; --quick 1)")

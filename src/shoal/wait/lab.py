@@ -84,9 +84,9 @@ SEED003_EXPERIMENT_B = "about 20 % of a core on ARM (Odroid XU4, Raspberry Pi 3B
 
 
 # "degraded+X": contender X with the MPI's Degraded knob also set (the first of its module's
-# ``wait_knobs``): "degraded+seed003" is seed 003's Adaptive Degraded, its adaptive receive
-# under Open MPI's mpi_yield_when_idle. MPICH has no yield-when-idle; its first knob,
-# MPIR_CVAR_ENABLE_HEAVY_YIELD (its yields become 1 ns sleeps), stands in.
+# ``wait_knobs``; an MPI without a yield-when-idle names its nearest knob first, see its
+# module): "degraded+seed003" is seed 003's Adaptive Degraded, its adaptive receive with
+# the MPI yielding whenever a test finds nothing.
 DEGRADED_PLUS = "degraded+"
 
 

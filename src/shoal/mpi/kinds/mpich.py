@@ -51,6 +51,8 @@ class MPICH(Implementation):
     # file (Hydra writes it to /tmp whatever TMPDIR says).
     leftovers = ("/dev/shm/mpich_shm_*", "/tmp/hydra_hwloc_xmlfile_*")
     local_rank_variable = "MPI_LOCALRANKID"
+    # No yield-when-idle here: heavy yield (its yields become 1 ns sleeps) comes first and
+    # stands in for the Degraded mode ("degraded", "degraded+X").
     wait_knobs = {"mpich:heavy_yield": {"MPIR_CVAR_ENABLE_HEAVY_YIELD": "1"},
                   "mpich:progress_throttle": {"MPIR_CVAR_CH4_PROGRESS_THROTTLE": "1"}}
 

@@ -63,6 +63,8 @@ class OpenMPI(Implementation):
     # the rest.
     leftovers = ("/dev/shm/sm_segment.*",)
     local_rank_variable = "OMPI_COMM_WORLD_LOCAL_RANK"
+    # The first knob is the Degraded mode of "Adaptive message passing polling for energy
+    # efficiency" (waitlab's and dsm lab's "degraded", and "degraded+X").
     wait_knobs = {"ompi:yield_when_idle": {"OMPI_MCA_mpi_yield_when_idle": "1"}}
 
     def bundled_bindir(self, prefix: Path) -> Path:
