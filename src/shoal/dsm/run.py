@@ -84,6 +84,8 @@ def plan(request: RunRequest) -> RunPlan:
     ranklimit.check(ranks, option="-n", smaller="a smaller problem",
                     oversubscribe=request.oversubscribe or ranklimit.DEFAULT_OVERSUBSCRIBE)
     chosen = placement.for_program(request.preset, request.app, ranks) if request.preset else None
+    if request.out is not None and (Path(request.out) / "manifest.json").exists():
+        raise ShoalError(f"{request.out} already holds a run; choose another --out")
     out = RunPlan(request, mode, ranks, chosen)
     request.where.validate()
     if request.where.on_cluster:
