@@ -45,6 +45,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     from shoal.cli._where import add_host_speed
 
     add_host_speed(p)
+    from shoal.cli._where import add_clock
+
+    add_clock(p)
     p.add_argument("--nodes", default=None, type=typed.COUNTS_TEXT, help="node counts (default 1..N)")
     p.add_argument("--workloads", type=typed.text, default=None, metavar="NAMES",
                    help=f"workloads timed at every node count (default {defaults.DEFAULT_WORKLOADS}; "
@@ -135,7 +138,7 @@ def _request(args: argparse.Namespace) -> StudyRequest:
         dilation=args.dilation, host_speed=args.host_speed, recalibrate=args.recalibrate or None,
         workloads=args.workloads, work_sizes=_work_sizes(args.work_size),
         work_reps=args.work_reps, ci=args.ci, mix=args.mix, preset=args.preset,
-        imb_budget_s=args.imb_budget)
+        imb_budget_s=args.imb_budget, freq=args.freq, governor=args.governor)
 
 
 def _work_sizes(items: list[str]) -> dict[str, str]:
