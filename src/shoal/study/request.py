@@ -129,6 +129,8 @@ class StudyRequest:
         if given.get("freq") is not None and given.get("governor") is not None:
             raise ShoalError(f"--freq and --governor {given['governor']} both name a clock; give one")
         clock = given.get("freq") or given.get("governor")
+        if clock is not None and given.get("freqs"):
+            raise ShoalError(f"--freqs sweeps the clock: drop --{'freq' if given.get('freq') else 'governor'}")
         if clock is not None and not cluster:
             from shoal.profiles import clock as clocks
 
