@@ -51,15 +51,15 @@ def main() -> None:
     freqs = args.freqs or ("1G,1.5G,2G" if args.profile == "clockboard" else "500M,1G,1.333G")
     found = []
     for r in range(args.rounds):
-        with tempfile.TemporaryDirectory() as tmp:
-            result, seconds = sweep(args.profile, freqs, args.devices, args.workloads, Path(tmp) / "sweep")
+        out = Path(tempfile.mkdtemp(prefix="shoal-freqs-")) / "sweep"  # kept: the runs behind the numbers
+        result, seconds = sweep(args.profile, freqs, args.devices, args.workloads, out)
         load = os.getloadavg()[0]
         best = result["best"]
         iv = result["best_perf_per_W_rel"] or {}
         print(f"round {r + 1}: measured best {name(best)}, perf/W {iv.get('value', float('nan')):.3f} "
               f"({iv.get('lo', float('nan')):.3f}-{iv.get('hi', float('nan')):.3f}) of 1 device at the "
               f"top clock; tied: {', '.join(name(p) for p in result['tied'])}; model's {name(result['model']['best'])}; "
-              f"{seconds:.0f} s, load average {load:.1f}")
+              f"{seconds:.0f} s, load average {load:.1f}; {out}")
         found.append(best)
     if args.profile == "clockboard":
         hits = sum(1 for b in found if b and abs(b["clock_Hz"] - CONSTRUCTED_HZ) < 1e6)

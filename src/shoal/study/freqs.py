@@ -158,7 +158,7 @@ def answer(sweep: Sweep, findings: dict[float, Any]) -> dict[str, Any]:
                   "states": {str(hz): dataclasses.asdict(s) for hz, s in model_states.items()}},
         "pairs": rows, "runs": {str(hz): str(sweep.path_of(hz)) for hz in freqs},
     }
-    from shoal.inputs import jsonout
+    from shoal.runs import jsonout
 
     (sweep.run.path / SWEEP_JSON).write_text(jsonout.dumps(out, indent=1))
     _write_csv(sweep.run.path / SWEEP_CSV, rows)
