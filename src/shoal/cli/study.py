@@ -76,6 +76,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--sizes", default=None, type=typed.SIZES, help="message sizes (default 8,128,2K,32K,512K)")
     p.add_argument("--preset", type=typed.text, default=None, metavar="NAME",
                    help="a seed's experiments as one study, its options filling those not given: "
+                        "seed000 (six MinnowBoards against the NUC as the thesis's Table 5.5, MPBench to "
+                        "32 MiB, the thesis's readings and Table 5.6 beside shoal's numbers; with --quick: "
+                        "1, 3, 4 and 6 boards, ray tracing alone); "
                         "seed002 (128 set-top boxes on DOCSIS beside a Xeon blade: IMB's 12 tests at six "
                         "sizes, ray tracing 512² and 2048², Table I's seven alignments scaled; with "
                         "--quick: 8-32 boxes, IMB at 64 B and 256 KiB, no blade)")

@@ -101,6 +101,9 @@ class StudyRequest:
     # Host seconds for the whole study (a preset's): the workloads and the reference as
     # measured, IMB on the plant what they leave unless --imb-budget (shoal.study.schedule).
     study_budget_s: float | None = None
+    # Fewest counted calls of a benchmark point (None: the study's 6); a preset whose largest
+    # messages take seconds a call lowers it (seed000: 32 MiB on 100 Mbit/s).
+    bench_min_reps: int | None = None
     # The clock of the cluster's emulated devices: folded into ``emulate`` (4xminnowboard@500M)
     # by create(); left here only where there is no emulated cluster, for validate() to refuse.
     freq: float | None = None
