@@ -190,9 +190,10 @@ def _samples(findings: dict[float, Any], pairs: list[tuple[int, float]]
             values = condition.energy_samples.get(n) if condition is not None else None
             if values:
                 samples.setdefault(w.name, {})[i] = list(values)
-            if hz == top and w.fit is not None and w.fit.f is not None and w.fit.describes:
-                fractions[w.name] = float(w.fit.f)
-                shared_W = float(w.shared_power_W or 0.0)
+            if hz == top:
+                shared_W = max(shared_W, float(w.shared_power_W or 0.0))
+                if w.fit is not None and w.fit.f is not None and w.fit.describes:
+                    fractions[w.name] = float(w.fit.f)
     everywhere = set(range(len(pairs)))
     samples = {name: by_i for name, by_i in samples.items() if set(by_i) == everywhere}
     return samples, {k: v for k, v in fractions.items() if k in samples}, shared_W
