@@ -244,7 +244,8 @@ def _pair_answer(result: dict) -> None:
     tied = [name(p) for p in result["tied"] if p != best]
     console.print(f"energy-optimal pair, measured: {name(best)}"
                   + (f"; cannot be told apart from: {', '.join(tied)}" if tied else "; stands clear of the others"))
-    console.print(f"the model's pair (Amdahl f per workload, the P-states' speed and watts): {name(model)}")
+    console.print(f"the model's pair (Amdahl f per workload, the P-states' speed and watts): {name(model)}"
+                  + (f" ({result['model']['reason']})" if result["model"].get("reason") else ""))
 
 def _answer(findings: "Findings") -> None:
     """The study's answer, last before the report's path: sizes, offload, host speed, precision."""

@@ -155,6 +155,8 @@ def answer(sweep: Sweep, findings: dict[float, Any]) -> dict[str, Any]:
         "best": _pair(measured.best), "best_perf_per_W_rel": measured.best_ppw.to_dict() if measured.best_ppw else None,
         "tied": [_pair(p) for p in measured.tied],
         "model": {"best": _pair(model_best), "f": fractions, "shared_power_W": shared_W,
+                  "reason": "" if fractions else ("no workload's scaling fit holds at the highest clock "
+                                                  "(a fit needs at least 3 node counts)"),
                   "states": {str(hz): dataclasses.asdict(s) for hz, s in model_states.items()}},
         "pairs": rows, "runs": {str(hz): str(sweep.path_of(hz)) for hz in freqs},
     }
