@@ -20,21 +20,20 @@ CLOCKBOARD = Path(__file__).resolve().parents[2] / "benchmarks" / "clockboard.to
 def clockboard(monkeypatch):
     monkeypatch.setenv("SHOAL_PROFILES", str(CLOCKBOARD))
     board = profiles.load()["clockboard"]
-    return {s.Hz: clockpair.ClockState(s.Hz, s.relative_speed, s.idle_W, s.busy_W) for s in board.pstates}
+    return {s.Hz: s for s in board.pstates}
 
 
 @pytest.mark.parametrize("f, shared_W", [(0.9, 0.0), (0.97, 2.0), (0.5, 5.0)])
 def test_at_one_clock_the_model_is_woo_lee_with_k_and_c_from_the_watts(f, shared_W):
-    state = clockpair.ClockState(1.333e9, 1.0, idle_W=2.5663, busy_W=5.7889875)
+    state = max(profiles.builtin("minnowboard").pstates, key=lambda s: s.Hz)
     k, c = state.idle_W / state.busy_W, shared_W / state.busy_W
     for n in (1, 2, 4, 6):
         ratio = clockpair.energy_per_work(n, f, state, shared_W) / clockpair.energy_per_work(1, f, state, shared_W)
         assert ratio == pytest.approx(float(woo_lee_energy(n, f, k, c)))
 
 
-def test_a_slower_state_costs_its_busy_watts_over_its_speed():
-    fast = clockpair.ClockState(2e9, 1.0, 1.0, 6.0)
-    slow = clockpair.ClockState(1e9, 0.5, 1.0, 2.0)
+def test_a_slower_state_costs_its_busy_watts_over_its_speed(clockboard):
+    fast, slow = clockboard[2e9], clockboard[1e9]
     # All parallel on one device: energy per unit is busy watts over speed.
     assert clockpair.energy_per_work(1, 1.0, slow, 0.0) / clockpair.energy_per_work(1, 1.0, fast, 0.0) == \
         pytest.approx((2.0 / 0.5) / 6.0)

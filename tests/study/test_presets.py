@@ -156,7 +156,8 @@ def test_seed000_is_six_minnowboards_beside_the_nuc_with_mpbench_to_32_mib():
     sizes = grammar.sizes(request.size_list)
     assert max(sizes) == 32 * 2**20 and 2**18 in sizes  # the thesis's "218MB" read as 2^18 B
     the_plan = run.plan(request)
-    assert the_plan.plans[0].request.options.min_reps == 2
+    options = the_plan.plans[0].request.options
+    assert options.min_reps == 2 and options.timeout_s == 180.0  # 32 MiB calls take seconds
     labels = {(p.label, p.nodes) for p in the_plan.plans[0].placements}
     assert labels == {("6xminnowboard", n) for n in range(1, 7)} | {("reference", 1)}
     quick = StudyRequest.create(preset="seed000", quick=True)

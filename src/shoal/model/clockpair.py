@@ -23,19 +23,10 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from shoal.model.resample import Interval, mix_ppw_intervals
+from shoal.profiles.clock import PState
 
 
-@dataclass(frozen=True)
-class ClockState:
-    """What the model needs of a P-state: its clock, the core's relative speed, the watts."""
-
-    Hz: float
-    relative_speed: float
-    idle_W: float
-    busy_W: float
-
-
-def energy_per_work(n: int, f: float, state: ClockState, shared_W: float) -> float:
+def energy_per_work(n: int, f: float, state: PState, shared_W: float) -> float:
     """The model's energy per unit of work at n devices on ``state``, in units of T1 (J per s of
     one nominal device's work): see the module docstring."""
     serial, parallel = 1.0 - f, f
@@ -44,7 +35,7 @@ def energy_per_work(n: int, f: float, state: ClockState, shared_W: float) -> flo
 
 
 def predicted_ppw(pairs: Sequence[tuple[int, float]], f: dict[str, float], weights: dict[str, float],
-                  states: dict[float, ClockState], shared_W: float) -> list[float]:
+                  states: dict[float, PState], shared_W: float) -> list[float]:
     """The model's perf/W at each pair relative to the first, mixed as the measurements are
     (a weighted sum of each workload's energy over its energy at the first pair)."""
     total = sum(weights[name] for name in f) or 1.0

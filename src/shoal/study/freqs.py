@@ -128,8 +128,7 @@ def answer(sweep: Sweep, findings: dict[float, Any]) -> dict[str, Any]:
     # The devices' profile (the first term's, at its nominal clock) and the states swept.
     base = inventory.from_emulate(request.emulate, request.link).nodes[0].profile
     chosen = {hz: clock.state(base, hz) for hz in freqs}
-    model_states = {hz: clockpair.ClockState(s.Hz, s.relative_speed, s.idle_W, s.busy_W)
-                    for hz, s in chosen.items()}
+    model_states = chosen
     counts = sorted(set.intersection(*(_counts(f) for f in findings.values()))) if findings else []
     pairs = [(n, hz) for hz in freqs for n in counts]
     samples, fractions, shared_W = _samples(findings, pairs)

@@ -104,6 +104,8 @@ class StudyRequest:
     # Fewest counted calls of a benchmark point (None: the study's 6); a preset whose largest
     # messages take seconds a call lowers it (seed000: 32 MiB on 100 Mbit/s).
     bench_min_reps: int | None = None
+    # Device seconds a benchmark point may take before it counts as hung (None: from its budget).
+    bench_point_timeout_s: float | None = None
     # The clock of the cluster's emulated devices: folded into ``emulate`` (4xminnowboard@500M)
     # by create(); left here only where there is no emulated cluster, for validate() to refuse.
     freq: float | None = None
