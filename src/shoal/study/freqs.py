@@ -20,8 +20,6 @@ from pathlib import Path
 from typing import Any, Callable
 
 from shoal.errors import ShoalError
-from shoal.model import clockpair
-from shoal.model.waiting import SLEEPING
 from shoal.runs.store import Run
 from shoal.study.request import StudyRequest
 
@@ -121,6 +119,7 @@ def measure(sweep: Sweep, one: Callable[[Run, Any], Any]) -> dict[float, Any]:
 def answer(sweep: Sweep, findings: dict[float, Any]) -> dict[str, Any]:
     """The best pair, measured and modelled, written beside the clocks' studies."""
     from shoal.cluster import inventory
+    from shoal.model import clockpair
     from shoal.profiles import clock
 
     request = sweep.request
@@ -173,6 +172,8 @@ def _pair(pair: tuple[int, float] | None) -> dict[str, Any] | None:
 
 def _counts(findings: Any) -> set[int]:
     """The node counts at which some workload of one clock's study has energy samples."""
+    from shoal.model.waiting import SLEEPING
+
     return {n for w in findings.workloads if (c := w.conditions.get(SLEEPING)) is not None
             for n in c.energy_samples}
 
@@ -181,6 +182,8 @@ def _samples(findings: dict[float, Any], pairs: list[tuple[int, float]]
              ) -> tuple[dict[str, dict[int, list[float]]], dict[str, float], float]:
     """Each workload's energy per unit of work per pair index; the parallel fraction its study
     fitted at the highest clock (the model's f); the switch's watts."""
+    from shoal.model.waiting import SLEEPING
+
     samples: dict[str, dict[int, list[float]]] = {}
     fractions: dict[str, float] = {}
     shared_W = 0.0
