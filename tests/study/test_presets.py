@@ -6,6 +6,7 @@ import pytest
 
 from shoal import profiles
 from shoal.errors import ShoalError
+from shoal.inputs import grammar
 from shoal.study import imb_budget, presets, run, schedule
 from shoal.study.request import StudyRequest
 
@@ -38,7 +39,7 @@ def test_options_given_win_over_the_preset_and_drop_what_no_longer_runs():
 
 
 def test_an_unknown_preset_is_refused_with_what_to_do():
-    with pytest.raises(ShoalError, match=r"--preset seed003: no such study preset; known: seed002"):
+    with pytest.raises(ShoalError, match=r"--preset seed003: no such study preset; known: seed000, seed002"):
         StudyRequest.create(preset="seed003", quick=True)
     # The preset's own table is not changed by a request.
     StudyRequest.create(preset="seed002", quick=True, work_sizes={"msa": "S12-L40"})
@@ -147,3 +148,17 @@ def test_a_study_budget_without_measured_workload_rounds_or_room_for_imb_is_refu
     with pytest.raises(ShoalError, match=r"^the study's 1000 s hold no IMB on the plant: its workloads are "
                                          r"planned at 2360 s"):
         run.plan(StudyRequest.create(preset="seed002", study_budget_s=1000.0))
+
+
+def test_seed000_is_six_minnowboards_beside_the_nuc_with_mpbench_to_32_mib():
+    request = StudyRequest.create(preset="seed000", host_speed=1.0)
+    assert (request.emulate, str(request.reference), request.suite) == ("6xminnowboard", "nuc", "mpbench")
+    sizes = grammar.sizes(request.size_list)
+    assert max(sizes) == 32 * 2**20 and 2**18 in sizes  # the thesis's "218MB" read as 2^18 B
+    the_plan = run.plan(request)
+    options = the_plan.plans[0].request.options
+    assert options.min_reps == 2 and options.timeout_s == 180.0  # 32 MiB calls take seconds
+    labels = {(p.label, p.nodes) for p in the_plan.plans[0].placements}
+    assert labels == {("6xminnowboard", n) for n in range(1, 7)} | {("reference", 1)}
+    quick = StudyRequest.create(preset="seed000", quick=True)
+    assert quick.nodes == "1,3,4,6" and quick.workload_list == ["raytrace"]

@@ -86,4 +86,4 @@ def test_the_report_puts_the_seeds_numbers_beside_shoals(seed_run):
     assert msa["shoal"] > 0 and "the seed's S300-L200 / 625" in msa["source"]
     assert findings["not_run"] and all(r["reason"].startswith("not run") for r in findings["not_run"])
     page = (seed_run / "report" / "report.html").read_text()
-    assert "Beside seed 002" in page and "0.122 s" in page and "3 points not run" in page
+    assert "Beside the seed" in page and "0.122 s" in page and "3 points not run" in page

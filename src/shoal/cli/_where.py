@@ -40,9 +40,23 @@ def add_host_speed(where: argparse._ArgumentGroup) -> None:
                        help="measure this host's core speed again instead of using the cached one")
 
 
+def add_clock(where: argparse._ArgumentGroup) -> None:
+    """--freq and --governor: the clock emulated devices are held at, or this machine's governor."""
+    from shoal.profiles.clock import GOVERNORS
+
+    where.add_argument("--freq", type=typed.FREQUENCY, default=None, metavar="HZ",
+                       help="hold the emulated devices at their P-state of this clock (e.g. 500M, "
+                            "1.33G): its speed sets their CPU budget, its watts their power model")
+    where.add_argument("--governor", default=None, choices=GOVERNORS,
+                       help="emulated devices: their highest (performance) or lowest (powersave) "
+                            "P-state; this machine: the kernel's governor for the run where "
+                            "permitted (else the current one, said and recorded)")
+
+
 def add_where(p: argparse.ArgumentParser, nodes_default: str) -> argparse._ArgumentGroup:
     where = p.add_argument_group("where ranks run (default: this machine)")
     add_cluster_choice(where)
+    add_clock(where)
     where.add_argument("--nodes", default=None, type=typed.COUNTS_TEXT,
                        help=f"node counts to sweep on the cluster: 1..4, 1,2,4,6 (default: {nodes_default})")
     where.add_argument("--ranks-per-node", type=typed.whole(1, MAX_SLOTS), default=1,

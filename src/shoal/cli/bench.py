@@ -112,6 +112,8 @@ def _request(args: argparse.Namespace):
         host_speed=args.host_speed,
         recalibrate=args.recalibrate,
         launch=args.launch,
+        freq=args.freq,
+        governor=args.governor,
     )
 
 

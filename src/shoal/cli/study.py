@@ -45,6 +45,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     from shoal.cli._where import add_host_speed
 
     add_host_speed(p)
+    from shoal.cli._where import add_clock
+
+    add_clock(p)
+    p.add_argument("--freqs", type=typed.FREQUENCIES, default=None, metavar="F1,F2,...",
+                   help="run the study at each of these clocks of the emulated devices (their "
+                        "P-states, e.g. 500M,750M,1G,1.333G) and name the energy-optimal pair of "
+                        "node count and clock, its interval and the model's pair")
     p.add_argument("--nodes", default=None, type=typed.COUNTS_TEXT, help="node counts (default 1..N)")
     p.add_argument("--workloads", type=typed.text, default=None, metavar="NAMES",
                    help=f"workloads timed at every node count (default {defaults.DEFAULT_WORKLOADS}; "
@@ -69,6 +76,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--sizes", default=None, type=typed.SIZES, help="message sizes (default 8,128,2K,32K,512K)")
     p.add_argument("--preset", type=typed.text, default=None, metavar="NAME",
                    help="a seed's experiments as one study, its options filling those not given: "
+                        "seed000 (six MinnowBoards against the NUC as the thesis's Table 5.5, MPBench to "
+                        "32 MiB, the thesis's readings and Table 5.6 beside shoal's numbers; with --quick: "
+                        "1, 3, 4 and 6 boards, ray tracing alone); "
                         "seed002 (128 set-top boxes on DOCSIS beside a Xeon blade: IMB's 12 tests at six "
                         "sizes, ray tracing 512² and 2048², Table I's seven alignments scaled; with "
                         "--quick: 8-32 boxes, IMB at 64 B and 256 KiB, no blade)")
@@ -114,9 +124,15 @@ def _emulates(args: argparse.Namespace) -> bool:
 def _precheck(args: argparse.Namespace) -> None:
     """Plan the study (no side effects) before re-running inside a user namespace."""
     if not args.resume:
+        from shoal.study import freqs
         from shoal.study import run as study_run
 
-        study_run.plan(_request(args))
+        request = _request(args)
+        if request.freqs:
+            for hz in request.freqs:
+                study_run.plan(freqs.sub_request(request, hz))
+        else:
+            study_run.plan(request)
 
 
 def _request(args: argparse.Namespace) -> StudyRequest:
@@ -135,7 +151,7 @@ def _request(args: argparse.Namespace) -> StudyRequest:
         dilation=args.dilation, host_speed=args.host_speed, recalibrate=args.recalibrate or None,
         workloads=args.workloads, work_sizes=_work_sizes(args.work_size),
         work_reps=args.work_reps, ci=args.ci, mix=args.mix, preset=args.preset,
-        imb_budget_s=args.imb_budget)
+        imb_budget_s=args.imb_budget, freq=args.freq, governor=args.governor, freqs=args.freqs)
 
 
 def _work_sizes(items: list[str]) -> dict[str, str]:
@@ -150,15 +166,32 @@ def _work_sizes(items: list[str]) -> dict[str, str]:
 
 def run(args: argparse.Namespace) -> int:
     # The sweep, models and report (numpy, pandas, matplotlib) load only when a study runs.
+    from shoal.study import freqs
+    from shoal.study import run as study_run
+
+    if args.resume and freqs.is_sweep(args.resume):
+        return _sweep(freqs.resume(args.resume))
+    if not args.resume:
+        request = _request(args)
+        if request.freqs:
+            return _sweep(freqs.start(request, ["shoal", *sys.argv[1:]], args.out))
+    if args.resume:
+        run_dir, study = study_run.resume(args.resume)
+    else:
+        run_dir, study = study_run.start(request, ["shoal", *sys.argv[1:]], args.out)
+    findings = _one(run_dir, study)
+    _answer(findings)
+    print(f"report: {run_dir.path / 'report' / 'report.html'}")
+    return 0
+
+
+def _one(run_dir, study) -> "Findings":
+    """One study measured (with progress), analysed and its report written."""
     from shoal.cli._progress import Progress
     from shoal.report import study_report
     from shoal.study import analysis
     from shoal.study import run as study_run
 
-    if args.resume:
-        run_dir, study = study_run.resume(args.resume)
-    else:
-        run_dir, study = study_run.start(_request(args), ["shoal", *sys.argv[1:]], args.out)
     print(f"shoal study: at most {study.total_points} points -> {run_dir.path}", file=sys.stderr)
     if study.timing is not None:
         print("\n".join(study.timing.lines()), file=sys.stderr)
@@ -167,13 +200,52 @@ def run(args: argparse.Namespace) -> int:
     with progress as events:
         study_run.measure(run_dir, study, events, progress.work_events())
     findings = analysis.analyse(run_dir)
-    paths = study_report.write([run_dir], run_dir.path / "report", {run_dir.path.name: findings})
+    study_report.write([run_dir], run_dir.path / "report", {run_dir.path.name: findings})
     if findings.device_speed == "host":
         print(f"shoal: warning: {study_report.HOST_SPEED}", file=sys.stderr)
-    _answer(findings)
-    print(f"report: {paths['html']}")
+    return findings
+
+
+def _sweep(sweep) -> int:
+    """Every clock's study, then the energy-optimal (node count, clock) pair."""
+    from shoal.study import freqs
+
+    print(f"shoal study: {len(sweep.request.freqs)} clocks -> {sweep.run.path}", file=sys.stderr)
+    found = freqs.measure(sweep, _one)
+    result = freqs.answer(sweep, found)
+    _pair_answer(result)
+    print(f"sweep: {sweep.run.path / freqs.SWEEP_JSON}")
     return 0
 
+
+def _pair_answer(result: dict) -> None:
+    """The pairs as a table, the best measured and the model's named under it."""
+    from rich import box
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(box=box.SIMPLE, title="shoal study --freqs: perf/W of every (nodes, clock) pair, "
+                  "relative to 1 device at the highest clock", title_justify="left")
+    for column in ("nodes", "clock", "perf/W (95% interval)", "over the best's", "model"):
+        table.add_column(column, justify="right")
+    for row in result["pairs"]:
+        def num(key: str) -> str:
+            return "-" if row[key] is None else f"{row[key]:.3f}"
+        table.add_row(str(row["nodes"]), f"{row['clock_Hz'] / 1e6:.0f} MHz",
+                      f"{num('perf_per_W_rel')} ({num('perf_per_W_rel_lo')}-{num('perf_per_W_rel_hi')})",
+                      f"{num('vs_best')} ({num('vs_best_lo')}-{num('vs_best_hi')})" + (" tied" if row["tied_with_best"] else ""),
+                      num("model_perf_per_W_rel"))
+    console = Console(soft_wrap=False)
+    console.print(table)
+    best, model = result["best"], result["model"]["best"]
+
+    def name(pair: dict | None) -> str:
+        return "none" if pair is None else f"{pair['nodes']} device(s) at {pair['clock_Hz'] / 1e6:.0f} MHz"
+    tied = [name(p) for p in result["tied"] if p != best]
+    console.print(f"energy-optimal pair, measured: {name(best)}"
+                  + (f"; cannot be told apart from: {', '.join(tied)}" if tied else "; stands clear of the others"))
+    console.print(f"the model's pair (Amdahl f per workload, the P-states' speed and watts): {name(model)}"
+                  + (f" ({result['model']['reason']})" if result["model"].get("reason") else ""))
 
 def _answer(findings: "Findings") -> None:
     """The study's answer, last before the report's path: sizes, offload, host speed, precision."""

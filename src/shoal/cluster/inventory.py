@@ -124,11 +124,15 @@ def parse(data: dict, where: str = "inventory", text: str = "") -> Inventory:
                      dict(declared.switches))
 
 
-_TERM = re.compile(r"^(\d+)x([a-z0-9][a-z0-9-]*)$")
+# COUNTxPROFILE, or COUNTxPROFILE@CLOCK: the devices held at one P-state (shoal.profiles.clock).
+_TERM = re.compile(r"^(\d+)x([a-z0-9][a-z0-9-]*)(?:@([^@+]+))?$")
 
 
 def from_emulate(spec: str, link: str | None = None, host_speed: float | None = None) -> Inventory:
-    """Build an emulated inventory from ``4xminnowboard+1xnuc`` (``link`` overrides every node)."""
+    """Build an emulated inventory from ``4xminnowboard+1xnuc`` (``link`` overrides every node);
+    ``4xminnowboard@500M`` (or ``@powersave``) holds those devices at one of their P-states."""
+    from shoal.profiles import clock as clocks
+
     known_profiles, known_links = _profiles.load_all()
     if link is not None and link not in known_links:
         raise ShoalError(f"--link {link}: unknown link type (known: {', '.join(sorted(known_links))})")
@@ -137,8 +141,8 @@ def from_emulate(spec: str, link: str | None = None, host_speed: float | None = 
     for term in spec.replace(" ", "").split("+"):
         match = _TERM.match(term)
         if not match:
-            raise ShoalError(f"--emulate {spec}: {term!r} is not COUNTxPROFILE "
-                             "(e.g. 4xminnowboard or 4xminnowboard+1xnuc)")
+            raise ShoalError(f"--emulate {spec}: {term!r} is not COUNTxPROFILE or COUNTxPROFILE@CLOCK "
+                             "(e.g. 4xminnowboard, 4xminnowboard+1xnuc or 4xminnowboard@500M)")
         count, name = int(match.group(1)), match.group(2)
         if name not in known_profiles:
             raise ShoalError(f"--emulate {spec}: unknown profile {name!r} "
@@ -149,6 +153,11 @@ def from_emulate(spec: str, link: str | None = None, host_speed: float | None = 
             raise ShoalError(f"--emulate {spec}: more than {MAX_EMULATED} devices; "
                              f"at most {MAX_EMULATED} fit one emulated switch")
         profile = known_profiles[name]
+        if match.group(3):
+            profile = clocks.at_clock(profile, clocks.parse(match.group(3)),
+                                      "--governor" if match.group(3) in clocks.GOVERNORS else "--freq")
+            known_profiles = {**known_profiles, profile.name: profile}
+            name = profile.name
         for _ in range(count):
             counters[name] = counters.get(name, 0) + 1
             node_name = f"{name}{counters[name]}"

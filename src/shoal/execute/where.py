@@ -63,6 +63,21 @@ class Where:
     # Where the MPI's launch daemons run: "box" (its own launch, one on every node) or
     # "head" (emulated clusters: in the head, starting each rank into its device).
     launch: str = "box"
+    # The clock: ``freq`` (Hz) holds emulated devices at that P-state, ``governor``
+    # (performance, powersave) at their highest or lowest; both are folded into ``emulate``
+    # (4xminnowboard@500M), so the devices carry their clock. On this machine ``governor``
+    # is the kernel's, set for the run where permitted (shoal.cluster.governor).
+    freq: float | None = None
+    governor: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.freq is not None and self.governor is not None:
+            raise ShoalError(f"--freq and --governor {self.governor} both name a clock; give one")
+        if self.emulate and (self.freq is not None or self.governor is not None):
+            from shoal.profiles import clock
+
+            self.emulate = clock.with_clock(self.emulate, clock.text(self.freq or self.governor))
+            self.freq = self.governor = None
 
     @property
     def kind(self) -> str:
@@ -144,6 +159,23 @@ class Where:
 
             parse_mode(self.wait)
         self._validate_launch()
+        self._validate_clock()
+
+    def _validate_clock(self) -> None:
+        """--freq is an emulated device's; --governor also this machine's (it must offer it)."""
+        if self.freq is None and self.governor is None:
+            return
+        option = "--freq" if self.freq is not None else f"--governor {self.governor}"
+        if self.kind != "local":
+            raise ShoalError(f"{option}: the devices of {self.config_label} keep the clock they came up "
+                             "with; give it with --emulate (e.g. --emulate 4xminnowboard@500M, or "
+                             "'shoal cluster up --emulate 4xminnowboard@powersave')")
+        if self.freq is not None:
+            raise ShoalError("--freq holds emulated devices at a P-state: add --emulate SPEC; on this "
+                             "machine use --governor performance|powersave")
+        from shoal.cluster import governor
+
+        governor.check(self.governor)
 
     def _validate_launch(self) -> None:
         from shoal.cluster.session import LAYOUTS
@@ -205,4 +237,18 @@ class Where:
                 host = session.host_speed_record()
                 if run is not None and host is not None:
                     run.update_manifest(host_speed=host)
-                yield session
+                with self._governor(run):
+                    yield session
+
+    @contextlib.contextmanager
+    def _governor(self, run: "Run | None") -> Iterator[None]:
+        """This machine's governor set for the block (asked with --governor), recorded in ``run``."""
+        if not self.governor or self.kind != "local":
+            yield
+            return
+        from shoal.cluster import governor
+
+        with governor.held(self.governor) as record:
+            if run is not None:
+                run.update_manifest(governor=record)
+            yield

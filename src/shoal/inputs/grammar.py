@@ -188,6 +188,31 @@ def rate(text: str) -> float:
     return result
 
 
+_FREQUENCY = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([kKMG]?)(?:Hz)?\s*$")
+
+
+def frequency(text: str | float) -> float:
+    """A clock frequency in Hz: ``1333000000``, ``1.33G``, ``500MHz``, ``800M`` (decimal prefixes)."""
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        value = float(text)
+    else:
+        match = _FREQUENCY.match(str(text))
+        if not match:
+            raise GrammarError(f"{text!r} is not a frequency: give Hz with an optional k, M or G, "
+                               "e.g. 1.33G or 500MHz")
+        value = float(match.group(1)) * _RATE_PREFIX.get(match.group(2), 1.0)
+    POSITIVE.check(value)
+    return value
+
+
+def frequencies(text: str) -> list[float]:
+    """A comma list of frequencies (``--freqs 500M,1G,1.33G``), in the order given, no repeats."""
+    values = [frequency(item) for item in _items(text, "frequency", "500M,1.33G")]
+    if len(set(values)) != len(values):
+        raise GrammarError(f"{text!r} names a frequency twice; list each once")
+    return values
+
+
 def choices(text: str, allowed: tuple[str, ...], what: str) -> tuple[str, ...]:
     """A comma list of names, each one of ``allowed``, in the order given."""
     items = tuple(_items(text, what, ",".join(allowed[:2])))

@@ -55,6 +55,8 @@ SIZES = typed(grammar.sizes, keep_text=True, name="sizes")
 COUNTS = typed(grammar.counts, name="counts")
 COUNTS_TEXT = typed(grammar.counts, keep_text=True, name="counts")
 RATE = typed(grammar.rate, name="rate")
+FREQUENCY = typed(grammar.frequency, name="frequency")
+FREQUENCIES = typed(grammar.frequencies, name="frequencies")
 
 
 def text(value: str) -> str:

@@ -240,7 +240,8 @@ class DeviceProfile:
     description: str = ""
     clock_Hz: float | None = None
     max_W: float | None = None
-    # P-states as [[frequency_Hz, watts], ...] where known.
+    # The clocks the CPU runs at where known (shoal.profiles.clock.PState): Hz, speed relative
+    # to ``speed``, idle and busy watts; ``clock.at_clock`` holds the device at one of them.
     pstates: tuple = ()
     # AES instructions in the CPU (None: not known): decides the edge workload's AES.
     aes_instructions: bool | None = None
@@ -255,7 +256,7 @@ class DeviceProfile:
 
     def describe(self) -> dict[str, Any]:
         data = asdict(self)
-        data["pstates"] = [list(p) for p in self.pstates]
+        data["pstates"] = [asdict(p) for p in self.pstates]
         return data
 
 
@@ -267,7 +268,9 @@ def profile_from_table(name: str, table: dict, where: str, text: str = "") -> De
     checked = schema.validate(tables.ProfileTable, table, where, text, at=("profiles", name))
     values = checked.model_dump(exclude=set(checked.model_extra or {}) | {"kernel_unit_s"})
     values["speed"], values["speed_kernel"] = checked.resolved_speed()
-    values["pstates"] = tuple(values["pstates"])
+    from shoal.profiles.clock import PState
+
+    values["pstates"] = tuple(PState(**state) for state in values["pstates"])
     if values.get("per_test") is not None:
         values["per_test"] = PerTestWatts(**values["per_test"])
     return DeviceProfile(name=name, sources=checked.sources, **values)

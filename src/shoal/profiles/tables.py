@@ -24,6 +24,24 @@ class PerTestTable(Table):
     source: str = ""
 
 
+class PStateTable(Table):
+    """One ``[[profiles.NAME.pstates]]`` table: a clock of the device, every number sourced."""
+
+    required_hint: ClassVar[str] = ("every P-state needs Hz, relative_speed (1 at the profile's "
+                                    "clock_Hz), idle_W, busy_W and the source of its numbers")
+    Hz: Positive
+    relative_speed: Annotated[float, Field(gt=0, le=100, allow_inf_nan=False)]
+    idle_W: NonNegative
+    busy_W: NonNegative
+    source: Annotated[str, Field(min_length=1)]
+
+    @model_validator(mode="after")
+    def _watts(self) -> "PStateTable":
+        if self.busy_W < self.idle_W:
+            raise ValueError(f"needs idle_W <= busy_W, got {self.idle_W:g} and {self.busy_W:g}")
+        return self
+
+
 class ProfileTable(Table):
     """One ``[profiles.NAME]`` table; ``FIELD_source`` keys say where a number came from."""
 
@@ -44,7 +62,8 @@ class ProfileTable(Table):
     description: str = ""
     clock_Hz: Optional[Positive] = None
     max_W: Optional[NonNegative] = None
-    pstates: list[tuple[Positive, NonNegative]] = []
+    # The clocks the CPU runs at (shoal.profiles.clock): at most one state per frequency.
+    pstates: list[PStateTable] = []
     # Whether the CPU has AES instructions (None: not known); the edge workload
     # runs software AES on devices without them.
     aes_instructions: Optional[bool] = None
@@ -64,7 +83,20 @@ class ProfileTable(Table):
         if self.busy_W < self.idle_W:
             raise ValueError(f"needs idle_W <= busy_W, got {self.idle_W:g} and {self.busy_W:g}")
         self._check_speed()
+        self._check_pstates()
         return self
+
+    def _check_pstates(self) -> None:
+        from shoal.profiles.clock import MATCH
+
+        frequencies = sorted(s.Hz for s in self.pstates)
+        for low, high in zip(frequencies, frequencies[1:]):
+            if high - low <= MATCH * high:
+                raise ValueError(f"pstates: two states at {low:g} and {high:g} Hz; give each clock once")
+        at_clock = [s for s in self.pstates if self.clock_Hz and abs(s.Hz - self.clock_Hz) <= MATCH * s.Hz]
+        if at_clock and at_clock[0].relative_speed != 1:
+            raise ValueError(f"pstates: the state at clock_Hz ({self.clock_Hz:g}) is the profile's own "
+                             f"speed: its relative_speed must be 1, got {at_clock[0].relative_speed:g}")
 
     def _check_speed(self) -> None:
         from shoal.profiles import MIX, reference_kernels

@@ -101,6 +101,17 @@ class StudyRequest:
     # Host seconds for the whole study (a preset's): the workloads and the reference as
     # measured, IMB on the plant what they leave unless --imb-budget (shoal.study.schedule).
     study_budget_s: float | None = None
+    # Fewest counted calls of a benchmark point (None: the study's 6); a preset whose largest
+    # messages take seconds a call lowers it (seed000: 32 MiB on 100 Mbit/s).
+    bench_min_reps: int | None = None
+    # Device seconds a benchmark point may take before it counts as hung (None: from its budget).
+    bench_point_timeout_s: float | None = None
+    # The clock of the cluster's emulated devices: folded into ``emulate`` (4xminnowboard@500M)
+    # by create(); left here only where there is no emulated cluster, for validate() to refuse.
+    freq: float | None = None
+    governor: str | None = None
+    # The clocks a frequency sweep runs the study at (Hz; shoal.study.freqs), None: no sweep.
+    freqs: list[float] | None = None
 
     @classmethod
     def create(cls, **given: Any) -> "StudyRequest":
@@ -120,6 +131,17 @@ class StudyRequest:
         cluster = given.get("cluster") or given.get("attach")
         if "emulate" not in given and cluster:
             given["emulate"] = None
+        if given.get("freq") is not None and given.get("governor") is not None:
+            raise ShoalError(f"--freq and --governor {given['governor']} both name a clock; give one")
+        clock = given.get("freq") or given.get("governor")
+        if clock is not None and given.get("freqs"):
+            raise ShoalError(f"--freqs sweeps the clock: drop --{'freq' if given.get('freq') else 'governor'}")
+        if clock is not None and not cluster:
+            from shoal.profiles import clock as clocks
+
+            given["emulate"] = clocks.with_clock(given.get("emulate") or DEFAULT_EMULATE, clocks.text(clock))
+            given.pop("freq", None)
+            given.pop("governor", None)
         given["reference"] = Reference.parse(given.get("reference")
                                              or ("host" if cluster else DEFAULT_REFERENCE))
         given["explicit_budget"] = "time_budget_s" in given
@@ -172,7 +194,7 @@ class StudyRequest:
         return Where(mpi=self.mpi, emulate=self.emulate, cluster=self.cluster, attach=self.attach,
                      link=self.link,
                      nodes=self.nodes, dilation=self.dilation, host_speed=self.host_speed,
-                     recalibrate=self.recalibrate)
+                     recalibrate=self.recalibrate, freq=self.freq, governor=self.governor)
 
     def _check_mix(self) -> None:
         if not self.mix:

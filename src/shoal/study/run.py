@@ -169,7 +169,8 @@ def _options(request: StudyRequest, points: int) -> Options:
     """Per-point budget from the study's time budget; a looser CI target than bench."""
     per_point = MEASURE_SHARE * request.bench_budget_s / max(points, 1)
     per_point = min(2.0, max(0.05, per_point))
-    return Options(ci=0.05, budget_s=per_point, min_reps=6, warmup=1)
+    return Options(ci=0.05, budget_s=per_point, min_reps=request.bench_min_reps or 6, warmup=1,
+                   point_timeout_s=request.bench_point_timeout_s)
 
 
 def start(request: StudyRequest, command: list[str], out: Path | None) -> tuple[Run, StudyPlan]:

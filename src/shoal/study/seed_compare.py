@@ -1,5 +1,7 @@
 """Shoal's numbers beside a seed's printed numbers, and the points a study planned not to run.
 
+For preset ``seed000``, seed 000's readings of its six boards and Table 5.6 (shoal.study.seed000).
+
 For a study of preset ``seed002`` every number seed 002 prints for its experiments
 (``shoal/data/seed002.csv``: §V's IMB text, Fig. 8's ray-tracing times, Table I) stands beside
 the same quantity measured here: the median of the counted repetitions (workloads) or of the
@@ -141,11 +143,15 @@ def _imb_rows(run: Run, label: str) -> list[dict[str, Any]]:
 
 
 def seed_rows(run: Run) -> list[dict[str, Any]] | None:
-    """Shoal's numbers beside seed 002's, for a study of preset seed002 (else None)."""
+    """Shoal's numbers beside the seed's, for a study of preset seed002 or seed000 (else None)."""
     request = saved_request(run.manifest)
-    if request is None or request.preset != "seed002":
+    if request is None or request.preset not in ("seed002", "seed000"):
         return None
     label = run.manifest.get("cluster_label") or ""
+    if request.preset == "seed000":
+        from shoal.study import seed000
+
+        return seed000.rows(run, label)
     return _work_rows(run, request, label) + _imb_rows(run, label)
 
 
