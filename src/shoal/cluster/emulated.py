@@ -79,7 +79,7 @@ def userns_inside() -> bool:
     return userns.inside()
 
 
-def _new_id() -> str:
+def new_id() -> str:
     return "c" + secrets.token_hex(3)
 
 
@@ -106,7 +106,7 @@ class EmulatedCluster:
         # The sets of devices that ever compute at the same time (None: all of them):
         # a study runs its reference apart from the cluster, so only the larger set must fit.
         self.at_once = at_once
-        self.id = check_id(cluster_id or _new_id())
+        self.id = check_id(cluster_id or new_id())
         self.persistent = persistent
         self.calibrate_cpu = calibrate
         # Where the link forwarder logs every frame it delivers (None: no log).
@@ -778,15 +778,19 @@ def attach(cluster_id: str) -> EmulatedCluster:
 
 
 def _inventory_from_record(record: dict) -> Inventory:
+    return inventory_from_description(record["inventory"], f"cluster {record['id']}")
+
+
+def inventory_from_description(described: dict, where: str) -> Inventory:
+    """An emulated inventory back from its ``describe()`` (a record, a host's share of a plan)."""
     from shoal.cluster import inventory as inv
 
-    described = record["inventory"]
     data = {"cluster": {"mode": "emulated"},
             "nodes": [{k: v for k, v in n.items() if k in ("name", "address", "slots", "profile", "link")}
                       for n in described["nodes"]],
             "profiles": {k: _profile_table(v) for k, v in described.get("profiles", {}).items()},
             "links": {k: {kk: vv for kk, vv in v.items() if kk not in ("name", "sources")} for k, v in described.get("links", {}).items()}}
-    return inv.parse(data, f"cluster {record['id']}")
+    return inv.parse(data, where)
 
 
 def _profile_table(described: dict) -> dict:

@@ -1,0 +1,137 @@
+"""What runs on each host of an emulated cluster spread over several (``shoal cluster agent``).
+
+The command that brings such a cluster up (``multihost.up``) starts one agent per host
+through the host engine (``hostengine``) three times at most:
+
+- ``probe``: says what the host offers: its shoal version, the CPUs this command may use
+  (under Slurm no more than the allocation gives the node), its core's speed;
+- ``up``: builds the host's share of the devices exactly as a one-host cluster is built
+  (``EmulatedCluster``: namespaces, per-core CPU budgets, memory limits, the forwarder)
+  at the dilation every host shares, says it is ready, and holds it until a stopping
+  signal (``cluster down``, the end of the Slurm step or job), then removes it;
+- ``down``: removes the share on this host: its agent is asked to stop, and whatever is
+  still recorded is removed as any leftover is.
+
+Every answer is one line ``shoal-agent {json}`` on stdout naming the host, so that the
+lines of all hosts, interleaved by srun or ssh, can be told apart from anything else.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import sys
+import time
+
+from shoal import __version__, proc
+from shoal.cluster import cpulimit, hostengine, hostspeed, state, sysns
+from shoal.errors import ShoalError
+
+PREFIX = "shoal-agent "
+# How long ``down`` waits for the agent holding a share to remove it itself.
+STOP_WAIT_S = 15.0
+
+
+def host_name(given: str | None = None) -> str:
+    """This host's name as the engine knows it: given (ssh), Slurm's node name, the hostname."""
+    return given or os.environ.get(hostengine.SLURM_NODE_NAME) or socket.gethostname()
+
+
+def say(host: str, **facts) -> None:
+    print(PREFIX + json.dumps({"host": host, **facts}), flush=True)
+
+
+def read_reports(text: str) -> list[dict]:
+    """The agents' lines in a command's output (anything else is left out)."""
+    reports = []
+    for line in text.splitlines():
+        if line.startswith(PREFIX):
+            try:
+                reports.append(json.loads(line[len(PREFIX):]))
+            except ValueError:
+                continue
+    return reports
+
+
+def capacity() -> float:
+    """The CPUs the devices here may use: this command's (cpuset, cgroup quota), and under
+    Slurm no more than the allocation gives this node."""
+    usable = cpulimit.capacity()
+    allocated = os.environ.get("SLURM_CPUS_ON_NODE", "")
+    return min(usable, float(allocated)) if allocated.isdigit() and int(allocated) > 0 else usable
+
+
+def probe(host: str, host_speed: float | None) -> int:
+    problems = []
+    if os.geteuid() != 0:
+        problems.append("the agent needs root on each host (network namespaces, cgroups); "
+                        "run it as root there")
+    for tool in ("tc", "unshare", "ip"):
+        if proc.find(tool) is None:
+            problems.append(f"{tool} is missing; install iproute2 and util-linux")
+    try:
+        speed = hostspeed.resolve(host_speed).describe()
+    except ShoalError as exc:
+        speed, problems = None, [*problems, str(exc)]
+    say(host, shoal=__version__, python=sys.executable, cpus=capacity(), host_speed=speed,
+        problems=problems)
+    return 0
+
+
+def up(host: str, plan: dict) -> int:
+    """Build this host's share, say so, and hold it until a stopping signal."""
+    from shoal.cluster.emulated import EmulatedCluster, inventory_from_description
+
+    share = plan["hosts"].get(host)
+    if share is None:
+        say(host, error=f"the plan has no share for host {host} (it names "
+                        f"{', '.join(plan['hosts'])})")
+        return 1
+    try:
+        inventory = inventory_from_description(share["inventory"], f"host {host}'s share")
+        cluster = EmulatedCluster(inventory, share["id"], persistent=True,
+                                  calibrate=plan["calibrate"], dilation=plan["dilation"],
+                                  host=hostspeed.HostSpeed.from_record(share["host_speed"]))
+        cluster.up()
+    except ShoalError as exc:
+        say(host, error=str(exc))
+        return 1
+    try:
+        record = state.read(cluster.id) or cluster.record
+        record["part_of"] = {"cluster": plan["id"], "host": host}
+        state.write(record)
+        say(host, ready=True, id=cluster.id, dilation=cluster.dilation, nodes=record.get("nodes", {}),
+            emulation=record.get("emulation", {}),
+            agent={"pid": os.getpid(), "start": sysns.process_start_time(os.getpid())})
+        while True:  # a stopping signal raises (proc.install_signal_handlers)
+            signal.pause()
+    finally:
+        with proc.signals_held():
+            cluster.down()
+
+
+def down(host: str, cluster_id: str) -> int:
+    """Remove this host's share of ``cluster_id``: its agent removes it, else it is reaped."""
+    removed = []
+    for record in state.records():
+        part = record.get("part_of") or {}
+        if part.get("cluster") != cluster_id or part.get("host") != host:
+            continue
+        if state.owner_alive(record) and record["owner_pid"] != os.getpid():
+            try:
+                os.kill(record["owner_pid"], signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+            deadline = time.monotonic() + STOP_WAIT_S
+            while state.read(record["id"]) is not None and time.monotonic() < deadline:
+                time.sleep(0.05)
+        left = state.read(record["id"])
+        if left is not None:  # the agent was gone or stuck: remove what its record names
+            if state.owner_alive(left):
+                os.kill(left["owner_pid"], signal.SIGKILL)
+            state.remove(left)
+        removed.append(record["id"])
+    say(host, removed=removed)
+    return 0
