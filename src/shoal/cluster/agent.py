@@ -63,6 +63,12 @@ def capacity() -> float:
     return min(usable, float(allocated)) if allocated.isdigit() and int(allocated) > 0 else usable
 
 
+def slurm_step() -> str | None:
+    """JOB.STEP of the Slurm step this agent runs in (None: not under Slurm)."""
+    job, step = os.environ.get("SLURM_JOB_ID"), os.environ.get("SLURM_STEP_ID")
+    return f"{job}.{step}" if job and step else None
+
+
 def probe(host: str, host_speed: float | None) -> int:
     problems = []
     if os.geteuid() != 0:
@@ -84,6 +90,7 @@ def up(host: str, plan: dict) -> int:
     """Build this host's share, say so, and hold it until a stopping signal."""
     from shoal.cluster.emulated import EmulatedCluster, inventory_from_description
 
+    say(host, started=True, step=slurm_step())  # before anything is made: whom to stop
     share = plan["hosts"].get(host)
     if share is None:
         say(host, error=f"the plan has no share for host {host} (it names "
@@ -94,14 +101,14 @@ def up(host: str, plan: dict) -> int:
         cluster = EmulatedCluster(inventory, share["id"], persistent=True,
                                   calibrate=plan["calibrate"], dilation=plan["dilation"],
                                   host=hostspeed.HostSpeed.from_record(share["host_speed"]))
+        # Recorded from its first write, so that 'down' finds a share still coming up.
+        cluster.part_of = {"cluster": plan["id"], "host": host}
         cluster.up()
     except ShoalError as exc:
         say(host, error=str(exc))
         return 1
     try:
         record = state.read(cluster.id) or cluster.record
-        record["part_of"] = {"cluster": plan["id"], "host": host}
-        state.write(record)
         say(host, ready=True, id=cluster.id, dilation=cluster.dilation, nodes=record.get("nodes", {}),
             emulation=record.get("emulation", {}),
             agent={"pid": os.getpid(), "start": sysns.process_start_time(os.getpid())})

@@ -113,6 +113,8 @@ class EmulatedCluster:
         self.link_log: Path | None = None
         self.record: dict = {}
         self.warnings: list[str] = []
+        # Spread over hosts: {"cluster": ID, "host": NAME}, this host's share of that cluster.
+        self.part_of: dict | None = None
 
     @property
     def host(self) -> hostspeed.HostSpeed:
@@ -158,6 +160,8 @@ class EmulatedCluster:
             "nodes": {}, "head": {"netns": self.netns("head"), "uts": "head.uts",
                                   "address": _address(0), "hostname": HEAD, "cgroups": []},
         }
+        if self.part_of:
+            record["part_of"] = self.part_of
         self.record = record
         state.prepare_netns_dir()
         state.write(record)  # intent first: a crash from here on leaves a record to reap

@@ -228,29 +228,64 @@ def _start_agents(engine: hostengine.Engine, record: dict, plan: dict) -> None:
 
 
 def _alive(entry: dict) -> bool:
-    return bool(entry.get("pid")) and sysns.process_start_time(entry["pid"]) == entry.get("start")
+    """Whether a launcher (srun, ssh) still runs: one this command started is reaped once it
+    ends, and a zombie counts as ended."""
+    if not entry.get("pid"):
+        return False
+    try:
+        os.waitpid(entry["pid"], os.WNOHANG)
+    except ChildProcessError:
+        pass
+    info = proc.stat(entry["pid"])
+    return info is not None and info.alive and info.start == entry.get("start")
 
 
 def down(record: dict) -> list[str]:
     """Remove the cluster on every host, then its record here; return a line per host that
     could not be reached (what is left there goes with that host's next 'cluster down')."""
     engine = hostengine.from_record(record["hosts"])
+    launchers = [a for a in record.get("agents", []) if _alive(a)]
+    steps = _started_steps(record, engine, launchers)
+    if steps:
+        # Every agent of the step is asked to stop, at whatever point of its start it is (one
+        # that has recorded nothing yet then makes nothing); each removes its share itself.
+        # (A stop to srun itself would have Slurm kill them at once, their shares left.)
+        scancel = proc.tool("scancel", "stopping the agents' Slurm step", "slurm-client")
+        for step in steps:
+            proc.run([scancel, "--signal=TERM", step])
+        deadline = time.monotonic() + STOP_WAIT_S
+        while any(_alive(a) for a in launchers) and time.monotonic() < deadline:
+            time.sleep(0.05)
     problems = []
-    try:
+    try:  # then every host removes what is still recorded there (an agent that was stuck)
         on_every_host(engine, agent_argv("down", "--id", record["id"]), DOWN_TIMEOUT_S)
     except ShoalError as exc:
         problems.append(str(exc))
-    for entry in record.get("agents", []):  # srun or ssh: they end once their agents have
-        deadline = time.monotonic() + STOP_WAIT_S
-        while _alive(entry) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        if _alive(entry):
-            try:
-                os.kill(entry["pid"], signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+    _signal([a for a in launchers if _alive(a)], signal.SIGKILL)
     state.remove(record)
     return problems
+
+
+def _started_steps(record: dict, engine: hostengine.Engine, launchers: list[dict]) -> list[str]:
+    """The Slurm steps the agents run in, once every agent has said it started (or its
+    launcher has ended): an agent not started yet would miss the stop."""
+    log = state.cluster_dir(record["id"]) / "agents.log"
+    deadline = time.monotonic() + STOP_WAIT_S
+    while True:
+        reports = agent.read_reports(log.read_text(errors="replace")) if log.exists() else []
+        started = {r["host"] for r in reports if r.get("started")}
+        if started >= set(engine.hosts) or not any(_alive(a) for a in launchers) \
+                or time.monotonic() > deadline:
+            return sorted({r["step"] for r in reports if r.get("started") and r.get("step")})
+        time.sleep(0.05)
+
+
+def _signal(entries: list[dict], signum: int) -> None:
+    for entry in entries:
+        try:
+            os.kill(entry["pid"], signum)
+        except ProcessLookupError:
+            pass
 
 
 def is_spread(record: dict) -> bool:
