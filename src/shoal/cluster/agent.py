@@ -117,6 +117,7 @@ def up(host: str, plan: dict) -> int:
     finally:
         with proc.signals_held():
             cluster.down()
+            say(host, down=True)
 
 
 def down(host: str, cluster_id: str) -> int:

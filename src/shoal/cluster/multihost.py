@@ -257,13 +257,21 @@ def down(record: dict) -> list[str]:
         while any(_alive(a) for a in launchers) and time.monotonic() < deadline:
             time.sleep(0.05)
     problems = []
-    try:  # then every host removes what is still recorded there (an agent that was stuck)
-        on_every_host(engine, agent_argv("down", "--id", record["id"]), DOWN_TIMEOUT_S)
-    except ShoalError as exc:
-        problems.append(str(exc))
+    if not _all_down(record):
+        try:  # every host removes what is still recorded there (an agent lost or stuck)
+            on_every_host(engine, agent_argv("down", "--id", record["id"]), DOWN_TIMEOUT_S)
+        except ShoalError as exc:
+            problems.append(str(exc))
     _signal([a for a in launchers if _alive(a)], signal.SIGKILL)
     state.remove(record)
     return problems
+
+
+def _all_down(record: dict) -> bool:
+    """Whether the agent of every host with a share said it removed it."""
+    log = state.cluster_dir(record["id"]) / "agents.log"
+    reports = agent.read_reports(log.read_text(errors="replace")) if log.exists() else []
+    return set(record.get("shares", {})) <= {r["host"] for r in reports if r.get("down")}
 
 
 def _started_steps(record: dict, engine: hostengine.Engine, launchers: list[dict]) -> list[str]:
