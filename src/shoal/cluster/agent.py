@@ -133,8 +133,8 @@ def down(host: str, cluster_id: str) -> int:
             except ProcessLookupError:
                 pass
             deadline = time.monotonic() + STOP_WAIT_S
-            while state.read(record["id"]) is not None and time.monotonic() < deadline:
-                time.sleep(0.05)
+            while state.owner_alive(record) and time.monotonic() < deadline:
+                time.sleep(0.05)  # until the agent has removed its share and ended
         left = state.read(record["id"])
         if left is not None:  # the agent was gone or stuck: remove what its record names
             if state.owner_alive(left):

@@ -15,7 +15,7 @@ import os
 import shlex
 from dataclasses import dataclass, field
 
-from shoal import proc
+from shoal import environment, proc
 from shoal.cluster import inventory, remote
 from shoal.errors import ShoalError
 
@@ -45,8 +45,11 @@ class Engine:
                      f"--nodes={count}", f"--ntasks={count}", "--ntasks-per-node=1", "--overlap",
                      "--kill-on-bad-exit=0", f"--nodelist={','.join(self.hosts)}", *argv]]
         ssh = remote.ssh_program()
+        # Where clusters are recorded goes along, as srun passes the whole environment.
+        state_root = [f"{environment.STATE_DIR.name}={environment.STATE_DIR.get()}"] \
+            if environment.STATE_DIR.is_set() else []
         return [[ssh, "-o", "BatchMode=yes", "-o", "ConnectTimeout=5", self.addresses[host],
-                 shlex.join([*argv, "--host", host])] for host in self.hosts]
+                 shlex.join(["env", *state_root, *argv, "--host", host])] for host in self.hosts]
 
     def describe(self) -> dict:
         return {"engine": self.kind, "hosts": list(self.hosts), "addresses": dict(self.addresses),
