@@ -19,6 +19,7 @@ import random
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -54,8 +55,9 @@ def leftovers(hosts, name: str) -> dict[str, int]:
     cgroups = len(list(Path("/sys/fs/cgroup").glob(f"**/shoal/{name}-*")))
     commands = live_commands()
     forwarders = sum(1 for c in commands if b"shoal-linkemu" in c and f"shoal-{name}-".encode() in c)
-    agents = sum(1 for c in commands if b"cluster\0agent" in c and f'"id":"{name}"'.encode() in c)
-    launchers = sum(1 for c in commands if c.startswith(b"/usr/bin/srun") and f'"id":"{name}"'.encode() in c)
+    ours = [c for c in commands if b"cluster\0agent" in c and f'"id":"{name}"'.encode() in c]
+    launchers = sum(1 for c in ours if c.startswith(b"/usr/bin/srun"))
+    agents = len(ours) - launchers
     records = sum(state.read(i) is not None for i in (name, f"{name}-1", f"{name}-2"))
     return {"netns": netns, "cgroups": cgroups, "forwarders": forwarders, "agents": agents,
             "launchers": launchers, "records": records}
@@ -95,6 +97,9 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
     rng = random.Random(args.seed)
+    # One state root for the controller and both hosts (each has a /run of its own), so that
+    # this script reads every record; the tests do the same.
+    os.environ["SHOAL_STATE_DIR"] = tempfile.mkdtemp(prefix="shoal-kill-points-")
     with slurm_hosts(2) as hosts:
         trials = Trials(hosts)
         up_s = trials.timed([*UP, "--name", "kprobe"])
