@@ -84,3 +84,34 @@ def test_up_over_hosts_refuses_in_one_line(tmp_path, hosts, env, said):
     lines = done.stderr.strip().splitlines()
     assert done.returncode != 0 and len(lines) == 1 and said in lines[0], done.stderr
     assert not (tmp_path / "state").exists() or not any((tmp_path / "state").iterdir())
+
+
+def _ssh_inventory(tmp_path) -> str:
+    hosts = tmp_path / "hosts.toml"
+    hosts.write_text('[cluster]\nmode = "ssh"\n' + "".join(
+        f'[[nodes]]\nname = "{h}"\naddress = "{a}"\nprofile = "nuc"\n'
+        for h, a in (("h1", "192.0.2.1"), ("h2", "192.0.2.2"))))
+    return str(hosts)
+
+
+@pytest.mark.parametrize("remote_shell, said", [
+    # A host that does not answer (ssh fails): named, with what ssh said.
+    ("#!/bin/sh\necho 'ssh: connect to host: No route to host' >&2; exit 255\n",
+     "host h1, h2: its agent did not answer (ssh: connect to host: No route to host)"),
+    # A host with another shoal: the real agent runs here, its version changed on the way back.
+    ("#!/bin/sh\nfor last; do :; done\nsh -c \"$last\" | sed 's/\"shoal\": \"[^\"]*\"/\"shoal\": \"0.0.0\"/'\n",
+     "host h1: shoal 0.0.0 there"),
+])
+def test_a_host_that_is_unreachable_or_has_another_shoal_is_refused_before_anything_is_made(
+        tmp_path, remote_shell, said):
+    ssh = tmp_path / "ssh"
+    ssh.write_text(remote_shell)
+    ssh.chmod(0o755)
+    state = tmp_path / "state"
+    done = subprocess.run([sys.executable, "-m", "shoal", "cluster", "up", "--emulate", "2xstb",
+                           "--hosts", _ssh_inventory(tmp_path), "--host-speed", "1"],
+                          capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "SHOAL_SSH": str(ssh), "SHOAL_STATE_DIR": str(state)})
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode != 0 and len(lines) == 1 and said in lines[0], done.stderr
+    assert not state.exists() or not any(state.iterdir())
