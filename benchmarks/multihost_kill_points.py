@@ -23,6 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from cluster_kill9 import live_commands
 from entry import run_main
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -33,19 +34,6 @@ from shoal.cluster import state  # noqa: E402
 UP = ["cluster", "up", "--emulate", "4xstb", "--hosts", "slurm", "--host-speed", "1", "--no-calibrate"]
 
 
-def live_commands() -> list[bytes]:
-    found = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            command = Path(f"/proc/{pid}/cmdline").read_bytes()
-            status = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if status != "Z":
-            found.append(command)
-    return found
-
-
 def leftovers(hosts, name: str) -> dict[str, int]:
     netns = 0
     for host in hosts.hosts:
@@ -53,7 +41,7 @@ def leftovers(hosts, name: str) -> dict[str, int]:
         if directory.is_dir():
             netns += len([n for n in os.listdir(directory) if n.startswith(f"shoal-{name}-")])
     cgroups = len(list(Path("/sys/fs/cgroup").glob(f"**/shoal/{name}-*")))
-    commands = live_commands()
+    commands = list(live_commands())
     forwarders = sum(1 for c in commands if b"shoal-linkemu" in c and f"shoal-{name}-".encode() in c)
     ours = [c for c in commands if b"cluster\0agent" in c and f'"id":"{name}"'.encode() in c]
     launchers = sum(1 for c in ours if c.startswith(b"/usr/bin/srun"))

@@ -12,23 +12,19 @@ import sys
 from pathlib import Path
 
 import pytest
-from tests.cluster.sshd_hosts import SSHD, SshdHosts, namespace_pids
+from tests.cluster.sshd_hosts import SSHD, namespace_pids, sshd_hosts
 
 from shoal.cluster import state
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0 or not Path(SSHD).exists(),
-    reason="hosts of their own need root (network namespaces and a real sshd on each) and sshd "
-           "(Debian: apt-get install openssh-server; setup installs it as root)")
+    reason="namespaced sshd hosts need root and sshd (openssh-server; setup installs it as root)")
 
 
 @pytest.fixture
 def hosts(tmp_path):
-    made = SshdHosts(tmp_path / "hosts")
-    try:
-        yield made.up()
-    finally:
-        made.down()
+    with sshd_hosts(tmp_path / "hosts") as made:
+        yield made
 
 
 def _shoal(hosts, *args: str) -> subprocess.CompletedProcess:
