@@ -36,8 +36,9 @@ def register(subparsers) -> None:
 
     agent = sub.add_parser("agent", help="one host's share of a cluster spread over hosts "
                            "(started on each host by 'cluster up --hosts')")
-    agent.add_argument("action", choices=("probe", "up", "down"))
-    agent.add_argument("--plan", type=typed.text, help="up: the shares of every host (JSON)")
+    agent.add_argument("action", choices=("probe", "up", "down"),
+                       help="probe: what this host offers; up: build this host's share of the "
+                       "plan read from stdin (JSON) and hold it; down: remove this host's share")
     agent.add_argument("--id", type=typed.text, help="down: the cluster whose share goes")
     agent.add_argument("--host", type=typed.text, help="this host's name (default: Slurm's node name, "
                        "else the hostname)")
@@ -180,17 +181,13 @@ def _up_on_hosts(args) -> int:
 
 
 def _agent(args) -> int:
-    import json
-
     from shoal.cluster import agent
 
     host = agent.host_name(args.host)
     if args.action == "probe":
         return agent.probe(host, args.host_speed)
     if args.action == "up":
-        if not args.plan:
-            raise ShoalError("cluster agent up needs --plan (it is started by 'cluster up --hosts')")
-        return agent.up(host, json.loads(args.plan))
+        return agent.up(host, agent.read_plan(sys.stdin))
     if not args.id:
         raise ShoalError("cluster agent down needs --id ID")
     return agent.down(host, args.id)

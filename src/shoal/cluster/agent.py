@@ -5,7 +5,7 @@ through the host engine (``hostengine``) three times at most:
 
 - ``probe``: says what the host offers: its shoal version, the CPUs this command may use
   (under Slurm no more than the allocation gives the node), its core's speed;
-- ``up``: builds the host's share of the devices exactly as a one-host cluster is built
+- ``up``: reads the plan on stdin, builds the host's share of the devices exactly as a one-host cluster is built
   (``EmulatedCluster``: namespaces, per-core CPU budgets, memory limits, the forwarder)
   at the dilation every host shares, says it is ready, and holds it until a stopping
   signal (``cluster down``, the end of the Slurm step or job), then removes it;
@@ -84,6 +84,19 @@ def probe(host: str, host_speed: float | None) -> int:
     say(host, shoal=__version__, python=sys.executable, cpus=capacity(), host_speed=speed,
         problems=problems)
     return 0
+
+
+def read_plan(stream) -> dict:
+    """The plan ``multihost`` sends every agent on its stdin: one line of JSON."""
+    try:
+        plan = json.loads(stream.readline())
+    except ValueError as exc:
+        raise ShoalError(f"cluster agent up reads its plan (JSON) on stdin: {exc}; it is started "
+                         "by 'shoal cluster up --hosts'") from None
+    if not isinstance(plan, dict) or not isinstance(plan.get("hosts"), dict):
+        raise ShoalError("cluster agent up: the plan on stdin names no hosts; it is started by "
+                         "'shoal cluster up --hosts'")
+    return plan
 
 
 def up(host: str, plan: dict) -> int:

@@ -39,11 +39,13 @@ class Engine:
         task per host (each finds its host by ``SLURMD_NODENAME``); over ssh, one per host,
         each told its host's name (``--host``). Steps overlap: the agents' step, running all
         along, holds no CPU that a later step (an MPI job, ``cluster down``) would wait for;
-        and its task is bound to no CPU, so that the devices' cores spread over the node's."""
+        and its task is bound to no CPU, so that the devices' cores spread over the node's.
+        What the command gets on stdin goes to every host (srun ``--input=all``, each ssh)."""
         if self.kind == SLURM:
             count = str(len(self.hosts))
             return [[proc.tool("srun", "Slurm job steps", "slurm-client"), f"--jobid={self.job_id}",
                      f"--nodes={count}", f"--ntasks={count}", "--ntasks-per-node=1", "--overlap", "--cpu-bind=none",
+                     "--input=all",
                      "--kill-on-bad-exit=0", f"--nodelist={','.join(self.hosts)}", *argv]]
         ssh = remote.ssh_program()
         # Where clusters are recorded goes along, as srun passes the whole environment.

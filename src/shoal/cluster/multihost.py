@@ -188,11 +188,15 @@ def _start_agents(engine: hostengine.Engine, record: dict, plan: dict) -> None:
     host with a share says it is ready, or one says why it cannot be."""
     import json
 
-    log = state.cluster_dir(record["id"]) / "agents.log"
-    argv = agent_argv("up", "--plan", json.dumps(plan, separators=(",", ":")))
+    directory = state.cluster_dir(record["id"])
+    log, plan_file = directory / "agents.log", directory / "plan.json"
+    # On the agents' stdin, not in their argv: a plan of thousands of devices would pass
+    # the kernel's limit on one argument (128 KiB).
+    plan_file.write_text(json.dumps(plan, separators=(",", ":")) + "\n")
     with open(log, "a") as out:
-        for command in engine.commands(argv):
-            process = proc.start(command, stdin=proc.DEVNULL, stdout=out, stderr=out)
+        for command in engine.commands(agent_argv("up")):
+            with open(plan_file) as plan_in:
+                process = proc.start(command, stdin=plan_in, stdout=out, stderr=out)
             record["agents"].append({"pid": process.pid, "start": sysns.process_start_time(process.pid)})
             state.write(record)
             process.detach()
