@@ -90,22 +90,28 @@ def main() -> int:
     os.environ["SHOAL_STATE_DIR"] = tempfile.mkdtemp(prefix="shoal-kill-points-")
     with slurm_hosts(2) as hosts:
         trials = Trials(hosts)
-        up_s = trials.timed([*UP, "--name", "kprobe"])
-        seen = leftovers(hosts, "kprobe")  # what the count sees of a cluster that is up
-        if not all(seen[k] for k in ("netns", "forwarders", "agents", "launchers", "records")):
-            raise SystemExit(f"the count does not see a cluster that is up: {seen}")
-        down_s = trials.timed(["cluster", "down", "kprobe"])
+        try:
+            up_s = trials.timed([*UP, "--name", "kprobe"])
+            seen = leftovers(hosts, "kprobe")  # what the count sees of a cluster that is up
+            if not all(seen[k] for k in ("netns", "forwarders", "agents", "launchers", "records")):
+                raise SystemExit(f"the count does not see a cluster that is up: {seen}")
+        finally:  # its forwarders and cgroups would outlive the hosts
+            start = time.perf_counter()
+            trials.down("kprobe")
+            down_s = time.perf_counter() - start
         print(f"up {up_s:.2f} s, down {down_s:.2f} s; load average {os.getloadavg()[0]:.1f}", flush=True)
         totals: dict[str, dict[str, int]] = {"up": {}, "down": {}}
         for i in range(args.trials):
             name, during = f"k{i:02d}{rng.randrange(1000):03d}", ("up", "down")[i % 2]
             at = rng.uniform(0.05, up_s if during == "up" else down_s)
-            if during == "up":
-                trials.kill_after([*UP, "--name", name], at)
-            else:
-                trials.timed([*UP, "--name", name])
-                trials.kill_after(["cluster", "down", name], at)
-            trials.down(name)
+            try:
+                if during == "up":
+                    trials.kill_after([*UP, "--name", name], at)
+                else:
+                    trials.timed([*UP, "--name", name])
+                    trials.kill_after(["cluster", "down", name], at)
+            finally:
+                trials.down(name)
             time.sleep(0.5)
             left = leftovers(hosts, name)
             for key, value in left.items():

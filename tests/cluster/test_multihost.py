@@ -38,6 +38,11 @@ class Allocation:
         granted = hosts.run(["salloc", "-N2", "--no-shell"]).stderr
         self.job = granted.split("Granted job allocation")[1].split()[0]
         self.env = {"SLURM_JOB_ID": self.job, "SLURM_JOB_NODELIST": "shoal-h[1-2]"}
+        self.names: list[str] = []  # the clusters its tests named, downed at the end whatever happened
+
+    def name(self) -> str:
+        self.names.append("m" + secrets.token_hex(3))
+        return self.names[-1]
 
     def shoal(self, *args: str, node: str | None = None):
         where = {"node": node} if node else {}
@@ -52,11 +57,13 @@ class Allocation:
 @pytest.fixture(scope="module")
 def allocation():
     with slurm_hosts(2) as hosts:
-        yield Allocation(hosts)
-
-
-def _name() -> str:
-    return "m" + secrets.token_hex(3)
+        made = Allocation(hosts)
+        try:
+            yield made
+        finally:  # a failed test's cluster: its forwarders and cgroups would outlive the hosts
+            for name in made.names:
+                if state.read(name) is not None:
+                    made.shoal("cluster", "down", name)
 
 
 def _wait(ready, what: str, timeout: float = 60) -> None:
@@ -72,7 +79,7 @@ def _gone(process: dict) -> bool:
 
 
 def test_up_spreads_the_devices_over_both_hosts_and_down_leaves_nothing_even_of_a_lost_agent(allocation):
-    name = _name()
+    name = allocation.name()
     done = allocation.shoal("cluster", "up", "--emulate", "4xstb", "--hosts", "slurm", "--name", name,
                             "--host-speed", "1", "--no-calibrate", "--json")
     assert done.returncode == 0, done.stderr
@@ -82,7 +89,7 @@ def test_up_spreads_the_devices_over_both_hosts_and_down_leaves_nothing_even_of_
         "shoal-h1": ["stb1", "stb2"], "shoal-h2": ["stb3", "stb4"]}
     assert [n["host"] for n in record["nodes"].values()] == ["shoal-h1"] * 2 + ["shoal-h2"] * 2
     shares = {h: state.read(s["id"]) for h, s in record["shares"].items()}
-    state_launchers = record["agents"]  # srun, left running to hold the agents
+    state_launchers = record["launchers"]  # srun, left running to hold the agents
     assert state_launchers and not any(_gone(launcher) for launcher in state_launchers)
     # One dilation for all hosts, each share a one-host cluster built as today.
     assert {s["dilation"] for s in shares.values()} == {record["dilation"]}
@@ -115,7 +122,7 @@ def test_up_spreads_the_devices_over_both_hosts_and_down_leaves_nothing_even_of_
 
 
 def test_a_host_that_cannot_build_its_share_is_named_and_the_other_keeps_nothing(allocation):
-    name = _name()
+    name = allocation.name()
     # Host 2's share is already taken by a cluster of that name: its agent refuses it.
     taken = {"id": f"{name}-2", "owner_pid": os.getpid(), "owner_start": sysns.process_start_time(os.getpid()),
              "persistent": True, "netns": [], "uts": [], "cgroups": [], "nodes": {}, "inventory": {}}

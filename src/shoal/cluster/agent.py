@@ -105,10 +105,9 @@ def up(host: str, plan: dict) -> int:
 
     say(host, started=True, step=slurm_step())  # before anything is made: whom to stop
     share = plan["hosts"].get(host)
-    if share is None:
-        say(host, error=f"the plan has no share for host {host} (it names "
-                        f"{', '.join(plan['hosts'])})")
-        return 1
+    if share is None:  # a host of the allocation that got no device
+        say(host, idle=True)
+        return 0
     try:
         inventory = inventory_from_description(share["inventory"], f"host {host}'s share")
         cluster = EmulatedCluster(inventory, share["id"], persistent=True,
@@ -117,9 +116,12 @@ def up(host: str, plan: dict) -> int:
         # Recorded from its first write, so that 'down' finds a share still coming up.
         cluster.part_of = {"cluster": plan["id"], "host": host}
         cluster.up()
-    except ShoalError as exc:
-        say(host, error=str(exc))
+    except ShoalError as exc:  # refused, or failed: up removed whatever it had made
+        say(host, error=str(exc), down=True)
         return 1
+    except BaseException:  # stopped while it built the share: up removed it
+        say(host, down=True)
+        raise
     try:
         record = state.read(cluster.id) or cluster.record
         say(host, ready=True, id=cluster.id, dilation=cluster.dilation, nodes=record.get("nodes", {}),

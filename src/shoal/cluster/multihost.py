@@ -148,21 +148,13 @@ def up(engine: hostengine.Engine, inventory: Inventory, cluster_id: str, host_sp
     placed = place(inventory.nodes, offers)
     fits = dilations(placed, offers)
     d = dilation.check(dilation_asked) if dilation_asked is not None else max(fits.values())
-    by_name = {o.name: o for o in offers}
     described = inventory.describe()
-    shares = {}
-    for index, host in enumerate(engine.hosts, start=1):
-        if not placed[host]:
-            continue
-        names = {n.name for n in placed[host]}
-        shares[host] = {"id": share_id(cluster_id, index), "cpus": by_name[host].cpus, "fits_at": fits[host],
-                        "host_speed": by_name[host].speed.describe(),
-                        "inventory": {**described, "nodes": [n for n in described["nodes"] if n["name"] in names]}}
+    shares = _shares(cluster_id, engine.hosts, placed, offers, fits, described)
     record = {"id": cluster_id, "owner_pid": os.getpid(), "owner_start": sysns.process_start_time(os.getpid()),
               "persistent": True, "created": time.time(), "dilation": d, "netns": [], "uts": [], "cgroups": [],
-              "inventory": described, "nodes": {}, "hosts": engine.describe(), "agents": [],
-              "shares": {h: {k: v for k, v in s.items() if k != "inventory"} | {"devices": sorted(
-                  n.name for n in placed[h])} for h, s in shares.items()},
+              "inventory": described, "nodes": {}, "hosts": engine.describe(), "launchers": [],
+              "shares": {h: {k: v for k, v in s.items() if k != "inventory"} | {"devices": [
+                  n.name for n in placed[h]]} for h, s in shares.items()},
               "emulation": {"dilation": d, "dilation_asked": dilation_asked,
                             "dilation_reason": _reason(d, dilation_asked, fits)}}
     state.write(record)  # intent first: 'cluster down ID' reaches every host from here on
@@ -176,10 +168,26 @@ def up(engine: hostengine.Engine, inventory: Inventory, cluster_id: str, host_sp
     return record
 
 
+def _shares(cluster_id: str, hosts: list[str], placed: dict[str, list[Node]], offers: list[HostOffer],
+            fits: dict[str, float], described: dict) -> dict[str, dict]:
+    """What each host with devices builds: its share's id (ID-K, K its place among the hosts),
+    its CPUs and core speed as it said, and its devices as an inventory."""
+    by_name = {o.name: o for o in offers}
+    shares = {}
+    for index, host in enumerate(hosts, start=1):
+        names = {n.name for n in placed[host]}
+        if names:
+            shares[host] = {"id": share_id(cluster_id, index), "cpus": by_name[host].cpus,
+                            "fits_at": fits[host], "host_speed": by_name[host].speed.describe(),
+                            "inventory": {**described, "nodes": [n for n in described["nodes"]
+                                                                 if n["name"] in names]}}
+    return shares
+
+
 def _reason(d: float, asked: float | None, fits: dict[str, float]) -> str:
     each = ", ".join(f"{h} at D = {f:g}" for h, f in fits.items())
     if asked is not None:
-        return f"asked (--dilation {d:g}); each host's share fits it: {each}"
+        return f"asked (--dilation {d:g}); the hosts' shares fit {each}"
     return f"the largest any host needs: {each}"
 
 
@@ -197,7 +205,7 @@ def _start_agents(engine: hostengine.Engine, record: dict, plan: dict) -> None:
         for command in engine.commands(agent_argv("up")):
             with open(plan_file) as plan_in:
                 process = proc.start(command, stdin=plan_in, stdout=out, stderr=out)
-            record["agents"].append({"pid": process.pid, "start": sysns.process_start_time(process.pid)})
+            record["launchers"].append({"pid": process.pid, "start": sysns.process_start_time(process.pid)})
             state.write(record)
             process.detach()
     deadline = time.monotonic() + UP_TIMEOUT_S
@@ -209,7 +217,7 @@ def _start_agents(engine: hostengine.Engine, record: dict, plan: dict) -> None:
             raise ShoalError(" | ".join(failed) + " (nothing is left on the hosts that came up)")
         if all(reports.get(h, {}).get("ready") for h in waiting):
             break
-        if not any(_alive(a) for a in record["agents"]):
+        if not any(_alive(a) for a in record["launchers"]):
             tail = " | ".join(log.read_text(errors="replace").strip().splitlines()[-2:])
             raise ShoalError(f"the agents on {', '.join(sorted(waiting - set(reports)))} ended without a word "
                              f"({tail or 'no output'}); check that shoal {__version__} runs there")
@@ -248,7 +256,7 @@ def down(record: dict) -> list[str]:
     """Remove the cluster on every host, then its record here; return a line per host that
     could not be reached (what is left there goes with that host's next 'cluster down')."""
     engine = hostengine.from_record(record["hosts"])
-    launchers = [a for a in record.get("agents", []) if _alive(a)]
+    launchers = [a for a in record.get("launchers", []) if _alive(a)]
     steps = _started_steps(record, engine, launchers)
     if steps:
         # Every agent of the step is asked to stop, at whatever point of its start it is (one
