@@ -173,9 +173,12 @@ def _up_on_hosts(args) -> int:
     _print_cluster(record)
     for host, share in record["shares"].items():
         devices = share["devices"]
-        print(f"{host}: {len(devices)} devices ({devices[0]}..{devices[-1]}) as {share['id']}, "
-              f"{share['cpus']:g} CPUs, fit at D = {share['fits_at']:g}")
-    print(f"up on {len(record['shares'])} hosts in {took:.2f} s. Remove with "
+        named = ", ".join(devices) if len(devices) < 3 else f"{devices[0]}..{devices[-1]} ({len(devices)})"
+        print(f"{host}: {named} as {share['id']}, {share['cpus']:g} CPUs for devices, "
+              f"fit at D = {share['fits_at']:g}")
+    idle = len(record["hosts"]["hosts"]) - len(record["shares"])
+    print(f"up on {len(record['shares'])} of {len(record['hosts']['hosts'])} hosts"
+          + (f" ({idle} got no device)" if idle else "") + f" in {took:.2f} s. Remove with "
           f"'shoal cluster down {record['id']}'.")
     return 0
 
