@@ -43,7 +43,7 @@ def leftovers(hosts, name: str) -> dict[str, int]:
     cgroups = len(list(Path("/sys/fs/cgroup").glob(f"**/shoal/{name}-*")))
     commands = list(live_commands())
     forwarders = sum(1 for c in commands if b"shoal-linkemu" in c and f"shoal-{name}-".encode() in c)
-    ours = [c for c in commands if b"cluster\0agent" in c and f'"id":"{name}"'.encode() in c]
+    ours = [c for c in commands if b"cluster\0agent\0up\0--id\0" + name.encode() + b"\0" in c]
     launchers = sum(1 for c in ours if c.startswith(b"/usr/bin/srun"))
     agents = len(ours) - launchers
     records = sum(state.read(i) is not None for i in (name, f"{name}-1", f"{name}-2"))

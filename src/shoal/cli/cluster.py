@@ -39,7 +39,7 @@ def register(subparsers) -> None:
     agent.add_argument("action", choices=("probe", "up", "down"),
                        help="probe: what this host offers; up: build this host's share of the "
                        "plan read from stdin (JSON) and hold it; down: remove this host's share")
-    agent.add_argument("--id", type=typed.text, help="down: the cluster whose share goes")
+    agent.add_argument("--id", type=typed.text, help="the cluster (up: the plan's; down: whose share goes)")
     agent.add_argument("--host", type=typed.text, help="this host's name (default: Slurm's node name, "
                        "else the hostname)")
     agent.add_argument("--host-speed", type=typed.typed(float, name="host speed"), help="probe: "
@@ -190,7 +190,7 @@ def _agent(args) -> int:
     if args.action == "probe":
         return agent.probe(host, args.host_speed)
     if args.action == "up":
-        return agent.up(host, agent.read_plan(sys.stdin))
+        return agent.up(host, agent.read_plan(sys.stdin, args.id))
     if not args.id:
         raise ShoalError("cluster agent down needs --id ID")
     return agent.down(host, args.id)

@@ -86,8 +86,9 @@ def probe(host: str, host_speed: float | None) -> int:
     return 0
 
 
-def read_plan(stream) -> dict:
-    """The plan ``multihost`` sends every agent on its stdin: one line of JSON."""
+def read_plan(stream, cluster_id: str | None) -> dict:
+    """The plan ``multihost`` sends every agent on its stdin: one line of JSON, for the
+    cluster its command line names."""
     try:
         plan = json.loads(stream.readline())
     except ValueError as exc:
@@ -96,6 +97,9 @@ def read_plan(stream) -> dict:
     if not isinstance(plan, dict) or not isinstance(plan.get("hosts"), dict):
         raise ShoalError("cluster agent up: the plan on stdin names no hosts; it is started by "
                          "'shoal cluster up --hosts'")
+    if plan.get("id") != cluster_id:
+        raise ShoalError(f"cluster agent up --id {cluster_id}: the plan on stdin is for cluster "
+                         f"{plan.get('id')}")
     return plan
 
 

@@ -202,7 +202,8 @@ def _start_agents(engine: hostengine.Engine, record: dict, plan: dict) -> None:
     # the kernel's limit on one argument (128 KiB).
     plan_file.write_text(json.dumps(plan, separators=(",", ":")) + "\n")
     with open(log, "a") as out:
-        for command in engine.commands(agent_argv("up")):
+        # The id in its argv says, in ps, whose agent it is.
+        for command in engine.commands(agent_argv("up", "--id", record["id"])):
             with open(plan_file) as plan_in:
                 process = proc.start(command, stdin=plan_in, stdout=out, stderr=out)
             record["launchers"].append({"pid": process.pid, "start": sysns.process_start_time(process.pid)})
