@@ -40,7 +40,9 @@ def leftovers(hosts, name: str) -> dict[str, int]:
         directory = hosts.where / host / "run" / "netns"
         if directory.is_dir():
             netns += len([n for n in os.listdir(directory) if n.startswith(f"shoal-{name}-")])
-    cgroups = len(list(Path("/sys/fs/cgroup").glob(f"**/shoal/{name}-*")))
+    # os.walk passes over the groups other clusters remove while it reads.
+    cgroups = sum(1 for parent, children, _ in os.walk("/sys/fs/cgroup")
+                  if Path(parent).name == "shoal" for c in children if c.startswith(f"{name}-"))
     commands = list(live_commands())
     forwarders = sum(1 for c in commands if b"shoal-linkemu" in c and f"shoal-{name}-".encode() in c)
     ours = [c for c in commands if b"cluster\0agent\0up\0--id\0" + name.encode() + b"\0" in c]
