@@ -16,6 +16,7 @@ import shutil
 import signal
 import subprocess
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -156,3 +157,13 @@ class SshdHosts:
             _ip("netns", "del", self.netns(name), check=False)
             _ip("link", "del", self._veth(name), check=False)
         _ip("link", "del", self.bridge, check=False)
+
+
+@contextmanager
+def sshd_hosts(where: Path, count: int = 2):
+    """``count`` hosts up for the ``with`` block, down after it however it ends."""
+    made = SshdHosts(where, count)
+    try:
+        yield made.up()
+    finally:
+        made.down()

@@ -28,8 +28,23 @@ def register(subparsers) -> None:
     up.add_argument("--dilation", type=typed.typed(_dilation, name="dilation"), metavar="D",
                     help="run D times slower than real time "
                     "(default: the smallest whole D at which the devices fit this host)")
+    up.add_argument("--hosts", type=typed.text, metavar="slurm|FILE",
+                    help="spread the devices over several hosts: 'slurm' (the hosts of this "
+                    "allocation) or an ssh inventory FILE; one agent per host builds its share")
     up.add_argument("--json", action="store_true", help="print the cluster description as JSON")
-    up.set_defaults(func=_up, keeps_cluster=True, precheck=_up_precheck)
+    up.set_defaults(func=_up, keeps_cluster=True, precheck=_up_precheck, emulates=_up_emulates_here)
+
+    agent = sub.add_parser("agent", help="one host's share of a cluster spread over hosts "
+                           "(started on each host by 'cluster up --hosts')")
+    agent.add_argument("action", choices=("probe", "up", "down"),
+                       help="probe: what this host offers; up: build this host's share of the "
+                       "plan read from stdin (JSON) and hold it; down: remove this host's share")
+    agent.add_argument("--id", type=typed.text, help="the cluster (up: the plan's; down: whose share goes)")
+    agent.add_argument("--host", type=typed.text, help="this host's name (default: Slurm's node name, "
+                       "else the hostname)")
+    agent.add_argument("--host-speed", type=typed.typed(float, name="host speed"), help="probe: "
+                       "this host's core in reference cores (default: measured, cached)")
+    agent.set_defaults(func=_agent)
 
     status = sub.add_parser("status", help="list emulated clusters and leftovers")
     status.add_argument("--json", action="store_true")
@@ -108,10 +123,19 @@ def _matrix_precheck(args) -> None:
     discover.resolve(args.mpi)
 
 
+def _up_emulates_here(args) -> bool:
+    """Spread over hosts, the devices are built there by the agents, not here."""
+    from shoal.cluster import userns
+
+    return not args.hosts and userns.builds_emulation(args.emulate, args.cluster, None)
+
+
 def _up(args) -> int:
     from shoal.cluster import session, state, userns
 
     _up_precheck(args)
+    if args.hosts:
+        return _up_on_hosts(args)
     start = time.perf_counter()
     cluster = session.bring_up(args.emulate, args.cluster, args.link, args.host_speed, args.name,
                                calibrate=not args.no_calibrate, dilation=args.dilation,
@@ -132,6 +156,44 @@ def _up(args) -> int:
         raise
     userns.hold()  # in a user namespace: keep it, with the cluster, until 'cluster down'
     return 0
+
+
+def _up_on_hosts(args) -> int:
+    from shoal.cluster import emulated, hostengine, multihost, session
+
+    engine = hostengine.from_option(args.hosts)
+    inventory = session.emulated_inventory(args.emulate, args.cluster, args.link, args.host_speed)
+    start = time.perf_counter()
+    record = multihost.up(engine, inventory, args.name or emulated.new_id(), args.host_speed,
+                          args.dilation, calibrate=not args.no_calibrate)
+    took = time.perf_counter() - start
+    if args.json:
+        print(jsonout.dumps({**record, "up_s": took}, indent=1))
+        return 0
+    _print_cluster(record)
+    for host, share in record["shares"].items():
+        devices = share["devices"]
+        named = ", ".join(devices) if len(devices) < 3 else f"{devices[0]}..{devices[-1]} ({len(devices)})"
+        print(f"{host}: {named} as {share['id']}, {share['cpus']:g} CPUs for devices, "
+              f"fit at D = {share['fits_at']:g}")
+    idle = len(record["hosts"]["hosts"]) - len(record["shares"])
+    print(f"up on {len(record['shares'])} of {len(record['hosts']['hosts'])} hosts"
+          + (f" ({idle} got no device)" if idle else "") + f" in {took:.2f} s. Remove with "
+          f"'shoal cluster down {record['id']}'.")
+    return 0
+
+
+def _agent(args) -> int:
+    from shoal.cluster import agent
+
+    host = agent.host_name(args.host)
+    if args.action == "probe":
+        return agent.probe(host, args.host_speed)
+    if args.action == "up":
+        return agent.up(host, agent.read_plan(sys.stdin, args.id))
+    if not args.id:
+        raise ShoalError("cluster agent down needs --id ID")
+    return agent.down(host, args.id)
 
 
 def _print_cluster(record: dict) -> None:
@@ -187,7 +249,10 @@ def _status(args) -> int:
 
     records = state.records()
     rows = [{"id": r["id"], "nodes": len(r.get("nodes", {})),
-             "state": ("leftover (owner gone)" if state.is_leftover(r) else
+             "state": (f"up, over {len(r['shares'])} hosts ({', '.join(r['shares'])})" if "shares" in r else
+                       f"up, the share of {r['part_of']['cluster']} on host {r['part_of']['host']}"
+                       if r.get("part_of") else
+                       "leftover (owner gone)" if state.is_leftover(r) else
                        (f"up, in the user namespace of process {r.get('owner_pid')}" if r.get("persistent")
                         else "up, inside a command's user namespace") if r.get("in_user_namespace") else "up"),
              "persistent": bool(r.get("persistent"))} for r in records]
@@ -205,10 +270,20 @@ def _status(args) -> int:
 def _down(args) -> int:
     from shoal.cluster import state
 
+    from shoal.cluster import multihost
+
     removed = state.reap()
-    for record in state.records():
+    records = state.records()
+    spread = {r["id"] for r in records if multihost.is_spread(r)}
+    for record in records:
         if args.all or record["id"] in args.ids:
-            state.remove(record)
+            if multihost.is_spread(record):
+                for problem in multihost.down(record):
+                    print(f"shoal: {record['id']}: {problem}", file=sys.stderr)
+            elif (record.get("part_of") or {}).get("cluster") in spread:
+                continue  # a host's share: its cluster's down removes it there, on its host
+            else:
+                state.remove(record)
             removed.append(record["id"])
     missing = [i for i in args.ids if i not in removed]
     for cluster_id in removed:

@@ -79,7 +79,7 @@ def userns_inside() -> bool:
     return userns.inside()
 
 
-def _new_id() -> str:
+def new_id() -> str:
     return "c" + secrets.token_hex(3)
 
 
@@ -106,13 +106,15 @@ class EmulatedCluster:
         # The sets of devices that ever compute at the same time (None: all of them):
         # a study runs its reference apart from the cluster, so only the larger set must fit.
         self.at_once = at_once
-        self.id = check_id(cluster_id or _new_id())
+        self.id = check_id(cluster_id or new_id())
         self.persistent = persistent
         self.calibrate_cpu = calibrate
         # Where the link forwarder logs every frame it delivers (None: no log).
         self.link_log: Path | None = None
         self.record: dict = {}
         self.warnings: list[str] = []
+        # Spread over hosts: {"cluster": ID, "host": NAME}, this host's share of that cluster.
+        self.part_of: dict | None = None
 
     @property
     def host(self) -> hostspeed.HostSpeed:
@@ -158,6 +160,8 @@ class EmulatedCluster:
             "nodes": {}, "head": {"netns": self.netns("head"), "uts": "head.uts",
                                   "address": _address(0), "hostname": HEAD, "cgroups": []},
         }
+        if self.part_of:
+            record["part_of"] = self.part_of
         self.record = record
         state.prepare_netns_dir()
         state.write(record)  # intent first: a crash from here on leaves a record to reap
@@ -767,6 +771,11 @@ def attach(cluster_id: str) -> EmulatedCluster:
     record = state.read(cluster_id)
     if record is None:
         raise ShoalError(f"no emulated cluster {cluster_id!r} is up; see 'shoal cluster status' for the clusters that are up")
+    if record.get("shares"):  # spread over hosts: its devices are there, each share a cluster
+        first_host, first = next(iter(record["shares"].items()))
+        raise ShoalError(f"cluster {cluster_id} is spread over {len(record['shares'])} hosts, and ranks "
+                         f"do not yet run across hosts; attach to one host's share there (on "
+                         f"{first_host}: --attach {first['id']})")
     cluster = EmulatedCluster.__new__(EmulatedCluster)
     cluster.id, cluster.record, cluster.persistent = cluster_id, record, record.get("persistent")
     cluster.calibrate_cpu, cluster.warnings = False, []
@@ -778,15 +787,19 @@ def attach(cluster_id: str) -> EmulatedCluster:
 
 
 def _inventory_from_record(record: dict) -> Inventory:
+    return inventory_from_description(record["inventory"], f"cluster {record['id']}")
+
+
+def inventory_from_description(described: dict, where: str) -> Inventory:
+    """An emulated inventory back from its ``describe()`` (a record, a host's share of a plan)."""
     from shoal.cluster import inventory as inv
 
-    described = record["inventory"]
     data = {"cluster": {"mode": "emulated"},
             "nodes": [{k: v for k, v in n.items() if k in ("name", "address", "slots", "profile", "link")}
                       for n in described["nodes"]],
             "profiles": {k: _profile_table(v) for k, v in described.get("profiles", {}).items()},
             "links": {k: {kk: vv for kk, vv in v.items() if kk not in ("name", "sources")} for k, v in described.get("links", {}).items()}}
-    return inv.parse(data, f"cluster {record['id']}")
+    return inv.parse(data, where)
 
 
 def _profile_table(described: dict) -> dict:

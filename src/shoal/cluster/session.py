@@ -357,7 +357,7 @@ def open(emulate: str | None = None, link: str | None = None, inventory: str | N
     if not (emulate or inventory):
         rules.dilation_applies(dilation, "local", False)
         return LocalCluster()
-    inv = _emulated_inventory(emulate, inventory, link, host_speed)
+    inv = emulated_inventory(emulate, inventory, link, host_speed)
     if inv.mode == "emulated":
         host = hostspeed.resolve(inv.host_speed, mpi, recalibrate)
         return EmulatedDevices(inv, EmulatedCluster(inv, calibrate=calibrate, dilation=dilation,
@@ -368,7 +368,7 @@ def open(emulate: str | None = None, link: str | None = None, inventory: str | N
     return SshHosts(inv)
 
 
-def _emulated_inventory(emulate: str | None, inventory: str | None, link: str | None,
+def emulated_inventory(emulate: str | None, inventory: str | None, link: str | None,
                         host_speed: float | None) -> _inventory.Inventory:
     """The nodes of ``--emulate SPEC`` or of an inventory file, with the host speed asked for."""
     if emulate:
@@ -386,7 +386,7 @@ def bring_up(emulate: str | None, inventory: str | None, link: str | None = None
              recalibrate: bool = False, mpi: str | None = None) -> EmulatedCluster:
     """An emulated cluster that stays up after the command (``shoal cluster up``)."""
     rules.up_needs_one(emulate, inventory)
-    inv = _emulated_inventory(emulate, inventory, link, host_speed)
+    inv = emulated_inventory(emulate, inventory, link, host_speed)
     if inv.mode != "emulated":
         raise ShoalError(f"{inventory}: mode is {inv.mode!r}; 'cluster up' builds emulated "
                          "clusters (set [cluster] mode = \"emulated\")")

@@ -1,0 +1,164 @@
+"""What runs on each host of an emulated cluster spread over several (``shoal cluster agent``).
+
+The command that brings such a cluster up (``multihost.up``) starts one agent per host
+through the host engine (``hostengine``) three times at most:
+
+- ``probe``: says what the host offers: its shoal version, the CPUs this command may use
+  (under Slurm no more than the allocation gives the node), its core's speed;
+- ``up``: reads the plan on stdin, builds the host's share of the devices exactly as a one-host cluster is built
+  (``EmulatedCluster``: namespaces, per-core CPU budgets, memory limits, the forwarder)
+  at the dilation every host shares, says it is ready, and holds it until a stopping
+  signal (``cluster down``, the end of the Slurm step or job), then removes it;
+- ``down``: removes the share on this host: its agent is asked to stop, and whatever is
+  still recorded is removed as any leftover is.
+
+Every answer is one line ``shoal-agent {json}`` on stdout naming the host, so that the
+lines of all hosts, interleaved by srun or ssh, can be told apart from anything else.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import sys
+import time
+
+from shoal import __version__, proc
+from shoal.cluster import cpulimit, hostengine, hostspeed, state, sysns
+from shoal.errors import ShoalError
+
+PREFIX = "shoal-agent "
+# How long ``down`` waits for the agent holding a share to remove it itself.
+STOP_WAIT_S = 15.0
+
+
+def host_name(given: str | None = None) -> str:
+    """This host's name as the engine knows it: given (ssh), Slurm's node name, the hostname."""
+    return given or os.environ.get(hostengine.SLURM_NODE_NAME) or socket.gethostname()
+
+
+def say(host: str, **facts) -> None:
+    print(PREFIX + json.dumps({"host": host, **facts}), flush=True)
+
+
+def read_reports(text: str) -> list[dict]:
+    """The agents' lines in a command's output (anything else is left out)."""
+    reports = []
+    for line in text.splitlines():
+        if line.startswith(PREFIX):
+            try:
+                reports.append(json.loads(line[len(PREFIX):]))
+            except ValueError:
+                continue
+    return reports
+
+
+def capacity() -> float:
+    """The CPUs the devices here may use: this command's (cpuset, cgroup quota), and under
+    Slurm no more than the allocation gives this node."""
+    usable = cpulimit.capacity()
+    allocated = os.environ.get("SLURM_CPUS_ON_NODE", "")
+    return min(usable, float(allocated)) if allocated.isdigit() and int(allocated) > 0 else usable
+
+
+def slurm_step() -> str | None:
+    """JOB.STEP of the Slurm step this agent runs in (None: not under Slurm)."""
+    job, step = os.environ.get("SLURM_JOB_ID"), os.environ.get("SLURM_STEP_ID")
+    return f"{job}.{step}" if job and step else None
+
+
+def probe(host: str, host_speed: float | None) -> int:
+    problems = []
+    if os.geteuid() != 0:
+        problems.append("the agent needs root on each host (network namespaces, cgroups); "
+                        "run it as root there")
+    for tool in ("tc", "unshare", "ip"):
+        if proc.find(tool) is None:
+            problems.append(f"{tool} is missing; install iproute2 and util-linux")
+    try:
+        speed = hostspeed.resolve(host_speed).describe()
+    except ShoalError as exc:
+        speed, problems = None, [*problems, str(exc)]
+    say(host, shoal=__version__, python=sys.executable, cpus=capacity(), host_speed=speed,
+        problems=problems)
+    return 0
+
+
+def read_plan(stream, cluster_id: str | None) -> dict:
+    """The plan ``multihost`` sends every agent on its stdin: one line of JSON, for the
+    cluster its command line names."""
+    try:
+        plan = json.loads(stream.readline())
+    except ValueError as exc:
+        raise ShoalError(f"cluster agent up reads its plan (JSON) on stdin: {exc}; it is started "
+                         "by 'shoal cluster up --hosts'") from None
+    if not isinstance(plan, dict) or not isinstance(plan.get("hosts"), dict):
+        raise ShoalError("cluster agent up: the plan on stdin names no hosts; it is started by "
+                         "'shoal cluster up --hosts'")
+    if plan.get("id") != cluster_id:
+        raise ShoalError(f"cluster agent up --id {cluster_id}: the plan on stdin is for cluster "
+                         f"{plan.get('id')}")
+    return plan
+
+
+def up(host: str, plan: dict) -> int:
+    """Build this host's share, say so, and hold it until a stopping signal."""
+    from shoal.cluster.emulated import EmulatedCluster, inventory_from_description
+
+    say(host, started=True, step=slurm_step())  # before anything is made: whom to stop
+    share = plan["hosts"].get(host)
+    if share is None:  # a host of the allocation that got no device
+        say(host, idle=True)
+        return 0
+    try:
+        inventory = inventory_from_description(share["inventory"], f"host {host}'s share")
+        cluster = EmulatedCluster(inventory, share["id"], persistent=True,
+                                  calibrate=plan["calibrate"], dilation=plan["dilation"],
+                                  host=hostspeed.HostSpeed.from_record(share["host_speed"]))
+        # Recorded from its first write, so that 'down' finds a share still coming up.
+        cluster.part_of = {"cluster": plan["id"], "host": host}
+        cluster.up()
+    except ShoalError as exc:  # refused, or failed: up removed whatever it had made
+        say(host, error=str(exc), down=True)
+        return 1
+    except BaseException:  # stopped while it built the share: up removed it
+        say(host, down=True)
+        raise
+    try:
+        record = state.read(cluster.id) or cluster.record
+        say(host, ready=True, id=cluster.id, dilation=cluster.dilation, nodes=record.get("nodes", {}),
+            emulation=record.get("emulation", {}),
+            agent={"pid": os.getpid(), "start": sysns.process_start_time(os.getpid())})
+        while True:  # a stopping signal raises (proc.install_signal_handlers)
+            signal.pause()
+    finally:
+        with proc.signals_held():
+            cluster.down()
+            say(host, down=True)
+
+
+def down(host: str, cluster_id: str) -> int:
+    """Remove this host's share of ``cluster_id``: its agent removes it, else it is reaped."""
+    removed = []
+    for record in state.records():
+        part = record.get("part_of") or {}
+        if part.get("cluster") != cluster_id or part.get("host") != host:
+            continue
+        if state.owner_alive(record) and record["owner_pid"] != os.getpid():
+            try:
+                os.kill(record["owner_pid"], signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+            deadline = time.monotonic() + STOP_WAIT_S
+            while state.owner_alive(record) and time.monotonic() < deadline:
+                time.sleep(0.05)  # until the agent has removed its share and ended
+        left = state.read(record["id"])
+        if left is not None:  # the agent was gone or stuck: remove what its record names
+            if state.owner_alive(left):
+                os.kill(left["owner_pid"], signal.SIGKILL)
+            state.remove(left)
+        removed.append(record["id"])
+    say(host, removed=removed)
+    return 0

@@ -1,0 +1,141 @@
+"""One emulated cluster spread over the two hosts of a real Slurm (``slurm_hosts``): inside an
+allocation, ``cluster up --hosts slurm`` starts one agent per host with srun, each host builds
+its share of the devices in its own namespaces at one dilation, and ``cluster down`` leaves
+nothing on either host, even after one host's agent was lost; a host that cannot build its
+share is named, and the other keeps nothing. (Kill points at random moments of up and down:
+benchmarks/multihost_kill_points.py.)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import signal
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from tests.cluster.slurm_hosts import PROGRAMS, slurm_hosts
+
+from shoal import proc
+from shoal.cluster import state, sysns
+
+pytestmark = pytest.mark.skipif(
+    os.geteuid() != 0 or not all(Path(p).exists() for p in PROGRAMS),
+    reason="a Slurm whose hosts are namespaces needs root (network, UTS and mount namespaces) and "
+           "Debian's slurmctld, slurmd, slurm-client and munge (setup installs them as root)")
+
+SHOAL = [sys.executable, "-m", "shoal"]
+
+
+class Allocation:
+    """A Slurm of two namespaced hosts and one allocation of both, as a login shell has it."""
+
+    def __init__(self, hosts) -> None:
+        self.hosts = hosts
+        granted = hosts.run(["salloc", "-N2", "--no-shell"]).stderr
+        self.job = granted.split("Granted job allocation")[1].split()[0]
+        self.env = {"SLURM_JOB_ID": self.job, "SLURM_JOB_NODELIST": "shoal-h[1-2]"}
+        self.names: list[str] = []  # the clusters its tests named, downed at the end whatever happened
+
+    def name(self) -> str:
+        self.names.append("m" + secrets.token_hex(3))
+        return self.names[-1]
+
+    def shoal(self, *args: str, node: str | None = None):
+        where = {"node": node} if node else {}
+        return self.hosts.run([*SHOAL, *args], env=self.env, check=False, timeout=300, **where)
+
+    def namespaces(self, host: str) -> list[str]:
+        """The network namespace files on a host (its own /run/netns)."""
+        netns = self.hosts.where / host / "run" / "netns"
+        return sorted(os.listdir(netns)) if netns.is_dir() else []
+
+
+@pytest.fixture(scope="module")
+def allocation():
+    with slurm_hosts(2) as hosts:
+        made = Allocation(hosts)
+        try:
+            yield made
+        finally:  # a failed test's cluster: its forwarders and cgroups would outlive the hosts
+            for name in made.names:
+                if state.read(name) is not None:
+                    made.shoal("cluster", "down", name)
+
+
+def _wait(ready, what: str, timeout: float = 60) -> None:
+    end = time.monotonic() + timeout
+    while not ready():
+        assert time.monotonic() < end, what
+        time.sleep(0.05)
+
+
+def _gone(process: dict) -> bool:
+    info = proc.stat(process["pid"])
+    return info is None or not info.alive or info.start != process["start"]
+
+
+def test_up_spreads_the_devices_over_both_hosts_and_down_leaves_nothing_even_of_a_lost_agent(allocation):
+    name = allocation.name()
+    done = allocation.shoal("cluster", "up", "--emulate", "4xstb", "--hosts", "slurm", "--name", name,
+                            "--host-speed", "1", "--no-calibrate", "--json")
+    assert done.returncode == 0, done.stderr
+    record = json.loads(done.stdout)
+    # Placed by CPU budgets against each host's capacity (one CPU each here): two boxes each.
+    assert {h: s["devices"] for h, s in record["shares"].items()} == {
+        "shoal-h1": ["stb1", "stb2"], "shoal-h2": ["stb3", "stb4"]}
+    assert [n["host"] for n in record["nodes"].values()] == ["shoal-h1"] * 2 + ["shoal-h2"] * 2
+    shares = {h: state.read(s["id"]) for h, s in record["shares"].items()}
+    state_launchers = record["launchers"]  # srun, left running to hold the agents
+    assert state_launchers and not any(_gone(launcher) for launcher in state_launchers)
+    # One dilation for all hosts, each share a one-host cluster built as today.
+    assert {s["dilation"] for s in shares.values()} == {record["dilation"]}
+    for host, share in shares.items():
+        devices = record["shares"][host]["devices"]
+        assert allocation.namespaces(host) == sorted(share["netns"]), host
+        assert sorted(share["nodes"]) == devices
+        assert share["cgroups"] and all(Path(g).is_dir() for g in share["cgroups"])
+        assert sysns.process_start_time(share["forwarder"]["pid"]) == share["forwarder"]["start"]
+        ran = allocation.hosts.run([sys.executable, "-m", "shoal.cluster.nsexec", "--cluster", share["id"],
+                                    "--run", devices[-1], "--", "hostname"], node=host)
+        assert ran.stdout.split() == [devices[-1]]
+    status = allocation.shoal("cluster", "status", "--json")
+    assert {r["id"] for r in json.loads(status.stdout)} >= {name, *(s["id"] for s in shares.values())}
+    # Host 2's agent is lost (killed as by the OOM killer): its share stays, recorded there.
+    lost = record["shares"]["shoal-h2"]["agent"]
+    os.kill(lost["pid"], signal.SIGKILL)
+    _wait(lambda: _gone(lost), "the agent did not die")
+    assert allocation.namespaces("shoal-h2") == sorted(shares["shoal-h2"]["netns"])
+
+    done = allocation.shoal("cluster", "down", name)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["removed", name]
+    for host, share in shares.items():
+        assert allocation.namespaces(host) == [], host
+        assert not [g for g in share["cgroups"] if Path(g).exists()], host
+        assert _gone(share["forwarder"]) and _gone(record["shares"][host]["agent"]), host
+    assert all(_gone(launcher) for launcher in state_launchers)
+    assert all(state.read(i) is None for i in (name, *(s["id"] for s in shares.values())))
+
+
+def test_a_host_that_cannot_build_its_share_is_named_and_the_other_keeps_nothing(allocation):
+    name = allocation.name()
+    # Host 2's share is already taken by a cluster of that name: its agent refuses it.
+    taken = {"id": f"{name}-2", "owner_pid": os.getpid(), "owner_start": sysns.process_start_time(os.getpid()),
+             "persistent": True, "netns": [], "uts": [], "cgroups": [], "nodes": {}, "inventory": {}}
+    state.write(taken)
+    try:
+        done = allocation.shoal("cluster", "up", "--emulate", "4xstb", "--hosts", "slurm", "--name", name,
+                                "--host-speed", "1", "--no-calibrate")
+    finally:
+        state.remove(taken)
+    assert done.returncode != 0
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "host shoal-h2" in lines[0] and "already up" in lines[0], done.stderr
+    assert "Traceback" not in done.stderr
+    assert allocation.namespaces("shoal-h1") == [] and allocation.namespaces("shoal-h2") == []
+    assert state.read(name) is None and state.read(f"{name}-1") is None
+

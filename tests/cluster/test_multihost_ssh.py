@@ -1,0 +1,55 @@
+"""One emulated cluster spread over two hosts of an ssh inventory (``sshd_hosts``: namespaces
+with a real sshd each): ``cluster up --hosts FILE`` starts one agent per host over ssh, each
+builds its share, and ``cluster down`` leaves nothing of either.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from tests.cluster.sshd_hosts import SSHD, namespace_pids, sshd_hosts
+
+from shoal.cluster import state
+
+pytestmark = pytest.mark.skipif(
+    os.geteuid() != 0 or not Path(SSHD).exists(),
+    reason="namespaced sshd hosts need root and sshd (openssh-server; setup installs it as root)")
+
+
+@pytest.fixture
+def hosts(tmp_path):
+    with sshd_hosts(tmp_path / "hosts") as made:
+        yield made
+
+
+def _shoal(hosts, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "shoal", "cluster", *args], capture_output=True, text=True,
+                          env={**os.environ, **hosts.environment()}, timeout=300)
+
+
+def test_up_over_an_ssh_inventory_builds_a_share_on_each_host_and_down_removes_both(hosts):
+    name = "s" + str(os.getpid() % 100000)
+    done = _shoal(hosts, "up", "--emulate", "2xminnowboard", "--hosts", str(hosts.inventory()),
+                  "--name", name, "--host-speed", "1", "--no-calibrate", "--json")
+    assert done.returncode == 0, done.stderr
+    record = json.loads(done.stdout)
+    assert {h: s["devices"] for h, s in record["shares"].items()} == {
+        "h1": ["minnowboard1"], "h2": ["minnowboard2"]}
+    shares = {h: state.read(s["id"]) for h, s in record["shares"].items()}
+    for host, share in shares.items():
+        # Built by the agent on that host: it runs there (in the host's network namespace).
+        agent = record["shares"][host]["agent"]["pid"]
+        assert agent in namespace_pids(hosts.netns(host)), host
+        assert all(Path("/run/netns", ns).exists() for ns in share["netns"])
+    done = _shoal(hosts, "down", name)
+    assert done.returncode == 0, done.stderr
+    for share in shares.values():
+        assert not [ns for ns in share["netns"] if Path("/run/netns", ns).exists()]
+        assert not [g for g in share["cgroups"] if Path(g).exists()]
+    assert hosts.processes("h1") == [] and hosts.processes("h2") == []
+    assert all(state.read(i) is None for i in (name, *(s["id"] for s in shares.values())))
