@@ -142,13 +142,12 @@ def _sleep_table(record: Run) -> None:
     console = Console()
     console.print("[bold]C: clock_nanosleep, requested 0..1 ms (late = measured - requested)[/]",
                   soft_wrap=True)
-    table = narrow_table(["place", "load", "slack", "at 0\np50 µs", "slope", "late\np50 µs",
-                          "late\np99 µs", "at 1 ms\np50 µs", "at 1 ms\np99 µs"],
+    table = narrow_table(["place", "load", "slack", "at 0\np50 µs", "slope", "late\np50 µs", "late\np99 µs"],
                          left=("place", "load", "slack"))
     notes = []
     sweeps = {(r["device"], r["load"], r["slack"]): r for r in rows if r["source"] == "sweep"}
     for r in rows:
-        place = r["device"] if r["profile"] in ("host", r["device"]) else f"{r['device']} ({r['profile']})"
+        place = r["device"]   # a device's name holds its profile's (rpi3bplus1)
         if r["source"] == "cyclictest":
             notes.append(_beside_cyclictest(place, r, sweeps.get((r["device"], r["load"], r["slack"]))))
             continue
@@ -158,9 +157,7 @@ def _sleep_table(record: Run) -> None:
             table.add_row(*cells, "[red]failed[/]")
             continue
         table.add_row(*cells, _num(r["offset_zero_s"], 1e6, "{:.1f}"), _num(r["slope"], 1, "{:.3f}"),
-                      _num(r["lateness_p50_s"], 1e6, "{:.1f}"), _num(r["lateness_p99_s"], 1e6, "{:.1f}"),
-                      _num(r["lateness_longest_p50_s"], 1e6, "{:.1f}"),
-                      _num(r["lateness_longest_p99_s"], 1e6, "{:.1f}"))
+                      _num(r["lateness_p50_s"], 1e6, "{:.1f}"), _num(r["lateness_p99_s"], 1e6, "{:.1f}"))
     console.print(table)
     for line in notes:
         console.print(line, soft_wrap=True, markup=False)

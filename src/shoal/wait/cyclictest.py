@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import os
 import resource
-import shlex
 
 import numpy as np
 
@@ -44,13 +43,6 @@ def argv(duration_s: float) -> list[str]:
     return [proc.tool("cyclictest", "timer wake-up latency", package="rt-tests"),
             "-D", f"{max(1, round(duration_s))}", "-i", str(round(INTERVAL_S * 1e6)), "-t", "1",
             "--policy=other", "--default-system", "-q", "-v", "-N"]
-
-
-def command(duration_s: float, load_prefix: str = "") -> list[str]:
-    """The command line for a place's runner: cyclictest, after ``load_prefix`` (a shell
-    prefix starting the spinners) when loaded."""
-    line = " ".join(shlex.quote(a) for a in argv(duration_s))
-    return ["/bin/sh", "-c", f"{load_prefix}exec {line}"] if load_prefix else argv(duration_s)
 
 
 def latencies(stdout: str) -> np.ndarray:

@@ -36,8 +36,11 @@ def steps(places: int, with_cyclictest: bool = True) -> int:
 
 
 def run_experiment(run: Run, places: list[Place], sweep: Sweep, quick: bool,
-                   on_done: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
-    """Every condition at every place, then cyclictest there; summary rows as they finish."""
+                   on_done: Callable[[dict[str, Any]], None] | None = None,
+                   cyclictest_s: float | None = None) -> list[dict[str, Any]]:
+    """Every condition at every place, then cyclictest there (``cyclictest_s`` seconds per
+    condition; None: 3 s quick, 10 s not); summary rows as they finish."""
+    cyclictest_s = cyclictest_s or CYCLICTEST_S[quick]
     from shoal.mpi import build
 
     exe = str(build.build_host("sleepsweep"))
@@ -76,16 +79,17 @@ def run_experiment(run: Run, places: list[Place], sweep: Sweep, quick: bool,
             if why_not:
                 row["status"] = f"skipped: {why_not}"
             else:
-                row.update(_cyclictest(place, condition, exe, CYCLICTEST_S[quick]))
+                row.update(_cyclictest(place, condition, exe, cyclictest_s))
             keep(row)
     return rows
 
 
 def _cyclictest(place: Place, condition: Condition, exe: str, seconds: float) -> dict[str, Any]:
-    prefix = (sleepaccuracy.spinning_prefix(exe, place.cores, seconds + 1)
-              if condition.load == "loaded" else "")
+    argv = cyclictest.argv(seconds)
+    if condition.load == "loaded":
+        argv = sleepaccuracy.beside_spinners(exe, place.cores, argv)
     try:
-        done = place.run(cyclictest.command(seconds, prefix), 60 + 3 * seconds)
+        done = place.run(argv, 60 + 3 * seconds)
     except ShoalError as exc:
         return {"status": f"failed: {exc}"}
     if not done.ok:

@@ -86,9 +86,10 @@ def timer_list(root: Path = Path("/")) -> dict[str, object]:
     return found
 
 
-def facts(root: Path = Path("/")) -> dict[str, object]:
-    """The host's kernel timer facts, each with its source; SI units (s, Hz)."""
-    release, version = platform.release(), platform.version()
+def facts(root: Path = Path("/"), release: str | None = None, version: str | None = None) -> dict[str, object]:
+    """The host's kernel timer facts, each with its source; SI units (s, Hz). ``root``,
+    ``release`` and ``version`` (``uname -r``, ``uname -v``) default to this host's."""
+    release, version = release or platform.release(), version if version is not None else platform.version()
     config = kernel_config(root, release)
     model, model_source = preemption(config, version, root)
     timers = timer_list(root)

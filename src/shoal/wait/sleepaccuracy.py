@@ -151,6 +151,10 @@ def measure(place: Place, sweep: Sweep, condition: Condition, exe: str) -> tuple
     return parse(done.stdout)
 
 
-def spinning_prefix(exe: str, spinners: int, seconds: float) -> str:
-    """A shell prefix that keeps ``spinners`` threads busy for ``seconds`` beside what follows."""
-    return f"{shlex.quote(exe)} --spinners {spinners} --spin-ms {round(seconds * 1000)} & "
+def beside_spinners(exe: str, spinners: int, argv: list[str]) -> list[str]:
+    """``argv`` run while ``spinners`` threads spin beside it in the same place; they stop
+    when it ends, and its exit status is kept."""
+    line = " ".join(shlex.quote(a) for a in argv)
+    # The spinners' own bound (a day) only matters if the shell itself is killed.
+    return ["/bin/sh", "-c", f"{shlex.quote(exe)} --spinners {spinners} --spin-ms 86400000 & s=$!; "
+                             f"{line}; rc=$?; kill $s; wait $s 2>/dev/null; exit $rc"]
