@@ -47,6 +47,14 @@ def test_the_program_refuses_bad_numbers_in_one_line():
         assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, argv
 
 
+def test_a_budget_stops_the_sweep_after_whole_passes():
+    exe = str(build.build_host("sleepsweep"))
+    done = proc.run([exe, "--max", "2000", "--step", "1000", "--repeats", "100000", "--budget-ms", "5"])
+    facts, requested, _ = sleepaccuracy.parse(done.stdout)
+    assert facts["planned"] == 300000 and 3 <= facts["measures"] < 300000
+    assert facts["measures"] % 3 == 0 and requested.tolist()[:6] == pytest.approx([0, 1e-6, 2e-6] * 2)
+
+
 def test_host_sweep_tables_resume_figure_and_table(tmp_path, monkeypatch, capsys):
     run = Run.create("waitlab", ["test"], tmp_path / "run")
     host = sleepaccuracy.host_place()
@@ -63,7 +71,7 @@ def test_host_sweep_tables_resume_figure_and_table(tmp_path, monkeypatch, capsys
     libc = ctypes.CDLL(None)
     own_slack = libc.prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0) * 1e-9   # what the program inherits
     for r in rows[:4]:
-        assert r["status"] == "ok" and r["measures"] == 9
+        assert r["status"] == "ok" and r["measures"] == r["planned_measures"] == 9
         assert r["timer_slack_s"] == pytest.approx(1e-9 if r["slack"] == "1ns" else own_slack)
         assert r["spinners"] == (host.cores if r["load"] == "loaded" else 0)
         assert 0 < r["offset_zero_s"] <= r["offset_zero_p99_s"]

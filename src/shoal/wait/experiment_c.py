@@ -4,7 +4,8 @@ Tables:
 
 ``sleep``          every measure: place, condition, requested_s, measured_s (Fig. 4's dots)
 ``sleep_summary``  one row per place, source (``sweep`` or ``cyclictest``) and condition:
-                   offset at zero, slope, lateness p50/p99, lateness at the longest sleep
+                   offset at zero, slope, lateness p50/p99, lateness at the longest sleep,
+                   measures taken of those planned (a budget stops a slow place's sweep)
 
 Rows are appended as each condition finishes; a resumed run skips the conditions it
 has. A condition that fails is a summary row with its status, and the rest go on.
@@ -21,7 +22,7 @@ from shoal.wait.sleepaccuracy import CONDITIONS, Condition, Place, Sweep
 
 SUMMARY_COLUMNS = [
     "device", "profile", "source", "load", "slack", "status", "timer_slack_s", "spinners", "measures",
-    "offset_zero_s", "offset_zero_p99_s", "slope", "intercept_s", "lateness_p50_s", "lateness_p99_s",
+    "planned_measures", "offset_zero_s", "offset_zero_p99_s", "slope", "intercept_s", "lateness_p50_s", "lateness_p99_s",
     "longest_s", "lateness_longest_p50_s", "lateness_longest_p99_s",
 ]
 SLEEP_COLUMNS = ["device", "profile", "load", "slack", "requested_s", "measured_s"]
@@ -69,7 +70,8 @@ def run_experiment(run: Run, places: list[Place], sweep: Sweep, quick: bool,
                                       "requested_s": float(r), "measured_s": float(m)}
                                      for r, m in zip(requested, measured)), columns=SLEEP_COLUMNS)
                 row.update(sleepaccuracy.summarize(requested, measured),
-                           timer_slack_s=facts["timer_slack_ns"] * 1e-9, spinners=facts["spinners"])
+                           timer_slack_s=facts["timer_slack_ns"] * 1e-9, spinners=facts["spinners"],
+                           planned_measures=facts["planned"])
             keep(row)
         for condition in CYCLICTEST_CONDITIONS:
             if (place.device, "cyclictest", condition.load, condition.slack) in done:

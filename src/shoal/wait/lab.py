@@ -336,11 +336,12 @@ def plan(request: LabRequest) -> LabPlan:
     places = 1
     if request.emulate:
         from shoal.cluster import inventory
+        from shoal.wait import sleepaccuracy
 
         if experiments != ("C",):
             raise ShoalError(f"--emulate runs Experiment C only (not {', '.join(mpi_experiments(experiments))}); "
                              "give --experiments C, or leave --emulate out for the others")
-        places += len({n.profile.name for n in inventory.from_emulate(request.emulate).nodes})
+        places += len(sleepaccuracy.one_of_each_profile(inventory.from_emulate(request.emulate)))
     mpis = discover.resolve_each(request.mpis)
     return LabPlan(request, modes, experiments, mpis, places)
 
@@ -400,7 +401,11 @@ def _experiment_c(record: Run, request: LabRequest,
     if request.emulate:
         from shoal import cluster as clusters
 
-        with clusters.open(emulate=request.emulate) as devices:
+        from shoal.cluster import inventory
+
+        # One device sweeps at a time: the dilation need only fit the largest alone.
+        alone = [(name,) for name in sleepaccuracy.one_of_each_profile(inventory.from_emulate(request.emulate))]
+        with clusters.open(emulate=request.emulate, at_once=alone) as devices:
             record.update_manifest(emulated=devices.emulated.describe())
             rows += experiment_c.run_experiment(record, sleepaccuracy.device_places(devices.emulated),
                                                 sweep, request.quick, on_done)

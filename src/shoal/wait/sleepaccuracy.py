@@ -3,7 +3,10 @@
 The native program ``shoal-sleepsweep`` (shoal/native/sleepsweep) requests sleeps
 from 0 to 1 ms in fixed steps, several times each, and reads CLOCK_MONOTONIC around
 every call, as the seed did (500 ns steps, 10 measures each; ``--quick``: 10 us
-steps, 5 each). Four conditions: idle or loaded (one spinning thread per core of the
+steps, 5 each), one pass over the range per repeat. A place that sleeps far longer
+than asked stops after the pass that outlasts the budget (three times the time the
+sweep takes when every sleep is 100 us late): fewer passes, each whole, and the summary
+says how many measures of how many planned. Four conditions: idle or loaded (one spinning thread per core of the
 place, in the same process), and the kernel's default timer slack or
 ``PR_SET_TIMERSLACK`` 1 ns. A place is this host, or one emulated device of each
 profile (the sweep runs inside the device's namespace and CPU cgroup, at its quota,
@@ -58,7 +61,13 @@ class Sweep:
     def argv(self, exe: str, condition: Condition, spinners: int) -> list[str]:
         return [exe, "--max", str(round(self.longest_s * 1e9)), "--step", str(round(self.step_s * 1e9)),
                 "--repeats", str(self.repeats), "--slack", str(condition.slack_ns),
-                "--spinners", str(spinners if condition.load == "loaded" else 0)]
+                "--spinners", str(spinners if condition.load == "loaded" else 0),
+                "--budget-ms", str(round(self.budget_s * 1000))]
+
+    @property
+    def budget_s(self) -> float:
+        """No pass starts after this (s)."""
+        return max(5.0, 3 * self.expected_s())
 
     @property
     def measures(self) -> int:
@@ -88,16 +97,20 @@ def host_place() -> Place:
     return Place("host", "host", cores, lambda argv, timeout: proc.run(argv, timeout=timeout))
 
 
+def one_of_each_profile(inventory) -> list[str]:
+    """The first device of each profile: the devices a sweep runs in."""
+    first: dict[str, str] = {}
+    for node in inventory.nodes:
+        first.setdefault(node.profile.name, node.name)
+    return list(first.values())
+
+
 def device_places(cluster) -> list[Place]:
-    """The first device of each profile in an emulated cluster."""
-    places, seen = [], set()
-    for node in cluster.inventory.nodes:
-        if node.profile.name in seen:
-            continue
-        seen.add(node.profile.name)
-        places.append(Place(node.name, node.profile.name, node.profile.cores,
-                            lambda argv, timeout, name=node.name: cluster.run_on(name, argv, timeout=timeout)))
-    return places
+    """The first device of each profile in an emulated cluster (an EmulatedCluster)."""
+    nodes = {node.name: node for node in cluster.inventory.nodes}
+    return [Place(name, nodes[name].profile.name, nodes[name].profile.cores,
+                  lambda argv, timeout, name=name: cluster.run_on(name, argv, timeout=timeout))
+            for name in one_of_each_profile(cluster.inventory)]
 
 
 def parse(stdout: str) -> tuple[dict[str, Any], np.ndarray, np.ndarray]:
@@ -107,7 +120,7 @@ def parse(stdout: str) -> tuple[dict[str, Any], np.ndarray, np.ndarray]:
         raise ShoalError("shoal-sleepsweep printed no result")
     facts = json.loads(lines[0])
     pairs = np.loadtxt(lines[1:], dtype=np.int64, ndmin=2) if len(lines) > 1 else np.empty((0, 2))
-    if len(pairs) != facts["measures"]:
+    if len(pairs) != facts["measures"] or not len(pairs):
         raise ShoalError(f"shoal-sleepsweep printed {len(pairs)} measures of {facts['measures']}")
     return facts, pairs[:, 0] * 1e-9, pairs[:, 1] * 1e-9
 
@@ -139,8 +152,8 @@ def summarize(requested: np.ndarray, measured: np.ndarray) -> dict[str, float]:
 def measure(place: Place, sweep: Sweep, condition: Condition, exe: str) -> tuple[dict, np.ndarray, np.ndarray]:
     """Run one condition's sweep at a place: (program facts, requested s, measured s)."""
     argv = sweep.argv(exe, condition, place.cores)
-    # A loaded device at a small CPU quota may wait out whole quota periods: generous bound.
-    timeout = 60 + 20 * sweep.expected_s()
+    # The budget bounds the passes started; a pass itself may run long at a small CPU quota.
+    timeout = 60 + sweep.budget_s + 10 * sweep.expected_s() / sweep.repeats
     try:
         done = place.run(argv, timeout)
     except proc.CommandTimeout as exc:

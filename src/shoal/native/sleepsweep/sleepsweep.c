@@ -1,9 +1,13 @@
 /* shoal-sleepsweep: seed 003's Experiment C.
  *
- * For every requested duration 0, step, 2*step, ... max (ns), calls
- * clock_nanosleep(CLOCK_MONOTONIC, relative) `repeats` times in a row and
- * reads CLOCK_MONOTONIC around each call, as the seed measured it (the
- * clock reads are part of what a waiter pays). With --spinners N, N threads
+ * Requests every duration 0, step, 2*step, ... max (ns) from
+ * clock_nanosleep(CLOCK_MONOTONIC, relative), `repeats` passes over the whole
+ * range (a pass per repeat, so a change of load mid-run touches every
+ * duration alike), and reads CLOCK_MONOTONIC around each call, as the seed
+ * measured it (the clock reads are part of what a waiter pays). --budget-ms T
+ * stops after the pass running when T ms have gone by: a place that sleeps
+ * far longer than asked (a loaded device at a small CPU quota) still ends,
+ * with fewer passes, each of them whole. With --spinners N, N threads
  * spin on an empty loop for the whole sweep (the seed's "busy" mode, one per
  * core). --slack N sets PR_SET_TIMERSLACK to N ns first (0: the kernel's
  * default is kept).
@@ -71,6 +75,7 @@ int main(int argc, char **argv)
     long long spinners = option(argc, argv, "--spinners", 0);
     long long slack_ns = option(argc, argv, "--slack", 0);
     long long spin_ms = option(argc, argv, "--spin-ms", 0);
+    long long budget_ms = option(argc, argv, "--budget-ms", 0);
     if (step_ns == 0 || repeats == 0 || spinners > 1024) {
         fprintf(stderr, "shoal-sleepsweep: --step and --repeats must be >= 1, --spinners <= 1024\n");
         return 2;
@@ -109,25 +114,28 @@ int main(int argc, char **argv)
         fprintf(stderr, "shoal-sleepsweep: out of memory for %lld measures\n", steps * repeats);
         return 1;
     }
-    for (long long s = 0; s < steps; s++) {
-        long long req = s * step_ns;
-        struct timespec ts = {(time_t)(req / 1000000000LL), (long)(req % 1000000000LL)};
-        for (long long r = 0; r < repeats; r++) {
+    long long start = now_ns(), passes = 0;
+    for (long long r = 0; r < repeats; r++) {
+        if (r > 0 && budget_ms && now_ns() - start > budget_ms * 1000000LL)
+            break;
+        for (long long s = 0; s < steps; s++) {
+            long long req = s * step_ns;
+            struct timespec ts = {(time_t)(req / 1000000000LL), (long)(req % 1000000000LL)};
             long long t0 = now_ns();
-            int rc;
-            while ((rc = clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, NULL)) == EINTR)
+            while (clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, NULL) == EINTR)
                 ;
-            measured[s * repeats + r] = now_ns() - t0;
+            measured[r * steps + s] = now_ns() - t0;
         }
+        passes++;
     }
     atomic_store(&stop_spinning, 1);
     for (long long i = 0; i < spinners; i++)
         pthread_join(threads[i], NULL);
     printf("{\"timer_slack_ns\": %d, \"clock_resolution_s\": %.12g, \"spinners\": %lld, "
-           "\"measures\": %lld}\n", prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0), resolution_s(),
-           spinners, steps * repeats);
-    for (long long i = 0; i < steps * repeats; i++)
-        printf("%lld %lld\n", (i / repeats) * step_ns, measured[i]);
+           "\"measures\": %lld, \"planned\": %lld}\n", prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0),
+           resolution_s(), spinners, passes * steps, steps * repeats);
+    for (long long i = 0; i < passes * steps; i++)
+        printf("%lld %lld\n", (i % steps) * step_ns, measured[i]);
     free(measured);
     return 0;
 }
