@@ -1,20 +1,20 @@
 """`shoal waitlab`: the waiting experiments of "Adaptive message passing polling
 for energy efficiency" under every wait mode, plotted.
 
-Runs experiment C (how long clock_nanosleep really sleeps, 0 to 1 ms, idle and
-loaded, default timer slack and 1 ns, with cyclictest beside it; with --emulate
-also inside one emulated device of each profile), A (CPU load of a receiver between bursts), D (reaction time
-as gaps grow from 1 ns to ~130 ms), regular gaps of 10 ms, 100 ms and 1 s
-and Poisson arrivals (mean 100 ms), and the S-DSM patterns Full, Burst and
-Lock under each libshoalwait mode and each MPI's own options, and writes one
-run directory (results.csv, load.csv, reaction.csv, sleep.csv, sleep_summary.csv,
-PNG/SVG figures).
-``--quick`` is a first look: busy, seed003 and backoff beside each MPI's first
-own option, every experiment but P10ms and P1s, fewer messages and shorter
-pauses (D: x1.25 steps from 1 us to 20 ms; C: 10 us steps, 5 measures each); about 2 minutes for both MPIs on
-a 2-core host. The full lab (every mode and option, every experiment at the
-paper's lengths, about 80 s of experiments per contender) takes about 25 minutes for
-both.
+Runs experiment C (how long clock_nanosleep really sleeps, 0 to 1 ms, idle
+and loaded, default timer slack and 1 ns, cyclictest beside it; with --emulate
+inside one emulated device of each profile too), A (CPU load of a receiver
+between bursts), D (reaction time as gaps grow from 1 ns to ~130 ms), regular
+gaps of 10 ms, 100 ms and 1 s and Poisson arrivals (mean 100 ms), and the S-DSM
+patterns Full, Burst and Lock under each libshoalwait mode and each MPI's own
+options, and writes one run directory (results.csv, load.csv, reaction.csv,
+sleep.csv, sleep_summary.csv, PNG/SVG figures).
+``--quick`` is a first look: busy, seed003, backoff and auto beside each MPI's
+first own option, every experiment but P10ms and P1s, fewer messages and
+shorter pauses (D: x1.25 steps from 1 us to 20 ms; C: 10 us steps, 5 measures
+each, 2 s of cyclictest); about 2 minutes for both MPIs on a 2-core host. The
+full lab (every mode and option, every experiment at the paper's lengths,
+about 80 s of experiments per contender) takes about 25 minutes for both.
 """
 
 from __future__ import annotations

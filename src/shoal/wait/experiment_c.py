@@ -28,7 +28,7 @@ SUMMARY_COLUMNS = [
 SLEEP_COLUMNS = ["device", "profile", "load", "slack", "requested_s", "measured_s"]
 # cyclictest idle and loaded, at the kernel's default slack (it sets none).
 CYCLICTEST_CONDITIONS = (Condition("idle", "default"), Condition("loaded", "default"))
-CYCLICTEST_S = {True: 3.0, False: 10.0}   # seconds per condition, quick and not
+CYCLICTEST_S = {True: 2.0, False: 10.0}   # seconds per condition, quick and not
 
 
 def steps(places: int, with_cyclictest: bool = True) -> int:
@@ -40,7 +40,7 @@ def run_experiment(run: Run, places: list[Place], sweep: Sweep, quick: bool,
                    on_done: Callable[[dict[str, Any]], None] | None = None,
                    cyclictest_s: float | None = None) -> list[dict[str, Any]]:
     """Every condition at every place, then cyclictest there (``cyclictest_s`` seconds per
-    condition; None: 3 s quick, 10 s not); summary rows as they finish."""
+    condition; None: 2 s quick, 10 s not); summary rows as they finish."""
     cyclictest_s = cyclictest_s or CYCLICTEST_S[quick]
     from shoal.mpi import build
 

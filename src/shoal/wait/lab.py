@@ -54,9 +54,10 @@ PERIODIC = {"P10ms": (0.01, 40, 500), "P100ms": (0.1, 16, 100), "P1s": (1.0, 10,
 LEARNING = 8   # first messages of a rhythm, left out of its reaction quantiles
 DEFAULT_MODES = ("busy", "yield", "sleep:100", "linear:1,1000,1", "seed003", "backoff", "auto")
 # A first look (--quick): the MPI's own waiting (busy and its first option), the seed's,
-# libshoalwait's default; one rhythm (100 ms) and Poisson arrivals beside A, D and the S-DSM
-# patterns. A launch costs one of the MPIs 1-2 s here, so each contender more costs 15-20 s.
-QUICK_MODES = ("busy", "seed003", "backoff")
+# libshoalwait's default and its self-tuning mode; one rhythm (100 ms) and Poisson arrivals
+# beside C, A, D and the S-DSM patterns. A launch costs one of the MPIs 1-2 s here, so each
+# contender more costs 15-20 s.
+QUICK_MODES = ("busy", "seed003", "backoff", "auto")
 QUICK_EXPERIMENTS = tuple(e for e in EXPERIMENTS if e not in ("P10ms", "P1s"))
 
 RESULT_COLUMNS = [
