@@ -49,18 +49,14 @@ def preemption(config: dict[str, str], version: str, root: Path = Path("/")) -> 
     if config.get("PREEMPT_RT") == "y" or "PREEMPT_RT" in version:
         return "rt", "config" if config else "uname -v"
     if dynamic:   # the model in force: debugfs shows it in parentheses, preempt= chooses it
-        try:
-            chosen = re.search(r"\((\w+)\)", (root / "sys/kernel/debug/sched/preempt").read_text())
-            if chosen:
-                return chosen.group(1) + suffix, "/sys/kernel/debug/sched/preempt"
-        except OSError:
-            pass
-        try:
-            asked = re.search(r"(?:^|\s)preempt=(\w+)", (root / "proc/cmdline").read_text())
-            if asked:
-                return asked.group(1) + suffix, "/proc/cmdline"
-        except OSError:
-            pass
+        for place, pattern in (("sys/kernel/debug/sched/preempt", r"\((\w+)\)"),
+                               ("proc/cmdline", r"(?:^|\s)preempt=(\w+)")):
+            try:
+                found = re.search(pattern, (root / place).read_text())
+            except OSError:
+                continue
+            if found:
+                return found.group(1) + suffix, f"/{place}"
     for option, model in _MODELS:
         if config.get(option) == "y":
             return model + suffix, "config"
