@@ -20,6 +20,7 @@ def test_sweep_in_one_device_of_each_profile(tmp_path):
     with clusters.open(emulate="2xrpi3", host_speed=1.0, calibrate=False) as devices:
         places = sleepaccuracy.device_places(devices.emulated)
         assert [(p.device, p.profile, p.cores) for p in places] == [("rpi31", "rpi3", 4)]
+        assert places[0].dilation == devices.emulated.dilation >= 1
         inside = places[0].run(["cat", "/proc/self/cgroup"], 30).stdout
         assert devices.emulated.id in inside      # in the device's own CPU cgroup
         rows = experiment_c.run_experiment(run, places, Sweep(100e-6, 100e-6, 2), quick=True, cyclictest_s=1)

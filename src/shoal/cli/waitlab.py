@@ -159,6 +159,10 @@ def _sleep_table(record: Run) -> None:
         table.add_row(*cells, _num(r["offset_zero_s"], 1e6, "{:.1f}"), _num(r["slope"], 1, "{:.3f}"),
                       _num(r["lateness_p50_s"], 1e6, "{:.1f}"), _num(r["lateness_p99_s"], 1e6, "{:.1f}"))
     console.print(table)
+    dilated = sorted({(r["device"], r["dilation"]) for r in rows if float(r["dilation"] or 1) > 1})
+    if dilated:
+        notes.append(f"devices ran at dilation {dilated[0][1]}: each core at 1/{dilated[0][1]} of its "
+                     "profile's real-time share of a host core; times are host seconds")
     for line in notes:
         console.print(line, soft_wrap=True, markup=False)
 

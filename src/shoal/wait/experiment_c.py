@@ -21,7 +21,7 @@ from shoal.wait import cyclictest, sleepaccuracy
 from shoal.wait.sleepaccuracy import CONDITIONS, Condition, Place, Sweep
 
 SUMMARY_COLUMNS = [
-    "device", "profile", "source", "load", "slack", "status", "timer_slack_s", "spinners", "measures",
+    "device", "profile", "dilation", "source", "load", "slack", "status", "timer_slack_s", "spinners", "measures",
     "planned_measures", "offset_zero_s", "offset_zero_p99_s", "slope", "intercept_s", "lateness_p50_s", "lateness_p99_s",
     "longest_s", "lateness_longest_p50_s", "lateness_longest_p99_s",
 ]
@@ -57,10 +57,11 @@ def run_experiment(run: Run, places: list[Place], sweep: Sweep, quick: bool,
 
     for place in places:
         tag = {"device": place.device, "profile": place.profile}
+        summary_tag = {**tag, "dilation": place.dilation}
         for condition in CONDITIONS:
             if (place.device, "sweep", condition.load, condition.slack) in done:
                 continue
-            row = {**tag, "source": "sweep", "load": condition.load, "slack": condition.slack, "status": "ok"}
+            row = {**summary_tag, "source": "sweep", "load": condition.load, "slack": condition.slack, "status": "ok"}
             try:
                 facts, requested, measured = sleepaccuracy.measure(place, sweep, condition, exe)
             except ShoalError as exc:
@@ -76,7 +77,7 @@ def run_experiment(run: Run, places: list[Place], sweep: Sweep, quick: bool,
         for condition in CYCLICTEST_CONDITIONS:
             if (place.device, "cyclictest", condition.load, condition.slack) in done:
                 continue
-            row = {**tag, "source": "cyclictest", "load": condition.load, "slack": condition.slack,
+            row = {**summary_tag, "source": "cyclictest", "load": condition.load, "slack": condition.slack,
                    "status": "ok", "spinners": place.cores if condition.load == "loaded" else 0}
             if why_not:
                 row["status"] = f"skipped: {why_not}"

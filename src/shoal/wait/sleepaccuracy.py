@@ -90,6 +90,9 @@ class Place:
     profile: str                                   # "host" or the device profile's name
     cores: int                                     # spinning threads when loaded
     run: Callable[[list[str], float], proc.Result]   # (argv, timeout s) -> finished command
+    # An emulated device's cores get 1/dilation of their profile's real-time share of a host
+    # core; the sweep's times stay host seconds.
+    dilation: float = 1.0
 
 
 def host_place() -> Place:
@@ -109,7 +112,8 @@ def device_places(cluster) -> list[Place]:
     """The first device of each profile in an emulated cluster (an EmulatedCluster)."""
     nodes = {node.name: node for node in cluster.inventory.nodes}
     return [Place(name, nodes[name].profile.name, nodes[name].profile.cores,
-                  lambda argv, timeout, name=name: cluster.run_on(name, argv, timeout=timeout))
+                  lambda argv, timeout, name=name: cluster.run_on(name, argv, timeout=timeout),
+                  cluster.dilation)
             for name in one_of_each_profile(cluster.inventory)]
 
 
