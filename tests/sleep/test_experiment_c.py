@@ -48,12 +48,15 @@ def test_the_program_refuses_bad_numbers_in_one_line():
         assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, argv
 
 
-def test_a_budget_stops_the_sweep_after_whole_passes():
+def test_a_budget_stops_the_sweep_with_the_range_covered_coarse_to_fine():
     exe = str(build.build_host("sleepsweep"))
     done = proc.run([exe, "--max", "2000", "--step", "1000", "--repeats", "100000", "--budget-ms", "5"])
     facts, requested, _ = sleepaccuracy.parse(done.stdout)
-    assert facts["planned"] == 300000 and 3 <= facts["measures"] < 300000
-    assert facts["measures"] % 3 == 0 and requested.tolist()[:6] == pytest.approx([0, 1e-6, 2e-6] * 2)
+    assert facts["planned"] == 300000 and 1 <= facts["measures"] < 300000
+    assert requested.tolist()[:6] == pytest.approx(([0, 2e-6, 1e-6] * 2)[:facts["measures"]])
+    done = proc.run([exe, "--max", "7000", "--step", "1000", "--repeats", "1"])
+    _, requested, _ = sleepaccuracy.parse(done.stdout)
+    assert (1e6 * requested).round().tolist() == [0, 4, 2, 6, 1, 5, 3, 7]   # halves, quarters, eighths
 
 
 def test_host_sweep_tables_resume_figure_and_table(tmp_path, monkeypatch, capsys):

@@ -3,10 +3,10 @@
 The native program ``shoal-sleepsweep`` (shoal/native/sleepsweep) requests sleeps
 from 0 to 1 ms in fixed steps, several times each, and reads CLOCK_MONOTONIC around
 every call, as the seed did (500 ns steps, 10 measures each; ``--quick``: 10 us
-steps, 5 each), one pass over the range per repeat. A place that sleeps far longer
-than asked stops after the pass that outlasts the budget (three times the time the
-sweep takes when every sleep is 100 us late): fewer passes, each whole, and the summary
-says how many measures of how many planned. Four conditions: idle or loaded (one spinning thread per core of the
+steps, 5 each), one pass over the range per repeat, each pass coarse to fine. A
+place that sleeps far longer than asked stops at the budget (three times the time the
+sweep takes when every sleep is 100 us late, at least 5 s) with its measures still
+spread over the range; the summary says how many measures of how many planned. Four conditions: idle or loaded (one spinning thread per core of the
 place, in the same process), and the kernel's default timer slack or
 ``PR_SET_TIMERSLACK`` 1 ns. A place is this host, or one emulated device of each
 profile (the sweep runs inside the device's namespace and CPU cgroup, at its quota,
@@ -66,7 +66,7 @@ class Sweep:
 
     @property
     def budget_s(self) -> float:
-        """No pass starts after this (s)."""
+        """No sleep starts after this (s)."""
         return max(5.0, 3 * self.expected_s())
 
     @property
@@ -156,8 +156,8 @@ def summarize(requested: np.ndarray, measured: np.ndarray) -> dict[str, float]:
 def measure(place: Place, sweep: Sweep, condition: Condition, exe: str) -> tuple[dict, np.ndarray, np.ndarray]:
     """Run one condition's sweep at a place: (program facts, requested s, measured s)."""
     argv = sweep.argv(exe, condition, place.cores)
-    # The budget bounds the passes started; a pass itself may run long at a small CPU quota.
-    timeout = 60 + sweep.budget_s + 10 * sweep.expected_s() / sweep.repeats
+    # The budget bounds the sleeps started; the last may end late at a small CPU quota.
+    timeout = 60 + sweep.budget_s
     try:
         done = place.run(argv, timeout)
     except proc.CommandTimeout as exc:

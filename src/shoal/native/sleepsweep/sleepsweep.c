@@ -4,10 +4,12 @@
  * clock_nanosleep(CLOCK_MONOTONIC, relative), `repeats` passes over the whole
  * range (a pass per repeat, so a change of load mid-run touches every
  * duration alike), and reads CLOCK_MONOTONIC around each call, as the seed
- * measured it (the clock reads are part of what a waiter pays). --budget-ms T
- * stops after the pass running when T ms have gone by: a place that sleeps
- * far longer than asked (a loaded device at a small CPU quota) still ends,
- * with fewer passes, each of them whole. With --spinners N, N threads
+ * measured it (the clock reads are part of what a waiter pays). Each pass
+ * takes the durations coarse to fine (bit-reversed order: 0, max/2, max/4,
+ * 3max/4, ...), so --budget-ms T, which stops the sweep once T ms have gone
+ * by, leaves durations spread over the whole range even mid-pass: a place
+ * that sleeps far longer than asked (a loaded device at a small CPU quota)
+ * still ends, with fewer measures. With --spinners N, N threads
  * spin on an empty loop for the whole sweep (the seed's "busy" mode, one per
  * core). --slack N sets PR_SET_TIMERSLACK to N ns first (0: the kernel's
  * default is kept).
@@ -42,6 +44,24 @@ static long long now_ns(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* Index i of n in coarse-to-fine order: i's bits reversed over the next power of two,
+ * skipping what falls past n. order[] gets all n indices. */
+static void coarse_to_fine(long long n, long long *order)
+{
+    int bits = 0;
+    while ((1LL << bits) < n)
+        bits++;
+    long long k = 0;
+    for (long long i = 0; i < (1LL << bits); i++) {
+        long long r = 0;
+        for (int b = 0; b < bits; b++)
+            if (i >> b & 1)
+                r |= 1LL << (bits - 1 - b);
+        if (r < n)
+            order[k++] = r;
+    }
 }
 
 static double resolution_s(void)
@@ -110,32 +130,36 @@ int main(int argc, char **argv)
     }
     long long steps = max_ns / step_ns + 1;
     long long *measured = malloc(sizeof *measured * (size_t)(steps * repeats));
-    if (!measured) {
+    long long *asked = malloc(sizeof *asked * (size_t)(steps * repeats));
+    long long *order = malloc(sizeof *order * (size_t)steps);
+    if (!measured || !asked || !order) {
         fprintf(stderr, "shoal-sleepsweep: out of memory for %lld measures\n", steps * repeats);
         return 1;
     }
-    long long start = now_ns(), passes = 0;
-    for (long long r = 0; r < repeats; r++) {
-        if (r > 0 && budget_ms && now_ns() - start > budget_ms * 1000000LL)
+    coarse_to_fine(steps, order);
+    long long start = now_ns(), done = 0;
+    for (long long i = 0; i < steps * repeats; i++) {
+        if (i > 0 && budget_ms && now_ns() - start > budget_ms * 1000000LL)
             break;
-        for (long long s = 0; s < steps; s++) {
-            long long req = s * step_ns;
-            struct timespec ts = {(time_t)(req / 1000000000LL), (long)(req % 1000000000LL)};
-            long long t0 = now_ns();
-            while (clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, NULL) == EINTR)
-                ;
-            measured[r * steps + s] = now_ns() - t0;
-        }
-        passes++;
+        long long req = order[i % steps] * step_ns;
+        struct timespec ts = {(time_t)(req / 1000000000LL), (long)(req % 1000000000LL)};
+        long long t0 = now_ns();
+        while (clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, NULL) == EINTR)
+            ;
+        measured[i] = now_ns() - t0;
+        asked[i] = req;
+        done++;
     }
     atomic_store(&stop_spinning, 1);
     for (long long i = 0; i < spinners; i++)
         pthread_join(threads[i], NULL);
     printf("{\"timer_slack_ns\": %d, \"clock_resolution_s\": %.12g, \"spinners\": %lld, "
            "\"measures\": %lld, \"planned\": %lld}\n", prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0),
-           resolution_s(), spinners, passes * steps, steps * repeats);
-    for (long long i = 0; i < passes * steps; i++)
-        printf("%lld %lld\n", (i % steps) * step_ns, measured[i]);
+           resolution_s(), spinners, done, steps * repeats);
+    for (long long i = 0; i < done; i++)
+        printf("%lld %lld\n", asked[i], measured[i]);
     free(measured);
+    free(asked);
+    free(order);
     return 0;
 }
