@@ -31,9 +31,9 @@ CYCLICTEST_CONDITIONS = (Condition("idle", "default"), Condition("loaded", "defa
 CYCLICTEST_S = {True: 2.0, False: 10.0}   # seconds per condition, quick and not
 
 
-def steps(places: int, with_cyclictest: bool = True) -> int:
-    """Progress steps: one per condition and place."""
-    return places * (len(CONDITIONS) + len(CYCLICTEST_CONDITIONS) * with_cyclictest)
+def steps(places: int) -> int:
+    """Progress steps: one per sweep condition and cyclictest run, at each place."""
+    return places * (len(CONDITIONS) + len(CYCLICTEST_CONDITIONS))
 
 
 def run_experiment(run: Run, places: list[Place], sweep: Sweep, quick: bool,
@@ -41,8 +41,9 @@ def run_experiment(run: Run, places: list[Place], sweep: Sweep, quick: bool,
                    cyclictest_s: float | None = None) -> list[dict[str, Any]]:
     """Every condition at every place, then cyclictest there (``cyclictest_s`` seconds per
     condition; None: 2 s quick, 10 s not); summary rows as they finish."""
-    cyclictest_s = cyclictest_s or CYCLICTEST_S[quick]
     from shoal.mpi import build
+
+    cyclictest_s = cyclictest_s or CYCLICTEST_S[quick]
 
     exe = str(build.build_host("sleepsweep"))
     done = {(r["device"], r["source"], r["load"], r["slack"]) for r in run.rows("sleep_summary")}
