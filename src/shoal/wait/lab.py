@@ -343,7 +343,8 @@ def plan(request: LabRequest) -> LabPlan:
             raise ShoalError(f"--emulate runs Experiment C only (not {', '.join(mpi_experiments(experiments))}); "
                              "give --experiments C, or leave --emulate out for the others")
         places += len(sleepaccuracy.one_of_each_profile(inventory.from_emulate(request.emulate)))
-    mpis = discover.resolve_each(request.mpis)
+    # Experiment C alone launches no MPI: it needs none installed.
+    mpis = discover.resolve_each(request.mpis) if mpi_experiments(experiments) else []
     return LabPlan(request, modes, experiments, mpis, places)
 
 
