@@ -22,8 +22,10 @@ $PIP install -e '.[test]'
 # The report test renders the study report in a real headless browser; the kill-point tests
 # kill `cluster up` at each of its mkdir calls with strace's fault injection; the lost-host
 # test runs a real sshd on hosts that are network namespaces; the Slurm tests run a real
-# slurmctld, slurmd and munged on hosts that are network namespaces (tests/cluster/slurm_hosts.py).
+# slurmctld, slurmd and munged on hosts that are network namespaces (tests/cluster/slurm_hosts.py);
+# waitlab's Experiment C sets its sleep lateness beside rt-tests' cyclictest.
 missing=""
+command -v cyclictest >/dev/null 2>&1 || missing="$missing rt-tests"
 command -v chromium >/dev/null 2>&1 || missing="$missing chromium"
 command -v strace >/dev/null 2>&1 || missing="$missing strace"
 [ -x /usr/sbin/sshd ] || missing="$missing openssh-server"

@@ -95,6 +95,7 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "dsm/test_library.py": ("mpi",),
     "dsm/test_cluster_runs.py": ("mpi", "netns"),
     "study/test_study.py": ("mpi", "netns"),
+    "sleep/test_in_device.py": ("netns",),
     "study/test_seed002_study.py": ("mpi", "netns"),
     "work/test_work_cli.py": ("mpi",),
     "power/test_httpmeter.py::test_a_named_meter_that_does_not_answer_is_refused_before_the_run": ("mpi",),

@@ -203,7 +203,11 @@ def test_waitlab_plan_as_a_library_call(mpich):
 
     quick = lab.plan(lab.LabRequest(mpis=("mpich",), quick=True))
     assert quick.modes == lab.QUICK_MODES and quick.experiments == lab.QUICK_EXPERIMENTS
-    assert quick.total == (len(lab.QUICK_MODES) + 1) * len(lab.QUICK_EXPERIMENTS)   # + MPICH's first knob
+    assert "auto" in quick.modes and "C" in quick.experiments
+    # + MPICH's first knob; Experiment C: 4 sweeps and 2 cyclictest runs on this host.
+    assert quick.total == (len(lab.QUICK_MODES) + 1) * (len(lab.QUICK_EXPERIMENTS) - 1) + 6
+    emulated = lab.plan(lab.LabRequest(mpis=("mpich",), quick=True, emulate="2xrpi3+1xodroid-xu4"))
+    assert emulated.experiments == ("C",) and emulated.total == 3 * 6   # host, rpi3, odroid-xu4
     mine = lab.plan(lab.LabRequest(modes="busy,linear:1,1000,1", experiments="A,lock", mpis=("mpich",),
                                    native=False))
     assert mine.modes == ("busy", "linear:1,1000,1") and mine.total == 4

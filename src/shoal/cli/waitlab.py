@@ -1,17 +1,20 @@
 """`shoal waitlab`: the waiting experiments of "Adaptive message passing polling
 for energy efficiency" under every wait mode, plotted.
 
-Runs experiment A (CPU load of a receiver between bursts), D (reaction time
-as gaps grow from 1 ns to ~130 ms), regular gaps of 10 ms, 100 ms and 1 s
-and Poisson arrivals (mean 100 ms), and the S-DSM patterns Full, Burst and
-Lock under each libshoalwait mode and each MPI's own options, and writes one
-run directory (results.csv, load.csv, reaction.csv, PNG/SVG figures).
-``--quick`` is a first look: busy, seed003 and backoff beside each MPI's first
-own option, every experiment but P10ms and P1s, fewer messages and shorter
-pauses (D: x1.25 steps from 1 us to 20 ms); about 2 minutes for both MPIs on
-a 2-core host. The full lab (every mode and option, every experiment at the
-paper's lengths, about 80 s of experiments per contender) takes about 25 minutes for
-both.
+Runs experiment C (how long clock_nanosleep really sleeps, 0 to 1 ms, idle
+and loaded, default timer slack and 1 ns, cyclictest beside it; with --emulate
+inside one emulated device of each profile too), A (CPU load of a receiver
+between bursts), D (reaction time as gaps grow from 1 ns to ~130 ms), regular
+gaps of 10 ms, 100 ms and 1 s and Poisson arrivals (mean 100 ms), and the S-DSM
+patterns Full, Burst and Lock under each libshoalwait mode and each MPI's own
+options, and writes one run directory (results.csv, load.csv, reaction.csv,
+sleep.csv, sleep_summary.csv, PNG/SVG figures).
+``--quick`` is a first look: busy, seed003, backoff and auto beside each MPI's
+first own option, every experiment but P10ms and P1s, fewer messages and
+shorter pauses (D: x1.25 steps from 1 us to 20 ms; C: 10 us steps, 5 measures
+each, 2 s of cyclictest); about 2 minutes for both MPIs on a 2-core host. The
+full lab (every mode and option, every experiment at the paper's lengths,
+about 80 s of experiments per contender) takes about 25 minutes for both.
 """
 
 from __future__ import annotations
@@ -45,8 +48,11 @@ def register(subparsers) -> None:
                         "linear:0,1000,1 under the kernel's default timer slack) (default: "
                         f"{','.join(lab.DEFAULT_MODES)}; --quick: {','.join(lab.QUICK_MODES)})")
     p.add_argument("--experiments", type=typed.text, default=None,
-                   help="comma list of A, D, P10ms, P100ms, P1s, poisson, full, burst, lock "
-                        "(default all; --quick: all but P10ms and P1s)")
+                   help="comma list of C, A, D, P10ms, P100ms, P1s, poisson, full, burst, lock "
+                        "(default all; --quick: all but P10ms and P1s; --emulate: C)")
+    p.add_argument("--emulate", type=typed.text, default=None, metavar="SPEC",
+                   help="Experiment C also inside emulated devices, one of each profile, at their "
+                        "CPU quota (e.g. 2xrpi3 or 1xrpi3+1xodroid-xu4)")
     p.add_argument("--no-native", action="store_true",
                    help="leave out the MPIs' own options (yield_when_idle, HEAVY_YIELD, ...)")
     p.add_argument("--power", default=None, type=POWER_SPEC, metavar="SPEC",
@@ -60,7 +66,7 @@ def register(subparsers) -> None:
 def run(args) -> int:
     request = lab.LabRequest(modes=args.modes, experiments=args.experiments, mpis=tuple(args.mpi.split(",")),
                              native=not args.no_native, quick=args.quick, power=args.power, out=args.out,
-                             resume=args.resume)
+                             resume=args.resume, emulate=args.emulate)
     planned = lab.plan(request)
     from rich.progress import Progress
 
@@ -68,8 +74,10 @@ def run(args) -> int:
         task = progress.add_task("waitlab", total=planned.total)
         result = lab.run(planned, ["shoal", "waitlab", *_argv(args)], on_done=lambda row: progress.advance(task))
     if args.json:
-        print(jsonout.dumps({"run": str(result.run.path), "results": jsonout.typed_rows(result.results)}))
+        print(jsonout.dumps({"run": str(result.run.path), "results": jsonout.typed_rows(result.results),
+                             "sleep_summary": jsonout.typed_rows(result.sleep)}))
     else:
+        _sleep_table(result.run)
         _table(result.run)
         print(f"run: {result.run.path}")
     return 0 if not result.failed else 1
@@ -80,7 +88,7 @@ def _argv(args) -> list[str]:
     for key in ("quick", "no_native", "json"):
         if getattr(args, key):
             out.append("--" + key.replace("_", "-"))
-    for key in ("mpi", "modes", "experiments", "power", "out"):
+    for key in ("mpi", "modes", "experiments", "emulate", "power", "out"):
         if getattr(args, key):
             out += ["--" + key, str(getattr(args, key))]
     return out
@@ -119,6 +127,58 @@ def _table(record: Run) -> None:
                 _kind_table(console, mine, columns, patterns=len(experiments) > 1, energy=energy)
                 if "A" in experiments and any(r["contender"] in lab.NAMED for r in mine):
                     console.print(f"seed 003 Experiment B measured: {lab.SEED003_EXPERIMENT_B}", soft_wrap=True)
+
+
+def _sleep_table(record: Run) -> None:
+    """Experiment C: per place and condition the sweep's numbers; cyclictest's beside the
+    sweep's lateness at 1 ms (cyclictest's interval) under the same load and slack."""
+    from rich.console import Console
+
+    from shoal.render import narrow_table
+
+    rows = record.rows("sleep_summary")
+    if not rows:
+        return
+    console = Console()
+    console.print("[bold]C: clock_nanosleep, requested 0..1 ms (late = measured - requested)[/]",
+                  soft_wrap=True)
+    table = narrow_table(["place", "load", "slack", "at 0\np50 µs", "slope", "late\np50 µs", "late\np99 µs"],
+                         left=("place", "load", "slack"))
+    notes = []
+    sweeps = {(r["device"], r["load"], r["slack"]): r for r in rows if r["source"] == "sweep"}
+    for r in rows:
+        place = r["device"]   # a device's name holds its profile's (rpi3bplus1)
+        if r["source"] == "cyclictest":
+            notes.append(_beside_cyclictest(place, r, sweeps.get((r["device"], r["load"], r["slack"]))))
+            continue
+        cells = [place, r["load"], r["slack"]]
+        if r["status"] != "ok":
+            notes.append(f"{place} {r['load']} slack {r['slack']}: {r['status']}")
+            table.add_row(*cells, "[red]failed[/]")
+            continue
+        table.add_row(*cells, _num(r["offset_zero_s"], 1e6, "{:.1f}"), _num(r["slope"], 1, "{:.3f}"),
+                      _num(r["lateness_p50_s"], 1e6, "{:.1f}"), _num(r["lateness_p99_s"], 1e6, "{:.1f}"))
+    console.print(table)
+    dilated = sorted({(r["device"], r["dilation"]) for r in rows if float(r["dilation"] or 1) > 1})
+    if dilated:
+        notes.append(f"devices ran at dilation {dilated[0][1]}: each core at 1/{dilated[0][1]} of its "
+                     "profile's real-time share of a host core; times are host seconds")
+    for line in notes:
+        console.print(line, soft_wrap=True, markup=False)
+
+
+def _beside_cyclictest(place: str, row: dict, sweep: dict | None) -> str:
+    """One line: cyclictest's median and p99 at 1 ms, the sweep's beside them."""
+    head = f"cyclictest on {place}, {row['load']}"
+    if row["status"] != "ok":
+        return f"{head}: {row['status']}"
+    line = (f"{head}: p50 {_num(row['lateness_longest_p50_s'], 1e6, '{:.1f}')} µs, "
+            f"p99 {_num(row['lateness_longest_p99_s'], 1e6, '{:.1f}')} µs")
+    if sweep and sweep["status"] == "ok":
+        line += (f" (sweep at 0: p50 {_num(sweep['offset_zero_s'], 1e6, '{:.1f}')} µs, "
+                 f"p99 {_num(sweep['offset_zero_p99_s'], 1e6, '{:.1f}')} µs; at 1 ms: p50 {_num(sweep['lateness_longest_p50_s'], 1e6, '{:.1f}')} µs, "
+                 f"p99 {_num(sweep['lateness_longest_p99_s'], 1e6, '{:.1f}')} µs)")
+    return line
 
 
 def _kind_table(console, rows: list[dict], columns, patterns: bool, energy: bool) -> None:

@@ -2,6 +2,10 @@
 
 Experiments (programs in ``shoal/native/waittests``, two or three ranks):
 
+C      no MPI: how long clock_nanosleep really sleeps, 0 to 1 ms, idle and
+       loaded, at the default timer slack and at 1 ns, with cyclictest beside
+       it; on this host and, with ``emulate``, inside one emulated device of
+       each profile (shoal.wait.experiment_c)
 A      the sender sends bursts of 10 messages and pauses; the receiver loops
        on MPI_Probe + MPI_Recv (003 Figure 1a) and samples its own CPU load
        from the kernel's accounting (CLOCK_PROCESS_CPUTIME_ID)
@@ -45,16 +49,17 @@ from shoal.runs.store import Run
 from shoal.wait.library import apply
 from shoal.wait.modes import parse_mode
 
-EXPERIMENTS = ("A", "D", "P10ms", "P100ms", "P1s", "poisson", "full", "burst", "lock")
+EXPERIMENTS = ("C", "A", "D", "P10ms", "P100ms", "P1s", "poisson", "full", "burst", "lock")
 # Regular gaps (s) and how many messages, quick and not.
 PERIODIC = {"P10ms": (0.01, 40, 500), "P100ms": (0.1, 16, 100), "P1s": (1.0, 10, 30)}
 LEARNING = 8   # first messages of a rhythm, left out of its reaction quantiles
 DEFAULT_MODES = ("busy", "yield", "sleep:100", "linear:1,1000,1", "seed003", "degraded+seed003",
                  "backoff", "auto")
 # A first look (--quick): the MPI's own waiting (busy and its first option), the seed's,
-# libshoalwait's default; one rhythm (100 ms) and Poisson arrivals beside A, D and the S-DSM
-# patterns. A launch costs one of the MPIs 1-2 s here, so each contender more costs 15-20 s.
-QUICK_MODES = ("busy", "seed003", "backoff")
+# libshoalwait's default and its self-tuning mode; one rhythm (100 ms) and Poisson arrivals
+# beside C, A, D and the S-DSM patterns. A launch costs one of the MPIs 1-2 s here, so each
+# contender more costs 15-20 s.
+QUICK_MODES = ("busy", "seed003", "backoff", "auto")
 QUICK_EXPERIMENTS = tuple(e for e in EXPERIMENTS if e not in ("P10ms", "P1s"))
 
 RESULT_COLUMNS = [
@@ -230,6 +235,7 @@ def run_lab(run: Run, mpis: list[MPIInstall], experiments: tuple[str, ...],
     per-message reaction times). A failed run is a row with its status and
     the lab goes on.
     """
+    experiments = mpi_experiments(experiments)
     for e in experiments:
         scenario(e, quick)           # reject unknown names before running anything
     done = {(r["experiment"], r["mpi"], r["contender"]) for r in run.rows("results")}
@@ -268,8 +274,13 @@ def run_lab(run: Run, mpis: list[MPIInstall], experiments: tuple[str, ...],
     return rows
 
 
+def mpi_experiments(experiments) -> tuple[str, ...]:
+    """The experiments that launch MPI ranks (all but C)."""
+    return tuple(e for e in experiments if e != "C")
+
+
 def planned(mpis: list[MPIInstall], experiments, modes, native: bool, quick: bool = False) -> int:
-    return sum(len(contenders(m, modes, native, quick)) for m in mpis) * len(experiments)
+    return sum(len(contenders(m, modes, native, quick)) for m in mpis) * len(mpi_experiments(experiments))
 
 
 # ---------------------------------------------------------------- the command as a call
@@ -286,6 +297,7 @@ class LabRequest:
     power: str | None = None            # a power spec: energy of each launch
     out: Path | None = None
     resume: Path | None = None          # an interrupted lab to continue
+    emulate: str | None = None          # Experiment C also inside these emulated devices
 
 
 @dataclass
@@ -296,11 +308,16 @@ class LabPlan:
     modes: tuple[str, ...]
     experiments: tuple[str, ...]
     mpis: list[MPIInstall]
+    places: int = 1                     # where Experiment C sweeps: the host and one device per profile
 
     @property
     def total(self) -> int:
-        """Launches the lab makes (a resumed lab skips those it has)."""
-        return planned(self.mpis, self.experiments, self.modes, self.request.native, self.request.quick)
+        """Launches (and Experiment C's conditions) the lab makes (a resumed lab skips those it has)."""
+        from shoal.wait import experiment_c
+
+        sweeps = experiment_c.steps(self.places) if "C" in self.experiments else 0
+        return sweeps + planned(self.mpis, self.experiments, self.modes, self.request.native,
+                                self.request.quick)
 
 
 @dataclass
@@ -310,9 +327,11 @@ class LabResult:
     run: Run
     results: list[dict[str, Any]]
 
+    sleep: list[dict[str, Any]] = field(default_factory=list)   # Experiment C's summary rows
+
     @property
     def failed(self) -> list[dict[str, Any]]:
-        return [r for r in self.results if r["status"] != "ok"]
+        return [r for r in self.results + self.sleep if r["status"].startswith("failed")]
 
 
 def parse_modes(text: str | None, quick: bool = False) -> tuple[str, ...]:
@@ -338,11 +357,21 @@ def plan(request: LabRequest) -> LabPlan:
 
     modes = parse_modes(request.modes, request.quick)
     experiments = (tuple(e for e in request.experiments.split(",") if e) if request.experiments else
-                   QUICK_EXPERIMENTS if request.quick else EXPERIMENTS)
-    for e in experiments:
+                   ("C",) if request.emulate else QUICK_EXPERIMENTS if request.quick else EXPERIMENTS)
+    for e in mpi_experiments(experiments):
         scenario(e, request.quick)
-    mpis = discover.resolve_each(request.mpis)
-    return LabPlan(request, modes, experiments, mpis)
+    places = 1
+    if request.emulate:
+        from shoal.cluster import inventory
+        from shoal.wait import sleepaccuracy
+
+        if experiments != ("C",):
+            raise ShoalError(f"--emulate runs Experiment C only (not {', '.join(mpi_experiments(experiments))}); "
+                             "give --experiments C, or leave --emulate out for the others")
+        places += len(sleepaccuracy.one_of_each_profile(inventory.from_emulate(request.emulate)))
+    # Experiment C alone launches no MPI: it needs none installed.
+    mpis = discover.resolve_each(request.mpis) if mpi_experiments(experiments) else []
+    return LabPlan(request, modes, experiments, mpis, places)
 
 
 def run(lab: LabPlan, argv: list[str],
@@ -367,6 +396,8 @@ def run(lab: LabPlan, argv: list[str],
                             experiments=list(lab.experiments), quick=request.quick,
                             host=collect(), power=request.power)
     try:
+        if "C" in lab.experiments:
+            _experiment_c(record, request, on_done)
         run_lab(record, lab.mpis, lab.experiments, lab.modes, request.quick, request.native,
                 session, on_done=on_done)
     except KeyboardInterrupt:
@@ -380,8 +411,30 @@ def run(lab: LabPlan, argv: list[str],
     from shoal.wait import plots   # matplotlib: only once there is something to plot
 
     figures = plots.plot_all(record)
-    rows = record.rows("results")
-    failed = [r for r in rows if r["status"] != "ok"]
-    record.finish("complete" if not failed else "partial",
-                  figures=[f.name for f in figures], failed=len(failed))
-    return LabResult(record, rows)
+    result = LabResult(record, record.rows("results"), record.rows("sleep_summary"))
+    record.finish("complete" if not result.failed else "partial",
+                  figures=[f.name for f in figures], failed=len(result.failed))
+    return result
+
+
+def _experiment_c(record: Run, request: LabRequest,
+                  on_done: Callable[[dict[str, Any]], None] | None) -> list[dict[str, Any]]:
+    """Experiment C on this host, then inside one emulated device of each profile."""
+    from shoal.wait import experiment_c, kernelclock, sleepaccuracy
+
+    sweep = sleepaccuracy.QUICK if request.quick else sleepaccuracy.SEED
+    record.update_manifest(kernel_clock=kernelclock.facts(), sleep_sweep={
+        "longest_s": sweep.longest_s, "step_s": sweep.step_s, "repeats": sweep.repeats})
+    rows = experiment_c.run_experiment(record, [sleepaccuracy.host_place()], sweep, request.quick, on_done)
+    if request.emulate:
+        from shoal import cluster as clusters
+
+        from shoal.cluster import inventory
+
+        # One device sweeps at a time: the dilation need only fit the largest alone.
+        alone = [(name,) for name in sleepaccuracy.one_of_each_profile(inventory.from_emulate(request.emulate))]
+        with clusters.open(emulate=request.emulate, at_once=alone) as devices:
+            record.update_manifest(emulated=devices.emulated.describe())
+            rows += experiment_c.run_experiment(record, sleepaccuracy.device_places(devices.emulated),
+                                                sweep, request.quick, on_done)
+    return rows

@@ -35,6 +35,38 @@ def _per_mpi(plt, run: Run, frame, name: str, height: float, title: str, xlabel:
     return paths
 
 
+def _sleep_figure(plt, run: Run, sleep) -> list[Path]:
+    """Seed 003 Fig. 4's layout: requested against measured sleep, a row per place, a panel
+    per condition, the ideal (measured = requested) as a line. The y axis stops at twice the
+    longest request, the same on every panel: a shared machine's long stalls (tens of ms)
+    would flatten the rest; how many lie above is in the panel's title."""
+    from shoal.wait.sleepaccuracy import CONDITIONS
+
+    places = list(dict.fromkeys(zip(sleep["device"], sleep["profile"])))
+    fig, axes = plt.subplots(len(places), len(CONDITIONS), figsize=(3.6 * len(CONDITIONS), 3 * len(places)),
+                             squeeze=False, sharex=True)
+    for row, (device, profile) in enumerate(places):
+        mine = sleep[sleep["device"] == device]
+        top = 2e6 * mine["requested_s"].max()
+        for col, condition in enumerate(CONDITIONS):
+            ax = axes[row, col]
+            part = mine[(mine["load"] == condition.load) & (mine["slack"] == condition.slack)]
+            above = int((1e6 * part["measured_s"] > top).sum())
+            ax.plot(1e6 * part["requested_s"], 1e6 * part["measured_s"], ".", ms=1.5, alpha=0.4)
+            ax.plot([0, 1000], [0, 1000], "k-", lw=0.6)
+            ax.set_ylim(0, top)
+            where = device if profile in ("host", device) else f"{device} ({profile})"
+            ax.set_title(f"{where}: {condition.load}, slack {condition.slack}"
+                         + (f" ({above} above)" if above else ""), fontsize=8)
+            ax.set_xlabel("requested (µs)")
+            if col == 0:
+                ax.set_ylabel("measured (µs)")
+    fig.tight_layout()
+    paths = _save(fig, run, "waitlab_C_sleep")
+    plt.close(fig)
+    return paths
+
+
 def plot_all(run: Run) -> list[Path]:
     """Draw every figure the run has data for; return the files written."""
     import matplotlib
@@ -43,6 +75,9 @@ def plot_all(run: Run) -> list[Path]:
     import matplotlib.pyplot as plt
 
     written: list[Path] = []
+    sleep = run.read("sleep")
+    if not sleep.empty:
+        written += _sleep_figure(plt, run, sleep)
     load = run.read("load")
     if not load.empty:
         written += _per_mpi(plt, run, load, "waitlab_A_load", 3.2, "A: receiver CPU load, bursts of 10 "
