@@ -198,12 +198,13 @@ class Activity:
         self.own0 = {self.me} | proc.descendants(self.table0, {self.me})
         return self
 
-    def stop(self, top: int = 5) -> dict[str, object]:
+    def stop(self, top: int = 8) -> dict[str, object]:
         tick = os.sysconf("SC_CLK_TCK")
         t1, forks1, busy1 = uptime_s(self.root) or 0.0, forks_since_boot(self.root), busy_ticks(self.root)
         table1 = proc.process_table(self.root / "proc")
         own = self.own0 | {self.me} | proc.descendants(table1, {self.me})
-        per_process: dict[tuple[str, int], float] = {}
+        # By command name: a distribution's daemons, or twelve workers of one program, as one.
+        per_command: dict[str, list] = {}
         for pid, p in table1.items():
             if pid in own:
                 continue
@@ -211,14 +212,16 @@ class Activity:
             same = before is not None and before.start == p.start
             used = p.utime + p.stime - (before.utime + before.stime if same else 0)
             if used > 0:
-                per_process[(p.comm, pid)] = used / tick
+                entry = per_command.setdefault(p.comm, [0.0, 0])
+                entry[0] += used / tick
+                entry[1] += 1
         own_ticks = sum(self._own_ticks(pid, table1) for pid in own)
         wall = t1 - self.t0
         total = None
         if busy1 is not None and self.busy0 is not None:
             # /proc/stat counts in USER_HZ, as /proc/[pid]/stat does (both are clock ticks).
             total = max(0.0, (busy1 - self.busy0 - own_ticks) / tick)
-        ranked = sorted(per_process.items(), key=lambda kv: -kv[1])[:top]
+        ranked = sorted(per_command.items(), key=lambda kv: -kv[1][0])[:top]
         cpus = len(os.sched_getaffinity(0)) if self.root == ROOT else None
         return {
             "duration_s": wall,
@@ -229,7 +232,8 @@ class Activity:
             # CPUs kept busy on average by the rest of the system (0.5: half of one CPU).
             "background_cpus": total / wall if total is not None and wall > 0 else None,
             "cpus": cpus,
-            "background_top": [{"comm": comm, "pid": pid, "cpu_s": s} for (comm, pid), s in ranked],
+            "background_top": [{"comm": comm, "processes": n, "cpu_s": cpu_s}
+                               for comm, (cpu_s, n) in ranked],
         }
 
     def _own_ticks(self, pid: int, table1: dict[int, proc.ProcInfo]) -> int:
