@@ -41,10 +41,15 @@ class Node:
     link: _profiles.LinkType
     slots: int
     address: str
+    # The distribution's background activity an emulated device carries (None: none).
+    os_noise: _profiles.OsNoise | None = None
 
     def describe(self) -> dict[str, Any]:
-        return {"name": self.name, "address": self.address, "slots": self.slots,
-                "profile": self.profile.name, "link": self.link.name}
+        described = {"name": self.name, "address": self.address, "slots": self.slots,
+                     "profile": self.profile.name, "link": self.link.name}
+        if self.os_noise is not None:
+            described["os_noise"] = self.os_noise.describe()
+        return described
 
 
 @dataclass
@@ -124,7 +129,18 @@ def parse(data: dict, where: str = "inventory", text: str = "") -> Inventory:
                      dict(declared.switches))
 
 
-_TERM = re.compile(r"^(\d+)x([a-z0-9][a-z0-9-]*)$")
+# COUNTxPROFILE, optionally @OS: the OS noise profile its devices carry ([os_noise.OS]).
+_TERM = re.compile(r"^(\d+)x([a-z0-9][a-z0-9-]*)(?:@([a-z0-9][a-z0-9-]*))?$")
+
+
+def _os_noise(spec: str, name: str | None) -> _profiles.OsNoise | None:
+    if name is None:
+        return None
+    known = _profiles.load_os_noise()
+    if name not in known:
+        raise ShoalError(f"--emulate {spec}: unknown OS noise profile {name!r} (known: "
+                         f"{', '.join(sorted(known))}; add [os_noise.{name}] to a profiles file)")
+    return known[name]
 
 
 def from_emulate(spec: str, link: str | None = None, host_speed: float | None = None) -> Inventory:
@@ -137,9 +153,9 @@ def from_emulate(spec: str, link: str | None = None, host_speed: float | None = 
     for term in spec.replace(" ", "").split("+"):
         match = _TERM.match(term)
         if not match:
-            raise ShoalError(f"--emulate {spec}: {term!r} is not COUNTxPROFILE "
-                             "(e.g. 4xminnowboard or 4xminnowboard+1xnuc)")
-        count, name = int(match.group(1)), match.group(2)
+            raise ShoalError(f"--emulate {spec}: {term!r} is not COUNTxPROFILE[@OS] "
+                             "(e.g. 4xminnowboard, 4xminnowboard+1xnuc or 2xminnowboard@fedora)")
+        count, name, noise = int(match.group(1)), match.group(2), _os_noise(spec, match.group(3))
         if name not in known_profiles:
             raise ShoalError(f"--emulate {spec}: unknown profile {name!r} "
                              f"(known: {', '.join(sorted(known_profiles))})")
@@ -153,5 +169,5 @@ def from_emulate(spec: str, link: str | None = None, host_speed: float | None = 
             counters[name] = counters.get(name, 0) + 1
             node_name = f"{name}{counters[name]}"
             nodes.append(Node(node_name, profile, known_links[link or profile.link],
-                              profile.cores, node_name))
+                              profile.cores, node_name, noise))
     return Inventory(nodes, "emulated", f"--emulate {spec}", host_speed, known_profiles)

@@ -124,6 +124,7 @@ def stack_differences(a: dict[str, Any], b: dict[str, Any]) -> list[Difference]:
     for name in ("cpu_model", "cpus", "memory_B"):
         _differ(found, f"host {name}", (a.get("host") or {}).get(name), (b.get("host") or {}).get(name))
     _differ(found, "transport_env", a.get("transport_env"), b.get("transport_env"))
+    _differ(found, "devices' OS noise", _device_noise(a), _device_noise(b))
     during_a, during_b = a.get("stack_during") or {}, b.get("stack_during") or {}
     for name, floor in (("background_cpus", BACKGROUND_CPUS_APART), ("forks_per_s", FORKS_PER_S_APART)):
         x, y = during_a.get(name), during_b.get(name)
@@ -135,6 +136,16 @@ def stack_differences(a: dict[str, Any], b: dict[str, Any]) -> list[Difference]:
         x, y = busy_a.get(comm, 0.0), busy_b.get(comm, 0.0)
         if _apart(x, y, BACKGROUND_CPUS_APART):
             found.append(Difference(f"during the run: background CPUs of '{comm}'", round(x, 3), round(y, 3)))
+    return found
+
+
+def _device_noise(manifest: dict[str, Any]) -> dict[str, Any]:
+    """Per device profile, the OS noise its emulated devices carried ("none" without)."""
+    found: dict[str, Any] = {}
+    for cluster in (manifest.get("clusters") or {}).values():
+        for node in cluster.get("nodes") or ():
+            noise = node.get("os_noise")
+            found[node["profile"]] = noise["name"] if noise else "none"
     return found
 
 
