@@ -98,3 +98,16 @@ def test_runs_of_different_tests_or_kinds_are_one_line_and_exit_2(tmp_path, stac
     assert "takes bench or study runs" in capsys.readouterr().err
     assert cli.main(["compare", str(a.path), str(tmp_path / "nothing")]) == 2
     assert "not a shoal run directory" in capsys.readouterr().err
+
+
+def test_a_real_clusters_hosts_are_compared_node_by_node(stacks):
+    ondemand, performance = stacks
+
+    def manifest(second):
+        nodes = [{"name": "n1", "profile": "nuc"}, {"name": "n2", "profile": "nuc"}]
+        return {"stack": ondemand, "clusters": {"hosts": {"nodes": nodes, "node_stacks": {
+            "n1": ondemand, "n2": second}}}}
+
+    found = stack_compare.stack_differences(manifest(ondemand), manifest(performance))
+    assert [(d.fact, d.a, d.b) for d in found] == [("node.n2.governor", "ondemand", "performance")]
+    assert stack_compare.stack_differences(manifest(ondemand), manifest(ondemand)) == []

@@ -125,6 +125,7 @@ def stack_differences(a: dict[str, Any], b: dict[str, Any]) -> list[Difference]:
         _differ(found, f"host {name}", (a.get("host") or {}).get(name), (b.get("host") or {}).get(name))
     _differ(found, "transport_env", a.get("transport_env"), b.get("transport_env"))
     _differ(found, "devices' OS noise", _device_noise(a), _device_noise(b))
+    _differ(found, "node", _node_stacks(a), _node_stacks(b))
     during_a, during_b = a.get("stack_during") or {}, b.get("stack_during") or {}
     for name, floor in (("background_cpus", BACKGROUND_CPUS_APART), ("forks_per_s", FORKS_PER_S_APART)):
         x, y = during_a.get(name), during_b.get(name)
@@ -146,6 +147,17 @@ def _device_noise(manifest: dict[str, Any]) -> dict[str, Any]:
         for node in cluster.get("nodes") or ():
             noise = node.get("os_noise")
             found[node["profile"]] = noise["name"] if noise else "none"
+    return found
+
+
+def _node_stacks(manifest: dict[str, Any]) -> dict[str, Any]:
+    """The stacks a real cluster's hosts reported (ssh clusters), by node."""
+    found: dict[str, Any] = {}
+    for cluster in (manifest.get("clusters") or {}).values():
+        stacks = cluster.get("node_stacks")
+        if isinstance(stacks, dict):
+            for name, stack in stacks.items():
+                found[name] = {k: v for k, v in stack.items() if k not in NOT_STACK}
     return found
 
 
