@@ -16,7 +16,8 @@ stretch by D, the share stays.
 
     python -m shoal.cluster.osnoise --forks 5 --cpu 0.04 [--dilation D]
 
-Standard library only. SIGTERM ends it and it prints ``forks N busy_s X wall_s Y``.
+Standard library only. SIGUSR1 makes it print ``forks N busy_s X wall_s Y`` so far; SIGTERM
+ends it with that line.
 """
 
 from __future__ import annotations
@@ -38,9 +39,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--dilation", type=float, default=1.0)
     args = parser.parse_args(argv)
     true = shutil.which("true") or "/bin/true"
-    stop = []
+    stop, asked = [], []
     signal.signal(signal.SIGTERM, lambda *_: stop.append(True))
     signal.signal(signal.SIGINT, lambda *_: stop.append(True))
+    signal.signal(signal.SIGUSR1, lambda *_: asked.append(True))
     period = PERIOD_S * args.dilation
     fork_every = args.dilation / args.forks if args.forks > 0 else float("inf")
     start = time.monotonic()
@@ -65,9 +67,16 @@ def main(argv: list[str] | None = None) -> None:
             os.waitpid(pid, 0)
             forks += 1
             next_fork += fork_every
+        if asked:
+            asked.clear()
+            _say(forks, busy, start)
         rest = min(next_period, next_fork) - time.monotonic()
         if rest > 0:
             time.sleep(rest)
+    _say(forks, busy, start)
+
+
+def _say(forks: int, busy: float, start: float) -> None:
     try:   # whoever started it may have stopped reading
         print(f"forks {forks} busy_s {busy:.3f} wall_s {time.monotonic() - start:.3f}", flush=True)
     except OSError:
