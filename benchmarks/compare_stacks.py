@@ -2,10 +2,11 @@
 
 Per round: bench run A (this host as it is), run A' (the same again) and run B (the same
 with an injected background load: a CPU-bound program beside the ranks, named
-``noise-burner`` so its command name is its own). Target: compare(A, A') names no stack
-difference and (ideally) no moved point; compare(A, B) names the burner and the points it
-moved. Prints, per round, what each comparison named.
-Run: .venv/bin/python benchmarks/compare_stacks.py [--rounds 2] [--mpi mpich]
+``noise-burner`` so its command name is its own; with ``--noise PROFILE``, the runs are on
+two emulated MinnowBoards and B's carry that OS noise profile instead). Target:
+compare(A, A') names no stack difference and no moved point; compare(A, B) names the load
+and the points it moved. Prints, per round, what each comparison named.
+Run: .venv/bin/python benchmarks/compare_stacks.py [--rounds 2] [--mpi mpich] [--noise busy]
 """
 
 from __future__ import annotations
@@ -19,18 +20,23 @@ import tempfile
 from pathlib import Path
 
 from entry import run_main
+from os_noise_cost import BUSY
 
 from shoal.report import stack_compare
 from shoal.runs.store import Run
 
-TESTS = "mpbench.latency,mpbench.roundtrip,mpbench.bandwidth,mpbench.broadcast"
+TESTS = "mpbench.latency,mpbench.roundtrip,mpbench.bandwidth,mpbench.bcast"
 SIZES = "8,1K,64K"
 
 
-def bench(out: Path, mpi: str) -> Run:
+def bench(out: Path, mpi: str, emulate: str | None = None) -> Run:
+    where = ["--emulate", emulate, "--nodes", "2"] if emulate else ["--ranks", "2"]
+    profiles = out.parent / "busy.toml"   # os_noise_cost.py's made-up busy desktop
+    profiles.write_text(BUSY)
     done = subprocess.run([sys.executable, "-m", "shoal", "bench", "--mpi", mpi, "--tests", TESTS,
-                           "--sizes", SIZES, "--ranks", "2", "--budget", "1", "--out", str(out)],
-                          capture_output=True, text=True)
+                           "--sizes", SIZES, *where, "--budget", "1", "--out", str(out)],
+                          capture_output=True, text=True,
+                          env={**os.environ, "SHOAL_PROFILES": str(profiles)})
     if done.returncode != 0:
         raise SystemExit(f"bench failed: {done.stderr.strip()[-300:]}")
     return Run.open(out)
@@ -62,18 +68,24 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--mpi", default="mpich")
     parser.add_argument("--load-cpus", type=int, default=1)
+    parser.add_argument("--noise", default=None, metavar="PROFILE",
+                        help="emulated devices; B's carry this OS noise profile")
     args = parser.parse_args()
+    plain = "2xminnowboard" if args.noise else None
     print(f"load average before: {os.getloadavg()}")
     with tempfile.TemporaryDirectory(prefix="compare-stacks-") as tmp:
         work = Path(tmp)
         for r in range(1, args.rounds + 1):
-            a = bench(work / f"a{r}", args.mpi)
-            again = bench(work / f"a{r}-again", args.mpi)
-            with burner(work, args.load_cpus):
-                loaded = bench(work / f"b{r}", args.mpi)
+            a = bench(work / f"a{r}", args.mpi, plain)
+            again = bench(work / f"a{r}-again", args.mpi, plain)
+            if args.noise:
+                loaded = bench(work / f"b{r}", args.mpi, f"{plain}@{args.noise}")
+            else:
+                with burner(work, args.load_cpus):
+                    loaded = bench(work / f"b{r}", args.mpi)
             print(f"round {r} (load average {os.getloadavg()[0]:.2f})")
             print(f"  same stack:   {describe(stack_compare.compare(a, again))}")
-            print(f"  with burner:  {describe(stack_compare.compare(a, loaded))}")
+            print(f"  with {args.noise or 'burner'}:  {describe(stack_compare.compare(a, loaded))}")
     return 0
 
 

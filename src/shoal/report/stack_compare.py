@@ -82,10 +82,10 @@ def _results(run: Run) -> pd.DataFrame:
     kind = run.manifest.get("kind")
     if kind not in ("bench", "study"):
         raise ShoalError(f"{run.path} is a '{kind}' run; shoal compare takes bench or study runs "
-                         "(their points carry confidence intervals)")
+                         "(their points carry confidence intervals): give two of those")
     frame = run.read("results")
     if frame.empty:
-        raise ShoalError(f"{run.path} holds no measured point yet; compare it once it has some")
+        raise ShoalError(f"{run.path} holds no measured point yet; give a run with measured points")
     return frame
 
 
@@ -93,7 +93,7 @@ def _join(a: Run, b: Run, ra: pd.DataFrame, rb: pd.DataFrame) -> pd.DataFrame:
     tests_a, tests_b = set(ra["test"]), set(rb["test"])
     if not tests_a & tests_b:
         raise ShoalError(f"{a.path.name} measured {_names(tests_a)} and {b.path.name} measured "
-                         f"{_names(tests_b)}: no test in common; compare two runs of the same tests")
+                         f"{_names(tests_b)}: no test in common; give two runs of the same tests")
     key = KEY
     if not set(ra["config"]) & set(rb["config"]) and ra["config"].nunique() == rb["config"].nunique() == 1:
         key = KEY[1:]   # one configuration each, named apart (two hosts): match by the rest
@@ -101,7 +101,7 @@ def _join(a: Run, b: Run, ra: pd.DataFrame, rb: pd.DataFrame) -> pd.DataFrame:
     joined = ra[columns].merge(rb[columns], on=key, suffixes=("_a", "_b"))
     if joined.empty:
         raise ShoalError(f"{a.path.name} and {b.path.name} share no point (the same test, "
-                         "configuration, node and rank count, and size); measure the same points")
+                         "configuration, node and rank count, and size); give two runs of the same points")
     if "config" not in joined:
         joined["config"] = joined["config_a"]
     return joined.sort_values(["test", "config", "nodes", "ranks", "size_B"])
