@@ -8,8 +8,8 @@ placement, so its CPU counts against the device as a daemon's would):
 * CPU: busy for ``cpu`` of every period, asleep for the rest: the share of the core a
   distribution's daemons keep;
 * forks: ``forks`` short-lived processes (``true``, as a timer's or a shell's helper)
-  per second of device time, on a schedule that catches up after a stall, so the count
-  over a run is the profile's.
+  per second of device time, on a schedule that catches up after a short stall (up to a
+  second's worth), so the count over a run is the profile's where the host keeps up.
 
 Under dilation D the device's second lasts D host seconds: periods and the fork schedule
 stretch by D, the share stays.
@@ -30,6 +30,7 @@ import sys
 import time
 
 PERIOD_S = 0.1   # of device time: long beside a scheduler tick, short beside a benchmark point
+BACKLOG_S = 1.0  # of device time: forks due longer ago than this are not made up for
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -57,7 +58,10 @@ def main(argv: list[str] | None = None) -> None:
                 pass
             busy += time.monotonic() - now
             next_period = max(next_period + period, now)
-        while time.monotonic() >= next_fork and not stop:   # the forks due so far
+        # A backlog older than a second of device time (a host too busy to keep up) is
+        # dropped: catching up on it would fork without end and never spin or answer.
+        next_fork = max(next_fork, time.monotonic() - BACKLOG_S * args.dilation)
+        while time.monotonic() >= next_fork and not stop and not asked:   # the forks due so far
             pid = os.fork()
             if pid == 0:
                 try:
