@@ -1,7 +1,8 @@
 """What a busy distribution costs a cluster's perf/W: emulated devices with and without OS noise.
 
-Per round, interleaved: `shoal work ep` on 2 emulated MinnowBoards (both nodes, the
-linear power model) with no OS noise (the reference, measured in the same round), then
+Per round, interleaved: `shoal work ep --size M21` (about 0.4 s a run) on 2 emulated
+MinnowBoards (both nodes, the linear power model) with no OS noise (the reference,
+measured in the same round), then
 with each profile: yocto, clear-linux, fedora (profiles.toml) and "busy", a made-up busy
 desktop (50 forks/s, a quarter of a core) to show the scale. Prints each profile's time,
 work per joule and both as ratios to the reference of its round; median and spread over
@@ -34,7 +35,7 @@ source = "illustration (benchmarks/os_noise_cost.py), not a measured distributio
 def work(out: Path, profile: str, mpi: str, env: dict[str, str]) -> tuple[float, float]:
     """Median time of the 2-node runs and work per joule over them."""
     spec = "2xminnowboard" if profile == "none" else f"2xminnowboard@{profile}"
-    done = subprocess.run([sys.executable, "-m", "shoal", "work", "ep", "--size", "small",
+    done = subprocess.run([sys.executable, "-m", "shoal", "work", "ep", "--size", "M21",
                            "--emulate", spec, "--nodes", "2", "--reps", "3", "--power", "model",
                            "--mpi", mpi, "--out", str(out)], capture_output=True, text=True, env=env)
     if done.returncode != 0:

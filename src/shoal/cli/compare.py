@@ -17,7 +17,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("compare", help="compare two runs: stack differences and results that moved",
                        description="Names what differs between two bench or study runs' stacks "
                                    "(kernel, its configuration, governor, MPI build, compiler, "
-                                   "background activity) and each point whose 95%% CI of the "
+                                   "background activity) and each point whose 95% CI of the "
                                    "median does not overlap between the runs; writes the "
                                    "overlay figures and compare.json.")
     p.add_argument("run_a", type=typed.run_dir, metavar="RUN_A", help="the first run directory")
