@@ -517,6 +517,8 @@ class ProcInfo:
     cstime: int = 0
     #: When the process started, in ticks after boot: with the pid, it names one process.
     start: int = 0
+    #: Its command name (at most 15 bytes, as the kernel keeps it).
+    comm: str = ""
 
     @property
     def alive(self) -> bool:
@@ -541,24 +543,25 @@ def stat(pid: int | str, root: str | os.PathLike = "/proc") -> ProcInfo | None:
     """
     try:
         with open(f"{root}/{pid}/stat", "rb") as fh:
-            fields = fh.read().rsplit(b")", 1)[1].split()
+            head, fields = fh.read().rsplit(b")", 1)
+        fields = fields.split()
         return ProcInfo(int(fields[1]), int(fields[2]), int(fields[3]), fields[0].decode(),
                         int(fields[11]), int(fields[12]), int(fields[13]), int(fields[14]),
-                        int(fields[19]))
+                        int(fields[19]), head.partition(b"(")[2].decode(errors="replace"))
     except (OSError, IndexError, ValueError):
         return None
 
 
-def process_table() -> dict[int, ProcInfo]:
+def process_table(root: str | os.PathLike = "/proc") -> dict[int, ProcInfo]:
     """Every process this one can see: pid -> parent, group, session, state."""
     table: dict[int, ProcInfo] = {}
     try:
-        entries = os.listdir("/proc")
+        entries = os.listdir(root)
     except OSError:
         return table
     for entry in entries:
         if entry.isdigit():
-            info = stat(entry)
+            info = stat(entry, root)
             if info is not None:   # else gone meanwhile
                 table[int(entry)] = info
     return table

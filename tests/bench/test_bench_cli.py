@@ -8,6 +8,7 @@ import socket
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -53,6 +54,12 @@ def test_bench_writes_tidy_results_with_checked_bytes(tmp_path, kind):
     assert manifest["mpi"]["kind"] == kind
     assert manifest["jobs"]["local/1/2"]["ranks"] == 2
     assert manifest["host"]["cpus"] >= 1
+    # The stack it ran on: kernel, the MPI's build, the program's compiler, the system's activity.
+    stack = manifest["stack"]
+    assert stack["kernel"] == Path("/proc/sys/kernel/osrelease").read_text().strip()
+    assert stack["mpi_build"]["name"] == manifest["mpi"]["name"] and len(stack["mpi_build"]) > 1
+    assert "-O2" in stack["native"]["shoal-bench"]["cflags"] and stack["native"]["shoal-bench"]["compiler"]
+    assert manifest["stack_during"]["forks"] >= 1 and manifest["stack_during"]["background_cpu_s"] >= 0
 
 
 def test_four_ranks_collectives(tmp_path, mpich):

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from shoal import cluster
+from shoal import cluster, stackfacts
 from shoal.cluster import inventory, remote
 from shoal.errors import ShoalError
 
@@ -61,6 +61,14 @@ def test_preflight_one_line_per_failing_host(tmp_path, fake_bin, mpich):
     assert sorted(Path(tmp_path / "ssh.log").read_text().split()) == ["down1", "down2", "node1", "node2"]
     missing = remote.preflight(ssh_inventory(tmp_path, ["node1"]), mpich, str(tmp_path / "absent"))
     assert missing == [f"node1: {tmp_path / 'absent'} is missing; copy it there or build on a shared filesystem"]
+
+
+def test_preflight_reads_each_hosts_own_stack(tmp_path, fake_bin, mpich):
+    stacks: dict[str, dict] = {}
+    assert remote.preflight(ssh_inventory(tmp_path, ["node1", "node2"]), mpich, None, stacks) == []
+    assert set(stacks) == {"node1", "node2"}   # here the fake hosts are this machine
+    assert stacks["node2"]["kernel"] == stackfacts.kernel_release()
+    assert stacks["node1"]["distribution"] == stackfacts.distribution()
 
 
 def test_preflight_notices_a_different_mpi(tmp_path, fake_bin, mpich, openmpi):

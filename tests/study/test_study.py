@@ -58,6 +58,8 @@ def test_study_measures_every_node_count_and_the_reference(study_run):
     manifest = json.loads((study_run / "manifest.json").read_text())
     assert manifest["kind"] == "study" and manifest["status"] == "complete"
     assert manifest["reference"] == "nuc"
+    assert set(manifest["stack"]["native"]) >= {"shoal-bench", "shoal-work"}
+    assert manifest["stack"]["forks_since_boot"] > 0 and manifest["stack_during"]["forks"] >= 1
 
 
 def test_study_times_each_workload_at_every_node_count_with_the_switch_counted_once(study_run):

@@ -30,6 +30,8 @@ def test_work_writes_a_run_with_phases_and_energy(tmp_path):
     assert manifest["kind"] == "work" and manifest["status"] == "complete"
     assert manifest["workload"]["name"] == "ep" and manifest["workload"]["size"] == "M18"
     assert manifest["workload"]["aes"]["used"] == "auto"
+    assert manifest["stack"]["native"]["shoal-work"]["compiler"] and manifest["stack"]["mpi_build"]
+    assert manifest["stack_during"]["forks"] >= 1
     results = pd.read_csv(out / "results.csv")
     assert len(results) == 2 and results["point_id"].is_unique
     assert sorted(results["ranks"]) == [1, 2]

@@ -23,7 +23,7 @@ from shoal.execute.session import Session
 from shoal.execute.waiting import wait_mode, wait_setup
 from shoal.execute.where import Where
 from shoal.inputs import grammar
-from shoal.mpi import build, discover
+from shoal.mpi import build, discover, stack
 from shoal.runs.store import Run
 
 
@@ -109,7 +109,8 @@ def start(request: BenchRequest, command: list[str], out: Path | None) -> tuple[
     the_plan = plan(request)
     run = Run.create("bench", command, out, request=request.to_manifest(),
                      mpi=the_plan.mpi.describe(), host=hostfacts.collect(),
-                     transport_env=transport_env())
+                     transport_env=transport_env(),
+                     stack=stack.software(the_plan.mpi, [the_plan.program]))
     return run, the_plan
 
 

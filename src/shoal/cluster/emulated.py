@@ -169,6 +169,7 @@ class EmulatedCluster:
             self._create(record, layout)
             record["persistent"] = self.persistent
             state.write(record)
+            self._start_os_noise(record)
         except BaseException:  # a signal or an error anywhere in up: nothing stays
             state.remove(record)
             raise
@@ -571,6 +572,28 @@ class EmulatedCluster:
                     Path(switch[0], "cgroup.procs").write_text(str(forwarder))
             except OSError as exc:
                 self._warn(f"the link forwarder keeps the host's CPU weight: {exc.strerror}")
+
+    def _start_os_noise(self, record: dict) -> None:
+        """Each device that carries an OS noise profile runs it (shoal.cluster.osnoise) through
+        its placement, on its CPU budget; it is in the device's namespace, so down ends it."""
+        for node in self.inventory.nodes:
+            noise = node.os_noise
+            if noise is None:
+                continue
+            argv = [sys.executable, "-m", "shoal.cluster.nsexec", "--cluster", self.id, "--run",
+                    node.name, "--", self.placement, "-", sys.executable, "-m", "shoal.cluster.osnoise",
+                    "--forks", repr(noise.forks_per_s), "--cpu", repr(noise.cpu_share),
+                    "--dilation", repr(self.dilation)]
+            process = proc.start(argv, env_add={environment.STATE_DIR.name: str(state.root())},
+                                 stdout=proc.PIPE, stderr=proc.TAIL)
+            if process.popen.stdout.readline().strip() != "ready":
+                process.stop()
+                raise ShoalError(f"the OS noise of {node.name} ({noise.name}) did not start: "
+                                 f"{process.stderr_tail() or 'no message'}")
+            process.popen.stdout.close()
+            process.detach()
+            record["nodes"][node.name]["os_noise"] = {**noise.describe(), "pid": process.pid}
+        state.write(record)
 
     def _start_dutycycle(self, record: dict) -> None:
         state.write(record)  # the controller reads the devices' budgets from the record

@@ -41,10 +41,15 @@ class Node:
     link: _profiles.LinkType
     slots: int
     address: str
+    # The distribution's background activity an emulated device carries (None: none).
+    os_noise: _profiles.OsNoise | None = None
 
     def describe(self) -> dict[str, Any]:
-        return {"name": self.name, "address": self.address, "slots": self.slots,
-                "profile": self.profile.name, "link": self.link.name}
+        described = {"name": self.name, "address": self.address, "slots": self.slots,
+                     "profile": self.profile.name, "link": self.link.name}
+        if self.os_noise is not None:
+            described["os_noise"] = self.os_noise.describe()
+        return described
 
 
 @dataclass
@@ -124,8 +129,33 @@ def parse(data: dict, where: str = "inventory", text: str = "") -> Inventory:
                      dict(declared.switches))
 
 
-# COUNTxPROFILE, or COUNTxPROFILE@CLOCK: the devices held at one P-state (shoal.profiles.clock).
-_TERM = re.compile(r"^(\d+)x([a-z0-9][a-z0-9-]*)(?:@([^@+]+))?$")
+# COUNTxPROFILE, then @-suffixes in either order: a clock (@500M, @powersave: the devices held
+# at one P-state, shoal.profiles.clock) and an OS noise profile (@fedora: [os_noise.NAME]).
+_TERM = re.compile(r"^(\d+)x([a-z0-9][a-z0-9-]*)((?:@[^@+]+)*)$")
+
+
+def _suffixes(spec: str, suffixes: str) -> tuple[str | None, _profiles.OsNoise | None]:
+    """A term's clock (its text) and OS noise profile, each at most once."""
+    from shoal.profiles import clock as clocks
+
+    clock, noise = None, None
+    known = _profiles.load_os_noise()
+    for word in filter(None, suffixes.split("@")):
+        if word in known:
+            if noise is not None:
+                raise ShoalError(f"--emulate {spec}: @{word}: a term carries one OS noise profile")
+            noise = known[word]
+            continue
+        try:
+            clocks.parse(word)
+        except ShoalError:
+            raise ShoalError(f"--emulate {spec}: @{word} is neither a clock (e.g. @500M, @powersave) nor "
+                             f"an OS noise profile (known: {', '.join(sorted(known))}; add "
+                             f"[os_noise.{word}] to a profiles file)") from None
+        if clock is not None:
+            raise ShoalError(f"--emulate {spec}: @{word}: a term carries one clock")
+        clock = word
+    return clock, noise
 
 
 def from_emulate(spec: str, link: str | None = None, host_speed: float | None = None) -> Inventory:
@@ -141,9 +171,10 @@ def from_emulate(spec: str, link: str | None = None, host_speed: float | None = 
     for term in spec.replace(" ", "").split("+"):
         match = _TERM.match(term)
         if not match:
-            raise ShoalError(f"--emulate {spec}: {term!r} is not COUNTxPROFILE or COUNTxPROFILE@CLOCK "
-                             "(e.g. 4xminnowboard, 4xminnowboard+1xnuc or 4xminnowboard@500M)")
+            raise ShoalError(f"--emulate {spec}: {term!r} is not COUNTxPROFILE[@CLOCK][@OS] (e.g. "
+                             "4xminnowboard, 4xminnowboard+1xnuc, 4xminnowboard@500M or 2xminnowboard@fedora)")
         count, name = int(match.group(1)), match.group(2)
+        clock, noise = _suffixes(spec, match.group(3))
         if name not in known_profiles:
             raise ShoalError(f"--emulate {spec}: unknown profile {name!r} "
                              f"(known: {', '.join(sorted(known_profiles))})")
@@ -153,14 +184,14 @@ def from_emulate(spec: str, link: str | None = None, host_speed: float | None = 
             raise ShoalError(f"--emulate {spec}: more than {MAX_EMULATED} devices; "
                              f"at most {MAX_EMULATED} fit one emulated switch")
         profile = known_profiles[name]
-        if match.group(3):
-            profile = clocks.at_clock(profile, clocks.parse(match.group(3)),
-                                      "--governor" if match.group(3) in clocks.GOVERNORS else "--freq")
+        if clock is not None:
+            profile = clocks.at_clock(profile, clocks.parse(clock),
+                                      "--governor" if clock in clocks.GOVERNORS else "--freq")
             known_profiles = {**known_profiles, profile.name: profile}
             name = profile.name
         for _ in range(count):
             counters[name] = counters.get(name, 0) + 1
             node_name = f"{name}{counters[name]}"
             nodes.append(Node(node_name, profile, known_links[link or profile.link],
-                              profile.cores, node_name))
+                              profile.cores, node_name, noise))
     return Inventory(nodes, "emulated", f"--emulate {spec}", host_speed, known_profiles)

@@ -7,6 +7,7 @@ can run the job and says, one line per host, what is wrong.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -30,10 +31,14 @@ def ssh_program() -> str:
     return environment.SSH.get() or proc.find("ssh") or "ssh"
 
 
-def check_host(address: str, mpi: MPIInstall, binary: str | None, timeout: float = 15.0) -> str | None:
-    """Return None if the host is ready, else one line saying what is wrong there."""
+def check_host(address: str, mpi: MPIInstall, binary: str | None, timeout: float = 15.0,
+               stack: dict | None = None) -> str | None:
+    """Return None if the host is ready, else one line saying what is wrong there.
+    ``stack``: filled with the host's own stack (shoal.stackfacts, run there in the same call)."""
     probes = [f"echo mpi=$({shlex.quote(str(mpi.mpiexec))} --version 2>&1 | head -n 3 | tr '\\n' ' ')",
               f"echo shoal=$({shlex.quote(sys.executable)} -c 'import shoal; print(shoal.__version__)' 2>/dev/null)"]
+    if stack is not None:
+        probes.append(f"echo stack=$({shlex.quote(sys.executable)} -m shoal.stackfacts 2>/dev/null)")
     if binary:
         probes.append(f"test -x {shlex.quote(binary)} && echo binary=yes || echo binary=no")
     argv = [ssh_program(), "-o", "BatchMode=yes", "-o", "ConnectTimeout=5", address, "; ".join(probes)]
@@ -46,6 +51,11 @@ def check_host(address: str, mpi: MPIInstall, binary: str | None, timeout: float
     if not done.ok:
         return f"{address}: ssh failed ({done.tail(1) or 'no message'}); set up key-based ssh to this host"
     facts = dict(line.split("=", 1) for line in done.stdout.splitlines() if "=" in line)
+    if stack is not None:
+        try:
+            stack.update(json.loads(facts.get("stack") or "{}"))
+        except ValueError:
+            stack["unknown"] = "shoal.stackfacts printed no JSON there"
     local = proc.run([str(mpi.mpiexec), "--version"], env_add=mpi.env()).stdout
     local = " ".join(local.splitlines()[:3])
     if facts.get("mpi", "").split() != local.split():
@@ -59,10 +69,16 @@ def check_host(address: str, mpi: MPIInstall, binary: str | None, timeout: float
     return None
 
 
-def preflight(inventory: Inventory, mpi: MPIInstall, binary: str | None = None) -> list[str]:
-    """Check every host in parallel; return one line per failing host (empty: all ready)."""
+def preflight(inventory: Inventory, mpi: MPIInstall, binary: str | None = None,
+              stacks: dict[str, dict] | None = None) -> list[str]:
+    """Check every host in parallel; return one line per failing host (empty: all ready).
+    ``stacks``: filled with each node's stack, by node name."""
+    if stacks is not None:
+        stacks.update({n.name: {} for n in inventory.nodes})
     with ThreadPoolExecutor(max_workers=16) as pool:
-        results = pool.map(lambda n: check_host(n.address, mpi, binary), inventory.nodes)
+        results = pool.map(lambda n: check_host(n.address, mpi, binary,
+                                                stack=stacks[n.name] if stacks is not None else None),
+                           inventory.nodes)
     return [line for line in results if line]
 
 

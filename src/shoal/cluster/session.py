@@ -294,13 +294,16 @@ class EmulatedDevices(Cluster):
 
     def describe(self) -> dict[str, Any]:
         return {"mode": self.kind, **self.emulated.describe(),
-                "switches": [s.describe() for s in self.switches()]}
+                "switches": [s.describe() for s in self.switches()],
+                "node_stacks": "the host's: emulated devices run on this host's kernel and "
+                               "distribution (the manifest's stack); a device's OS noise is in its node"}
 
 
 class SshHosts(Cluster):
     """Real hosts reached with ssh (or SHOAL_SSH) by the MPI's own launcher."""
 
     kind = "ssh"
+    _stacks: dict[str, dict] | None = None
 
     def _job(self, mpi, chosen, counts, argv, env) -> Job:
         hosts = [HostSlots(n.address, c) for n, c in zip(chosen, counts)]
@@ -310,7 +313,8 @@ class SshHosts(Cluster):
         return remote.ssh_override()
 
     def check_ready(self, mpi: MPIInstall, program: str | None = None) -> None:
-        problems = remote.preflight(self.inventory, mpi, program)
+        self._stacks = {}
+        problems = remote.preflight(self.inventory, mpi, program, self._stacks)
         if problems:
             raise ShoalError("hosts not ready: " + " | ".join(problems))
 
@@ -318,6 +322,12 @@ class SshHosts(Cluster):
         # A sampler on each host, over the same ssh the launcher uses; the switch modelled here.
         return [NodePower(n.name, spec, (remote.ssh_program(), "-o", "BatchMode=yes", n.address))
                 for n in self.nodes] + self.switch_power()
+
+    def describe(self) -> dict[str, Any]:
+        """With each host's own stack (kernel, configuration, governor: they may differ),
+        as the hosts answered the check before the run."""
+        return {**super().describe(),
+                "node_stacks": self._stacks if self._stacks is not None else "not read (hosts not checked)"}
 
 
 class SlurmAllocation(SshHosts):
@@ -330,6 +340,10 @@ class SlurmAllocation(SshHosts):
 
     def check_ready(self, mpi: MPIInstall, program: str | None = None) -> None:
         """Slurm already placed the job on hosts it manages."""
+
+    def describe(self) -> dict[str, Any]:
+        # Its hosts need not take ssh; their stacks are not read (the launching host's is).
+        return {**Cluster.describe(self), "node_stacks": "not read: Slurm hosts are not reached by ssh"}
 
 
 def open(emulate: str | None = None, link: str | None = None, inventory: str | None = None,

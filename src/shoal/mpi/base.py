@@ -164,6 +164,11 @@ class Implementation:
         """Compiler flags every native target needs with this MPI."""
         return []
 
+    def build_facts(self, mpi: MPIInstall) -> dict[str, str]:
+        """How this installation was built (configure options, device, compiler), as its
+        own tools print it, for a run's stack; {} when they say nothing."""
+        return {}
+
     # -- launching ------------------------------------------------------------------
     def env(self, mpi: MPIInstall) -> dict[str, str]:
         """Environment every launch with this MPI needs (for mpiexec itself)."""

@@ -19,6 +19,7 @@ writes to a temporary name and renames, so concurrent builds are safe.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import tempfile
 from pathlib import Path
@@ -103,6 +104,8 @@ def build(target: str, mpi: MPIInstall, extra_cflags: tuple[str, ...] = ()) -> P
     kind = spec.get("kind", "exe")
     output, built = _cached(target, tdir, spec, sources + headers, (cflags, libs, kind), mpi.identity)
     if built:
+        if not _record_path(output).exists():   # built before records were kept
+            _write_record(output, mpi, cflags, libs)
         return output
     out_dir = output.parent
     tmp_name = _temporary(output)
@@ -119,7 +122,32 @@ def build(target: str, mpi: MPIInstall, extra_cflags: tuple[str, ...] = ()) -> P
                      (done.stderr or done.stdout or "no output").strip().splitlines()[0])
         raise ShoalError(f"building {target} with {mpi.name} failed: {first.strip()} "
                          f"(full log: {log})")
+    _write_record(output, mpi, cflags, libs)
     return _install(tmp_name, output)
+
+
+def _record_path(output: Path) -> Path:
+    return output.with_name(output.name + ".build.json")
+
+
+def _write_record(output: Path, mpi: MPIInstall, cflags: list[str], libs: list[str]) -> None:
+    """What a native program was compiled with, beside it: its runs' stacks name it."""
+    said = proc.run([str(mpi.mpicc), "--version"], env_add=mpi.impl.build_env(mpi))
+    lines = (said.stdout or said.stderr).strip().splitlines() if said.ok else []
+    record = {"compiler": lines[0] if lines else None,
+              "cflags": cflags, "libs": libs, "mpi": mpi.name}
+    tmp = _record_path(output).with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(record, indent=1) + "\n")
+    os.replace(tmp, _record_path(output))
+
+
+def record(program: Path | str) -> dict | None:
+    """The compiler and flags a native program built by ``build`` was made with (None when
+    it was not built here)."""
+    try:
+        return json.loads(_record_path(Path(program)).read_text())
+    except (OSError, ValueError):
+        return None
 
 
 def build_host(target: str) -> Path:

@@ -400,6 +400,36 @@ def switch_of(link: LinkType, extra: dict | None = None) -> DeviceProfile | None
     return switches[link.switch]
 
 
+@dataclass(frozen=True)
+class OsNoise:
+    """A distribution's background activity on a device: short-lived processes started per
+    second of device time (forks, /proc/stat ``processes``) and the share of one device core
+    its daemons keep busy. The ranks share the device's CPU budget with it."""
+
+    name: str
+    forks_per_s: float
+    cpu_share: float
+    description: str = ""
+    sources: dict[str, str] = field(default_factory=dict)
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name, "forks_per_s": self.forks_per_s, "cpu_share": self.cpu_share}
+
+
+def load_os_noise() -> dict[str, OsNoise]:
+    """``[os_noise.NAME]`` profiles: built-in, then user files."""
+    from shoal.inputs import schema
+    from shoal.profiles import tables
+
+    found: dict[str, OsNoise] = {}
+    for where, data, text in [(BUILTIN, *_read(BUILTIN))] + [(p, *_read(p)) for p in user_files()]:
+        for name, table in (data.get("os_noise") or {}).items():
+            checked = schema.validate(tables.OsNoiseTable, table, str(where), text, at=("os_noise", name))
+            found[name] = OsNoise(name, checked.forks_per_s, checked.cpu_share, checked.description,
+                                  checked.sources)
+    return found
+
+
 def load_links(extra: dict | None = None) -> dict[str, LinkType]:
     """All link types, overridden in the same order as profiles."""
     return load_all(extra)[1]

@@ -183,6 +183,23 @@ class LinkTable(Table):
         return {k: getattr(self, k) for k in type(self).model_fields if not k.endswith("_source")}
 
 
+class OsNoiseTable(Table):
+    """One ``[os_noise.NAME]`` table: what a distribution does beside the ranks on a device."""
+
+    required_hint: ClassVar[str] = "every OS noise profile needs forks_per_s and cpu_share"
+    forks_per_s: NonNegative
+    cpu_share: Annotated[float, Field(ge=0, lt=1)]
+    description: str = ""
+    source: str = ""
+    forks_source: str = ""
+    cpu_source: str = ""
+
+    @property
+    def sources(self) -> dict[str, str]:
+        return {k: v for k, v in (("forks_per_s", self.forks_source or self.source),
+                                  ("cpu_share", self.cpu_source or self.source)) if v}
+
+
 class SwitchTable(Table):
     """One ``[switches.NAME]`` table: what a star of devices shares (counted once)."""
 

@@ -32,7 +32,7 @@ import sys
 from pathlib import Path
 from typing import Any, Iterable
 
-from shoal import __version__, environment
+from shoal import __version__, environment, stackfacts
 from shoal.errors import ShoalError
 from shoal.runs import registry
 
@@ -53,11 +53,14 @@ class Run:
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
         self._columns: dict[str, list[str]] = {}
+        self._activity: stackfacts.Activity | None = None
 
     # -- creating and opening -------------------------------------------------
     @classmethod
     def create(cls, kind: str, command: list[str], out: Path | str | None = None,
-               **manifest: Any) -> "Run":
+               stack: dict[str, Any] | None = None, **manifest: Any) -> "Run":
+        """A new run directory. ``stack``: facts of the software stack the caller knows
+        (the MPI's build, the native programs' compiler), beside those of the host."""
         if out is None:
             stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%d-%H%M%S")
             out = runs_root() / f"{kind}-{stamp}-{secrets.token_hex(2)}"
@@ -79,8 +82,10 @@ class Run:
             "python": sys.version.split()[0],
             "started_utc": utc_now(),
             "status": "running",
+            "stack": {**stackfacts.collect(), **(stack or {})},
             **manifest,
         })
+        run._activity = stackfacts.Activity.start()
         registry.enter(run.path)
         return run
 
@@ -131,11 +136,15 @@ class Run:
         self.write_manifest(data)
         if fields.get("status") == "running" and self not in _ACTIVE:
             _ACTIVE.append(self)  # a resumed run
+            self._activity = stackfacts.Activity.start()
             registry.enter(self.path)
         elif fields.get("status") not in (None, "running"):
             registry.leave(self.path)
 
     def finish(self, status: str = "complete", **fields: Any) -> None:
+        if self._activity is not None:   # the last stretch measured (since the start or resume)
+            fields["stack_during"] = self._activity.stop()
+            self._activity = None
         self.update_manifest(status=status, finished_utc=utc_now(), **fields)
 
     # -- tables ---------------------------------------------------------------

@@ -25,6 +25,7 @@ from shoal.bench.runner import BenchRequest, Plan
 from shoal.execute.placement import Placement
 from shoal.bench.sweep import Events, Options
 from shoal.errors import ShoalError
+from shoal.mpi import stack
 from shoal.runs.store import Run
 from shoal.study import imb_budget, schedule, workloads
 from shoal.study.request import StudyRequest
@@ -180,6 +181,8 @@ def start(request: StudyRequest, command: list[str], out: Path | None) -> tuple[
     run = Run.create("study", command, out, study=request.to_manifest(),
                      cluster_label=study.cluster_label, reference=str(request.reference),
                      options=options, mpi=mpi.describe(), host=hostfacts.collect(),
+                     stack=stack.software(mpi, [p.program for p in (*study.plans,
+                                                                    *study.work.cluster)]),
                      workloads=[{"name": p.workload.name, "size": p.size, "unit": p.workload.unit,
                                  "aes": p.aes, "aes_why": p.aes_why} for p in study.work.cluster])
     return run, study

@@ -25,7 +25,7 @@ from shoal.execute.placement import Placement, check_ranks, config_placements
 from shoal.execute.session import Session
 from shoal.execute.waiting import wait_mode, wait_setup
 from shoal.execute.where import Where
-from shoal.mpi import build, discover
+from shoal.mpi import build, discover, stack
 from shoal.mpi.launch import Job, startup_grace_s
 from shoal.cluster import slack as host_slack
 from shoal.runs.store import Run
@@ -140,7 +140,8 @@ def start(request: WorkRequest, command: list[str], out: Path | None) -> tuple[R
                                "aes": {"requested": request.aes, "used": the_plan.aes,
                                        "why": the_plan.aes_why}},
                      mpi=the_plan.mpi.describe(), host=hostfacts.collect(),
-                     transport_env=transport_env())
+                     transport_env=transport_env(),
+                     stack=stack.software(the_plan.mpi, [the_plan.program]))
     return run, the_plan
 
 

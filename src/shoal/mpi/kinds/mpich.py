@@ -69,6 +69,13 @@ class MPICH(Implementation):
             return None
         return MPIInstall(self.kind, version.group(1), abi.group(1) if abi else "?", bindir)
 
+    def build_facts(self, mpi: MPIInstall) -> dict[str, str]:
+        # "MPICH Device:       ch4:ucx ofi" -> {"device": "ch4:ucx ofi"}
+        text = tool_output([str(mpi.bindir / self.companion)])
+        return {key.lower().replace(" ", "_"): value.strip()
+                for key, value in re.findall(r"^MPICH ([A-Za-z0-9 ]+?):\s*(.*)$", text, re.M)
+                if key not in ("Version", "ABI")}
+
     def from_launcher_version(self, text: str, bindir: Path) -> MPIInstall | None:
         if "HYDRA" not in text:
             return None

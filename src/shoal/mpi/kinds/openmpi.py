@@ -82,6 +82,18 @@ class OpenMPI(Implementation):
         libs = sorted(p.name for p in (bindir.parent / "lib").glob("libmpi.so.*"))
         return MPIInstall(self.kind, version.group(1), libs[0] if libs else "?", bindir)
 
+    def build_facts(self, mpi: MPIInstall) -> dict[str, str]:
+        text = tool_output([str(mpi.bindir / self.companion), "--parsable"],
+                           {"OPAL_PREFIX": str(mpi.bindir.parent)}, timeout=60)
+        wanted = {"config:cli": "configure", "compiler:c:command": "cc",
+                  "compiler:c:version": "cc_version", "build:timestamp": "built"}
+        facts = {}
+        for line in text.splitlines():
+            for prefix, name in wanted.items():
+                if line.startswith(prefix + ":"):
+                    facts[name] = line[len(prefix) + 1:].strip().strip('"')
+        return facts
+
     def from_launcher_version(self, text: str, bindir: Path) -> MPIInstall | None:
         match = re.search(r"\(Open MPI\)\s*(\S+)", text) or re.search(r"\(OpenRTE\)\s*(\S+)", text)
         return MPIInstall(self.kind, match.group(1), "?", bindir) if match else None
