@@ -75,7 +75,7 @@ def test_freq_and_governor_fold_into_the_emulated_spec_and_the_study_keeps_its_r
 @pytest.mark.parametrize("spec, message", [
     ("2xminnowboard@900M", "no P-state at 900 MHz; choose one of its P-states: 500 MHz, 750 MHz, 1000 MHz, 1333 MHz"),
     ("2xnuc@1G", "profile nuc has no P-states"),
-    ("2xminnowboard@fast", "is not a frequency"),
+    ("2xminnowboard@fast", "@fast is neither a clock"),
 ])
 def test_a_clock_the_profile_has_no_state_for_is_refused(spec, message):
     with pytest.raises(ShoalError, match=message):
