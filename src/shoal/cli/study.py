@@ -46,6 +46,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     add_host_speed(p)
     p.add_argument("--nodes", default=None, type=typed.COUNTS_TEXT, help="node counts (default 1..N)")
+    p.add_argument("--launch", default=None, choices=("box", "head"),
+                   help="emulated devices: box, the MPI's own launch with a daemon in every device "
+                        "(default), or head, daemons in the head that start each rank into its device "
+                        "(as seed 002's OERTE; preset seed002's default)")
     p.add_argument("--workloads", type=typed.text, default=None, metavar="NAMES",
                    help=f"workloads timed at every node count (default {defaults.DEFAULT_WORKLOADS}; "
                         "'none' for the benchmarks alone); see shoal work --list")
@@ -135,7 +139,7 @@ def _request(args: argparse.Namespace) -> StudyRequest:
         dilation=args.dilation, host_speed=args.host_speed, recalibrate=args.recalibrate or None,
         workloads=args.workloads, work_sizes=_work_sizes(args.work_size),
         work_reps=args.work_reps, ci=args.ci, mix=args.mix, preset=args.preset,
-        imb_budget_s=args.imb_budget)
+        imb_budget_s=args.imb_budget, launch=args.launch)
 
 
 def _work_sizes(items: list[str]) -> dict[str, str]:
@@ -160,6 +164,8 @@ def run(args: argparse.Namespace) -> int:
     else:
         run_dir, study = study_run.start(_request(args), ["shoal", *sys.argv[1:]], args.out)
     print(f"shoal study: at most {study.total_points} points -> {run_dir.path}", file=sys.stderr)
+    if study.reference_note:
+        print(f"shoal study: {study.reference_note}", file=sys.stderr)
     if study.timing is not None:
         print("\n".join(study.timing.lines()), file=sys.stderr)
     done = sum(len(run_dir.rows(t)) for t in ("results", "skipped", "work"))
