@@ -76,10 +76,9 @@ def _work_rows(run: Run, request: StudyRequest, label: str) -> list[dict[str, An
         low, high = (min(counts), max(counts)) if counts else (None, None)
         t_low, t_high = times("msa", size, label, low), times("msa", size, label, high)
         note = f"as {size}: the seed's {seed_set} / {scale:g}"
-        rows.append(_row(f"msa {size} time", f"{low} boxes", t_low,
-                         seed002.find("msa_time", "stb", low, seed_set), scale, note=note))
-        rows.append(_row(f"msa {size} time", f"{high} boxes", t_high,
-                         seed002.find("msa_time", "stb", high, seed_set), scale, note=note))
+        for n, t in dict.fromkeys(((low, t_low), (high, t_high))):  # one row where one count ran
+            rows.append(_row(f"msa {size} time", f"{n} boxes", t, seed002.find("msa_time", "stb", n, seed_set),
+                             scale, note=note))
         s8, s128 = seed002.find("msa_time", "stb", 8, seed_set), seed002.find("msa_time", "stb", 128, seed_set)
         boxes = t_low / t_high if t_low and t_high and (low, high) == (8, 128) else None
         if boxes is not None and s8 and s128:
