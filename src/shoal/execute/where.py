@@ -140,7 +140,7 @@ class Where:
 
             devices = self.inventory().nodes
             # A mixed job's devices cost what their ranks do on average (capacity counts per rank).
-            capacity.check(len(devices), -(-sum(self.ranks_on(devices)) // len(devices)))
+            capacity.check(len(devices), sum(self.ranks_on(devices)) / len(devices))
         if self.power:
             from shoal.execute import meter
 
