@@ -127,6 +127,15 @@ def test_eight_blades_stand_beside_fig_8b_and_table_i_with_the_boxes_against_the
     assert over["seed"] == pytest.approx((1652 / 216) / (341 / 51)) and "boxes ahead, as in the seed" in over["source"]
 
 
+def test_two_blades_against_128_boxes_is_a_measured_ratio(tmp_path):
+    run = _run(tmp_path)
+    _blade_work(tmp_path, [("msa", "S100-L40", "reference", 2, 16, [0.5, 0.5]),
+                           ("msa", "S100-L40", "64xstb", 128, 128, [0.4, 0.4])])
+    rows = {(r["quantity"], r["configuration"]): r for r in seed_compare.seed_rows(run)}
+    two = rows[("msa S100-L40 time, 2 blades over 128 boxes", "2 blades (16 ranks) / 128 boxes")]
+    assert two["shoal"] == pytest.approx(1.25) and two["ratio"] is None and "128 boxes beat two blades" in two["source"]
+
+
 def test_the_blades_bcast_is_compared_over_the_seeds_rank_counts_only(tmp_path):
     run = _run(tmp_path)
     sizes = seed_compare.SEED002_SIZES

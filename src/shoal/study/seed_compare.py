@@ -68,7 +68,7 @@ def _work_rows(run: Run, request: StudyRequest, label: str) -> list[dict[str, An
             if n != 8 and base is not None and t:
                 rows.append(_row(f"raytrace {size}² speed-up from 8 boxes", f"{n} boxes", base / t,
                                  seed002.find("raytrace_speedup_from_8", "stb", n, size), unit="1"))
-        rows += _blade_raytrace(frame, size)
+        rows += _blade_raytrace(frame, size) + _two_blades(frame, "raytrace", size, label, f"raytrace {size}²")
     for size in sorted({str(s) for s in frame[frame["workload"] == "msa"]["size"]}):
         seed_set, scale = _seed_set(size)
         if seed_set is None:
@@ -85,12 +85,12 @@ def _work_rows(run: Run, request: StudyRequest, label: str) -> list[dict[str, An
             rows.append(_row(f"msa {size} speed-up 8 -> 128 boxes", "8 -> 128 boxes", boxes,
                              seed002.SeedValue("msa_speedup", "stb", 128, seed_set, None, s8.value / s128.value,
                                                None, "1", s8.source, ""), unit="1"))
-        rows += _blade_msa(frame, size, seed_set, scale, boxes)
+        rows += _blade_msa(frame, size, seed_set, scale, boxes) + _two_blades(frame, "msa", size, label, f"msa {size}")
     return rows
 
 
-def _blade_points(frame: pd.DataFrame, workload: str, size: str) -> dict[int, tuple[str, float]]:
-    """Ranks -> (where they ran, median time) of a workload on the reference's blades
+def _blade_points(frame: pd.DataFrame, workload: str, size: str) -> dict[int, tuple[str, float, int]]:
+    """Ranks -> (where they ran, median time, blades) of a workload on the reference's blades
     (``reference`` and ``blades``, shoal.study.blades), counted repetitions only."""
     at = frame[(frame["workload"] == workload) & (frame["size"].astype(str) == size)
                & frame["config"].isin([REFERENCE, blades.BLADES])]
@@ -98,15 +98,28 @@ def _blade_points(frame: pd.DataFrame, workload: str, size: str) -> dict[int, tu
     for ranks, group in at.groupby(at["ranks"].astype(int)):
         n = int(group["nodes"].iloc[0])
         out[int(ranks)] = (f"blades: {ranks} rank{'s' if ranks > 1 else ''} on {n} blade{'s' if n > 1 else ''}",
-                           float(group["time_s"].astype(float).median()))
+                           float(group["time_s"].astype(float).median()), n)
     return out
+
+
+def _two_blades(frame: pd.DataFrame, workload: str, size: str, label: str, name: str) -> list[dict[str, Any]]:
+    """Seed 002's claim that 128 boxes beat two blades (§V, Table I's note), measured: two blades'
+    time with a rank on each core over 128 boxes' (above 1: the boxes are faster)."""
+    two = [t for r, (_, t, n) in _blade_points(frame, workload, size).items() if n == 2 and r == 16]
+    boxes = frame[(frame["workload"] == workload) & (frame["size"].astype(str) == size)
+                  & (frame["config"] == label) & (frame["nodes"].astype(int) == 128)]
+    if not two or boxes.empty:
+        return []
+    return [_row(f"{name} time, 2 blades over 128 boxes", "2 blades (16 ranks) / 128 boxes",
+                 two[0] / float(boxes["time_s"].astype(float).median()), None, unit="1",
+                 note="seed 002 §V, Table I's note: 128 boxes beat two blades (above 1 here: the boxes are faster)")]
 
 
 def _blade_raytrace(frame: pd.DataFrame, size: str) -> list[dict[str, Any]]:
     """Fig. 8(b): the blades' times at 8 and 64 ranks and the speed-up between them."""
     points = _blade_points(frame, "raytrace", size)
     rows = [_row(f"raytrace {size}² time", where, t, seed002.find("raytrace_time", "xeon-blade", r, size))
-            for r, (where, t) in sorted(points.items())]
+            for r, (where, t, _) in sorted(points.items())]
     s8, s64 = seed002.find("raytrace_time", "xeon-blade", 8, size), seed002.find("raytrace_time", "xeon-blade", 64, size)
     if 8 in points and 64 in points and s8 and s64:
         rows.append(_row(f"raytrace {size}² speed-up 8 -> 64 blade ranks", "blades: 8 -> 64 ranks",
@@ -121,7 +134,7 @@ def _blade_msa(frame: pd.DataFrame, size: str, seed_set: str, scale: float,
     points = _blade_points(frame, "msa", size)
     note = f"as {size}: the seed's {seed_set} / {scale:g}"
     rows = [_row(f"msa {size} time", where, t, seed002.find("msa_time", "xeon-blade", r, seed_set),
-                 scale, note=note) for r, (where, t) in sorted(points.items())]
+                 scale, note=note) for r, (where, t, _) in sorted(points.items())]
     s1, s64 = seed002.find("msa_time", "xeon-blade", 1, seed_set), seed002.find("msa_time", "xeon-blade", 64, seed_set)
     if 1 in points and 64 in points and s1 and s64:
         speedup = points[1][1] / points[64][1]
