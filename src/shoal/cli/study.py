@@ -73,9 +73,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--sizes", default=None, type=typed.SIZES, help="message sizes (default 8,128,2K,32K,512K)")
     p.add_argument("--preset", type=typed.text, default=None, metavar="NAME",
                    help="a seed's experiments as one study, its options filling those not given: "
-                        "seed002 (128 set-top boxes on DOCSIS beside a Xeon blade: IMB's 12 tests at six "
-                        "sizes, ray tracing 512² and 2048², Table I's seven alignments scaled; with "
-                        "--quick: 8-32 boxes, IMB at 64 B and 256 KiB, no blade)")
+                        "seed002 (128 set-top boxes on DOCSIS beside 8 Xeon blades, fewer where this host "
+                        "cannot hold them: IMB's 12 tests at six sizes, ray tracing 512² and 2048², Table "
+                        "I's seven alignments scaled, ranks launched from the head; with --quick: 8-32 "
+                        "boxes, IMB at 64 B and 256 KiB, no blade)")
     p.add_argument("--quick", action="store_true", default=None,
                    help=f"three sizes and a {defaults.QUICK_TIME_BUDGET_S:g} s budget")
     p.add_argument("--time-budget", type=typed.SECONDS_NUMBER, default=None, metavar="SECONDS",
