@@ -52,7 +52,8 @@ def add_where(p: argparse.ArgumentParser, nodes_default: str) -> argparse._Argum
                                                               name="ranks per device"),
                        default=None, metavar="PROFILE=N,...",
                        help="a mixed cluster's ranks by device profile, e.g. stb=1,xeon-blade=8 "
-                            "(one job over boxes and blades, as seed 002 ran them)")
+                            "(one job over set-top boxes and blades, as 'Embedded Processor Virtualization for "
+                            "Broadband Grid Computing' ran them)")
     where.add_argument("--oversubscribe", type=typed.number(Bounds(1, 1024)), default=None, metavar="FACTOR",
                        help="ranks per CPU (per core of a device) at most (default "
                             f"{ranklimit.DEFAULT_OVERSUBSCRIBE}); more ranks are refused before anything starts")

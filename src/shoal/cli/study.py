@@ -49,7 +49,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--launch", default=None, choices=("box", "head"),
                    help="emulated devices: box, the MPI's own launch with a daemon in every device "
                         "(default), or head, daemons in the head that start each rank into its device "
-                        "(as seed 002's OERTE; preset seed002's default)")
+                        "(as the OERTE of 'Embedded Processor Virtualization for Broadband Grid Computing'; "
+                        "the seed002 preset's default)")
     p.add_argument("--workloads", type=typed.text, default=None, metavar="NAMES",
                    help=f"workloads timed at every node count (default {defaults.DEFAULT_WORKLOADS}; "
                         "'none' for the benchmarks alone); see shoal work --list")
