@@ -49,7 +49,13 @@ def test_an_unknown_preset_is_refused_with_what_to_do():
 def test_the_full_seed002_is_128_boxes_beside_a_blade_with_what_does_not_fit_planned_as_not_run():
     request = StudyRequest.create(preset="seed002")
     study = run.plan(request)  # plans only: nothing starts
-    assert (request.emulate, request.nodes, str(request.reference)) == ("128xstb", "8,16,32,64,128", "xeon-blade")
+    assert (request.emulate, request.nodes, str(request.reference)) == ("128xstb", "8,16,32,64,128", "8xxeon-blade")
+    # The seed's 8 blades would raise the study's dilation on this 2-core host: one blade runs,
+    # and one line says why.
+    assert str(study.request.reference) == "xeon-blade" and not study.request.reference_fallback
+    assert study.reference_note.startswith("reference: 1 of the preset's 8 xeon-blade devices: all 8 compute at D = ")
+    assert "could not be held to their budgets (shoal bench or work --emulate 8xxeon-blade measures them" \
+        in study.reference_note
     bench = study.plans[0]
     # IMB's twelve tests of seed 002 §V at its six sizes.
     assert [t.name.split(".")[1] for t in bench.tests] == [
@@ -162,3 +168,44 @@ def test_seed000_is_six_minnowboards_beside_the_nuc_with_mpbench_to_32_mib():
     assert labels == {("6xminnowboard", n) for n in range(1, 7)} | {("reference", 1)}
     quick = StudyRequest.create(preset="seed000", quick=True)
     assert quick.nodes == "1,3,4,6" and quick.workload_list == ["raytrace"]
+
+
+def test_seed002_launches_from_the_head_and_launch_box_gives_each_mpis_own():
+    # The seed's OERTE started each box's rank from the head-end: the preset's default layout.
+    request = StudyRequest.create(preset="seed002", quick=True)
+    assert request.launch == "head" == presets.SEED002_LAUNCH
+    study = run.plan(request)
+    assert study.plans[0].request.launch == "head"
+    assert {w.request.launch for w in study.work.cluster} == {"head"}
+    assert request.layouts(study.cluster_label, run.REFERENCE) == {"32xstb": "head"}
+    # Given on the command line, --launch wins, and is saved for --resume.
+    box = StudyRequest.create(preset="seed002", quick=True, launch="box")
+    assert run.plan(box).plans[0].request.launch == "box"
+    assert StudyRequest.from_manifest(box.to_manifest()).launch == "box"
+    # A study without the preset keeps the MPI's own launch; a host reference runs here.
+    plain = StudyRequest.create(emulate="2xminnowboard", reference="host", launch="head")
+    assert plain.layouts("2xminnowboard", run.REFERENCE) == {"2xminnowboard": "head", "reference": "local"}
+    assert StudyRequest.create().launch == "box"
+
+
+def test_launch_head_on_real_hosts_is_refused_before_anything_starts(tmp_path):
+    inventory = tmp_path / "hosts.toml"
+    inventory.write_text('[cluster]\nmode = "ssh"\n\n[[nodes]]\nname = "a"\nprofile = "minnowboard"\nslots = 2\n')
+    request = StudyRequest.create(cluster=str(inventory), launch="head")
+    with pytest.raises(ShoalError, match=r"--launch head starts ranks from an emulated cluster's head"):
+        request.validate()
+    # The preset's head layout gives way to a real inventory's own launch.
+    assert StudyRequest.create(preset="seed002", quick=True, cluster=str(inventory)).launch == "box"
+
+
+def test_a_reference_of_several_devices_is_parsed_saved_and_refused_out_of_range():
+    from shoal.study.reference import Reference
+
+    blades = Reference.parse("8xxeon-blade")
+    assert (blades.profile, blades.count, str(blades)) == ("xeon-blade", 8, "8xxeon-blade")
+    assert str(Reference.parse("xeon-blade")) == "xeon-blade" and Reference.parse("xeon-blade").count == 1
+    with pytest.raises(ShoalError, match=r"--reference 0xxeon-blade: give 1 to 64 devices"):
+        Reference.parse("0xxeon-blade")
+    # The user's reference runs as given: no fewer blades behind their back.
+    given = StudyRequest.create(preset="seed002", reference="2xxeon-blade")
+    assert str(given.reference) == "2xxeon-blade" and not given.reference_fallback

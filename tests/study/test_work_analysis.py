@@ -78,7 +78,19 @@ def test_without_shared_power_the_answer_is_one_device_and_why():
 def test_a_workload_that_does_not_speed_up_is_reported_as_not_scaling():
     out = work_analysis.analyse_one(_rows(0.95, 2.0, flat=True), LABEL, "reference", DEVICE)
     assert out.scaling == "not_scaling"
-    assert out.verdict.startswith("does not scale: 1.00x on 6 devices")
+    assert out.verdict.startswith("does not scale: 1.00x from 1 to 6 devices; run it on one device")
+
+
+def test_a_sweep_from_eight_devices_speaks_of_eight_not_of_one():
+    # A preset's 8, 16, 32: the speed-up is over 8 devices, and no verdict sends the work to
+    # one device, which never ran it.
+    out = work_analysis.analyse_one(_rows(0.95, 2.0, flat=True, nodes=(8, 16, 32)), LABEL, "reference", DEVICE)
+    assert out.scaling == "not_scaling"
+    assert out.verdict.startswith("does not scale from 8 to 32 devices: 1.00x; 8 devices do it nearly as fast")
+    assert "one device" not in out.verdict
+    from shoal.report import study_workloads
+
+    assert study_workloads.summary_rows([out])[0]["speed-up"] == "1.00 from n=8 to n=32"
 
 
 def test_f_below_the_measured_serial_share_is_called_out():

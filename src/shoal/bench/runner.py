@@ -203,7 +203,7 @@ def _config(the_plan: Plan, session: Session, placement: Placement) -> Config:
 
             return Job(mpi=the_plan.mpi, ranks=placement.ranks, argv=argv, rank_env=dict(rank_env))
         return where.job(the_plan.mpi, placement.nodes, argv,
-                         ranks_per_node=placement.ranks_per_node, rank_env=dict(rank_env),
+                         ranks_per_node=placement.rank_counts, rank_env=dict(rank_env),
                          names=names, layout=request.launch)
 
     node_names = names or where.node_names(placement.nodes)

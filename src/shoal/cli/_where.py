@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 
 from shoal.inputs import options as typed
+from shoal.execute import placement
 from shoal.inputs import ranklimit
 from shoal.inputs.grammar import MAX_SLOTS, Bounds
 
@@ -61,6 +62,12 @@ def add_where(p: argparse.ArgumentParser, nodes_default: str) -> argparse._Argum
                        help=f"node counts to sweep on the cluster: 1..4, 1,2,4,6 (default: {nodes_default})")
     where.add_argument("--ranks-per-node", type=typed.whole(1, MAX_SLOTS), default=1,
                        help="ranks on each node (default 1)")
+    where.add_argument("--ranks-per-device", type=typed.typed(placement.parse_ranks_per_device,
+                                                              name="ranks per device"),
+                       default=None, metavar="PROFILE=N,...",
+                       help="a mixed cluster's ranks by device profile, e.g. stb=1,xeon-blade=8 "
+                            "(one job over set-top boxes and blades, as 'Embedded Processor Virtualization for "
+                            "Broadband Grid Computing' ran them)")
     where.add_argument("--oversubscribe", type=typed.number(Bounds(1, 1024)), default=None, metavar="FACTOR",
                        help="ranks per CPU (per core of a device) at most (default "
                             f"{ranklimit.DEFAULT_OVERSUBSCRIBE}); more ranks are refused before anything starts")

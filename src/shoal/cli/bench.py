@@ -103,7 +103,7 @@ def _request(args: argparse.Namespace):
         cluster=args.cluster,
         attach=args.attach,
         nodes=args.nodes,
-        ranks_per_node=args.ranks_per_node,
+        ranks_per_node=args.ranks_per_node, ranks_per_device=args.ranks_per_device,
         power=args.power,
         idle_s=args.idle,
         wait=args.wait,

@@ -53,6 +53,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "P-states, e.g. 500M,750M,1G,1.333G) and name the energy-optimal pair of "
                         "node count and clock, its interval and the model's pair")
     p.add_argument("--nodes", default=None, type=typed.COUNTS_TEXT, help="node counts (default 1..N)")
+    p.add_argument("--launch", default=None, choices=("box", "head"),
+                   help="emulated devices: box, the MPI's own launch with a daemon in every device "
+                        "(default), or head, daemons in the head that start each rank into its device "
+                        "(as the OERTE of 'Embedded Processor Virtualization for Broadband Grid Computing'; "
+                        "the seed002 preset's default)")
     p.add_argument("--workloads", type=typed.text, default=None, metavar="NAMES",
                    help=f"workloads timed at every node count (default {defaults.DEFAULT_WORKLOADS}; "
                         "'none' for the benchmarks alone); see shoal work --list")
@@ -79,9 +84,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "seed000 (six MinnowBoards against the NUC as the thesis's Table 5.5, MPBench to "
                         "32 MiB, the thesis's readings and Table 5.6 beside shoal's numbers; with --quick: "
                         "1, 3, 4 and 6 boards, ray tracing alone); "
-                        "seed002 (128 set-top boxes on DOCSIS beside a Xeon blade: IMB's 12 tests at six "
-                        "sizes, ray tracing 512² and 2048², Table I's seven alignments scaled; with "
-                        "--quick: 8-32 boxes, IMB at 64 B and 256 KiB, no blade)")
+                        "seed002 (128 set-top boxes on DOCSIS beside 8 Xeon blades, fewer where this host "
+                        "cannot hold them: IMB's 12 tests at six sizes, ray tracing 512² and 2048², Table "
+                        "I's seven alignments scaled, ranks launched from the head; with --quick: 8-32 "
+                        "boxes, IMB at 64 B and 256 KiB, no blade)")
     p.add_argument("--quick", action="store_true", default=None,
                    help=f"three sizes and a {defaults.QUICK_TIME_BUDGET_S:g} s budget")
     p.add_argument("--time-budget", type=typed.SECONDS_NUMBER, default=None, metavar="SECONDS",
@@ -151,7 +157,8 @@ def _request(args: argparse.Namespace) -> StudyRequest:
         dilation=args.dilation, host_speed=args.host_speed, recalibrate=args.recalibrate or None,
         workloads=args.workloads, work_sizes=_work_sizes(args.work_size),
         work_reps=args.work_reps, ci=args.ci, mix=args.mix, preset=args.preset,
-        imb_budget_s=args.imb_budget, freq=args.freq, governor=args.governor, freqs=args.freqs)
+        imb_budget_s=args.imb_budget, freq=args.freq, governor=args.governor, freqs=args.freqs,
+        launch=args.launch)
 
 
 def _work_sizes(items: list[str]) -> dict[str, str]:
@@ -193,6 +200,8 @@ def _one(run_dir, study) -> "Findings":
     from shoal.study import run as study_run
 
     print(f"shoal study: at most {study.total_points} points -> {run_dir.path}", file=sys.stderr)
+    if study.reference_note:
+        print(f"shoal study: {study.reference_note}", file=sys.stderr)
     if study.timing is not None:
         print("\n".join(study.timing.lines()), file=sys.stderr)
     done = sum(len(run_dir.rows(t)) for t in ("results", "skipped", "work"))

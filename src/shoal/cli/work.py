@@ -73,7 +73,7 @@ def _request(args: argparse.Namespace):
         workload=args.workload, size=args.size, reps=args.reps, check=args.check,
         ranks=_ranks(args.ranks), mpi=args.mpi, emulate=args.emulate, link=args.link,
         cluster=args.cluster, attach=args.attach, nodes=args.nodes,
-        ranks_per_node=args.ranks_per_node,
+        ranks_per_node=args.ranks_per_node, ranks_per_device=args.ranks_per_device,
         dilation=args.dilation, host_speed=args.host_speed, recalibrate=args.recalibrate,
         launch=args.launch, freq=args.freq, governor=args.governor,
         oversubscribe=args.oversubscribe or ranklimit.DEFAULT_OVERSUBSCRIBE,

@@ -35,8 +35,9 @@ def _read_int(path: str) -> int | None:
         return None
 
 
-def limits(ranks_per_device: int = 1) -> list[tuple[str, int]]:
-    """(what limits, how many devices it allows) for every limit this host has."""
+def limits(ranks_per_device: float = 1) -> list[tuple[str, int]]:
+    """(what limits, how many devices it allows) for every limit this host has; a mixed job's
+    ``ranks_per_device`` is its mean over the devices."""
     from shoal.inputs import ranklimit
 
     host = ranklimit.this_host()
@@ -49,11 +50,11 @@ def limits(ranks_per_device: int = 1) -> list[tuple[str, int]]:
     tasks = DEVICE_TASKS * ranks_per_device
     if host.tasks_left is not None:
         found.append((f"processes: {host.tasks_left} more tasks for this user (ulimit -u, "
-                      f"kernel.threads-max), about {tasks} per device", host.tasks_left // tasks))
+                      f"kernel.threads-max), about {tasks:.0f} per device", int(host.tasks_left // tasks)))
     pid_max = _read_int("/proc/sys/kernel/pid_max")
     if pid_max is not None:
-        found.append((f"processes: kernel.pid_max {pid_max}, about {tasks} tasks per device",
-                      int(pid_max * MEMORY_SHARE) // tasks))
+        found.append((f"processes: kernel.pid_max {pid_max}, about {tasks:.0f} tasks per device",
+                      int(pid_max * MEMORY_SHARE // tasks)))
     nofile, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
     if nofile != resource.RLIM_INFINITY:
         found.append((f"open files: ulimit -n {nofile}, about {DEVICE_FDS} per device in the launcher",
@@ -62,7 +63,7 @@ def limits(ranks_per_device: int = 1) -> list[tuple[str, int]]:
     return found
 
 
-def check(devices: int, ranks_per_device: int = 1) -> None:
+def check(devices: int, ranks_per_device: float = 1) -> None:
     """Refuse more devices than the tightest limit of this host allows (one line naming it)."""
     for what, allowed in sorted(limits(ranks_per_device), key=lambda item: item[1]):
         if devices > allowed:

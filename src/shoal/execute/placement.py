@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from shoal.errors import ShoalError
 from shoal.execute.where import Where
 from shoal.inputs import ranklimit
 
@@ -24,10 +25,38 @@ class Placement:
     node_names: tuple[str, ...] | None = None
     # Charge the switches the nodes' links go through (False for a lone reference machine).
     with_shared: bool = True
+    # The ranks on each node in turn where they differ (a mixed job: --ranks-per-device).
+    per_node: tuple[int, ...] | None = None
 
     @property
     def ranks(self) -> int:
-        return self.nodes * self.ranks_per_node
+        return sum(self.per_node) if self.per_node else self.nodes * self.ranks_per_node
+
+    @property
+    def rank_counts(self) -> int | list[int]:
+        """What a cluster's job takes: one count for every node, or one per node."""
+        return list(self.per_node) if self.per_node else self.ranks_per_node
+
+    @property
+    def most_per_node(self) -> int:
+        return max(self.per_node) if self.per_node else self.ranks_per_node
+
+
+def parse_ranks_per_device(text: str) -> dict[str, int]:
+    """``stb=1,xeon-blade=8``: device profile -> ranks on each device of it."""
+    from shoal.inputs import grammar
+
+    out: dict[str, int] = {}
+    for item in text.split(","):
+        name, sep, value = item.partition("=")
+        try:
+            count = grammar.integer(value.strip(), grammar.Bounds(1, grammar.MAX_SLOTS)) if sep else None
+        except grammar.GrammarError as exc:
+            raise ShoalError(f"--ranks-per-device {item.strip()}: {exc}") from None
+        if not name.strip() or count is None:
+            raise ShoalError(f"--ranks-per-device {text!r}: give PROFILE=N,... (e.g. stb=1,xeon-blade=8)")
+        out[name.strip().lower()] = count
+    return out
 
 
 def config_placements(request: Any, every_count: bool = False) -> list[Placement]:
@@ -38,10 +67,14 @@ def config_placements(request: Any, every_count: bool = False) -> list[Placement
     label = request.config_label
     if not request.on_cluster:
         return [Placement(label, 1, r) for r in request.ranks]
-    size = len(request.inventory().nodes)
+    devices = request.inventory().nodes
+    size = len(devices)
     default = f"1..{size}" if every_count else str(size)
-    return [Placement(label, n, request.ranks_per_node)
-            for n in clusters.parse_nodes(request.nodes or default, size)]
+    counts = clusters.parse_nodes(request.nodes or default, size)
+    if request.ranks_per_device:
+        return [Placement(label, n, max(request.ranks_on(devices[:n])), per_node=request.ranks_on(devices[:n]))
+                for n in counts]
+    return [Placement(label, n, request.ranks_per_node) for n in counts]
 
 
 def check_ranks(request: Where, placements: list[Placement], buffer_B: float,
@@ -58,8 +91,9 @@ def check_ranks(request: Where, placements: list[Placement], buffer_B: float,
     # Each placement on its own nodes: a study's reference device runs its own rank count.
     per_device: dict[str, int] = {}
     for p in placements:
-        for name in (p.node_names or [n.name for n in inv.nodes[:p.nodes]]):
-            per_device[name] = max(per_device.get(name, 0), p.ranks_per_node)
+        names = p.node_names or [n.name for n in inv.nodes[:p.nodes]]
+        for name, count in zip(names, p.per_node or [p.ranks_per_node] * len(names)):
+            per_device[name] = max(per_device.get(name, 0), count)
     checked: set[tuple] = set()
     for name, per_node in per_device.items():
         node = by_name[name]

@@ -17,7 +17,7 @@ def wait_mode(request: Where, where: "Cluster", placement: Placement,
     """How the placement's ranks wait: --wait, else the cluster's own mode for them
     (emulated devices whose quota polling would use up), else ``otherwise``."""
     names = list(placement.node_names) if placement.node_names else None
-    cluster_mode = where.default_wait(placement.ranks_per_node, names) if request.on_cluster else None
+    cluster_mode = where.default_wait(placement.most_per_node, names) if request.on_cluster else None
     return request.wait or cluster_mode or otherwise
 
 

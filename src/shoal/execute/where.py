@@ -78,6 +78,9 @@ class Where:
 
             self.emulate = clock.with_clock(self.emulate, clock.text(self.freq or self.governor))
             self.freq = self.governor = None
+    # A mixed cluster's ranks by device profile (--ranks-per-device stb=1,xeon-blade=8): each
+    # device runs its profile's count, as seed 002's one job over boxes and blades did.
+    ranks_per_device: dict[str, int] | None = None
 
     @property
     def kind(self) -> str:
@@ -146,10 +149,13 @@ class Where:
         if self.nodes and not self.on_cluster:
             raise ShoalError("--nodes needs a cluster: add --emulate 4xminnowboard or --cluster FILE")
         self._validate_dilation()
+        self._validate_ranks_per_device()
         if self.kind == "emulated" or (self.kind == "inventory" and self.emulated_here()):
             from shoal.cluster import capacity
 
-            capacity.check(len(self.inventory().nodes), self.ranks_per_node)
+            devices = self.inventory().nodes
+            # A mixed job's devices cost what their ranks do on average (capacity counts per rank).
+            capacity.check(len(devices), sum(self.ranks_on(devices)) / len(devices))
         if self.power:
             from shoal.execute import meter
 
@@ -176,6 +182,31 @@ class Where:
         from shoal.cluster import governor
 
         governor.check(self.governor)
+
+    def ranks_on(self, devices: list) -> tuple[int, ...]:
+        """The ranks on each of ``devices`` (inventory nodes): their profile's count, or
+        --ranks-per-node on every one."""
+        if not self.ranks_per_device:
+            return tuple(self.ranks_per_node for _ in devices)
+        return tuple(self.ranks_per_device[d.profile.name] for d in devices)
+
+    def _validate_ranks_per_device(self) -> None:
+        """A mixed job places its ranks by profile: every profile of the cluster needs its count."""
+        if not self.ranks_per_device:
+            return
+        given = ", ".join(f"{k}={v}" for k, v in self.ranks_per_device.items())
+        if not self.on_cluster:
+            raise ShoalError(f"--ranks-per-device {given} places ranks on a cluster's devices: add --emulate "
+                             "SPEC, --cluster FILE or --attach ID (this machine takes --ranks)")
+        if self.ranks_per_node != 1:
+            raise ShoalError("--ranks-per-node and --ranks-per-device both place ranks; give one of them")
+        profiles = list(dict.fromkeys(n.profile.name for n in self.inventory().nodes))
+        missing = [p for p in profiles if p not in self.ranks_per_device]
+        unknown = [p for p in self.ranks_per_device if p not in profiles]
+        if missing or unknown:
+            raise ShoalError(f"--ranks-per-device {given}: the cluster's devices are {', '.join(profiles)}; "
+                             f"give a rank count for each of them and no other "
+                             f"(e.g. {','.join(f'{p}=1' for p in profiles)})")
 
     def _validate_launch(self) -> None:
         from shoal.cluster.session import LAYOUTS

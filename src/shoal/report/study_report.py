@@ -45,7 +45,20 @@ def _verdict_html(name: str, f: Findings) -> str:
     modelled = "<span class='modelled'>power</span>" if f.modelled_power else "power measured"
     lines = "<br>".join(html.escape(line) for line in headline_lines(f))
     return (f"<div class='verdict'><b>{html.escape(name)}</b>:<br>{lines}<br><small>"
-            f"{html.escape(_measured_text(f))}; {modelled}.</small></div>")
+            f"{html.escape(_measured_text(f))}; {modelled}{html.escape(launch_text(f))}.</small></div>")
+
+
+LAYOUT_WORDS = {"box": "the MPI's own launch, a daemon in every device",
+                "head": "from the head, its daemons starting each rank into its device",
+                "local": "on this machine"}
+
+
+def launch_text(f: Findings) -> str:
+    """"; ranks launched: 4xstb from the head (...), reference ..." ("" for old runs)."""
+    if not f.launch:
+        return ""
+    return "; ranks launched: " + ", ".join(f"{config} {LAYOUT_WORDS.get(how, how)}"
+                                            for config, how in f.launch.items())
 
 
 def _measured_text(f: Findings) -> str:

@@ -8,7 +8,7 @@ import html
 from shoal.report.html import Section, table_html
 from shoal.study.findings import Findings
 
-COLUMNS = ["quantity", "configuration", "shoal", "seed", "shoal / seed", "seed's source"]
+COLUMNS = ["quantity", "configuration", "launch", "shoal", "seed", "shoal / seed", "seed's source"]
 
 
 def _fmt(value: float | None, unit: str) -> str:
@@ -25,6 +25,7 @@ def section(findings: dict[str, Findings]) -> Section | None:
         if rows:
             out.tables.append(f"<h3>{html.escape(name)}</h3>" + table_html(
                 [{"quantity": r["quantity"], "configuration": r["configuration"],
+                  "launch": r.get("launch") or "-",
                   "shoal": _fmt(r["shoal"], r["unit"]),
                   "seed": _fmt(r["seed"], r["unit"]) + (f"..{_fmt(r['seed_high'], r['unit'])}"
                                                          if r["seed_high"] else ""),
@@ -46,7 +47,8 @@ def section(findings: dict[str, Findings]) -> Section | None:
         "(shoal/data/seed002.csv names the table, figure or paragraph): shoal's is the median of "
         "the counted repetitions of a workload, or a benchmark point's median, in device time. "
         "Sequence alignment ran on Table I's sets scaled down; the seed's times stand divided by "
-        "the same factor of work. Points not run were planned so before the study started: "
+        "the same factor of work. Where shoal's mean runs over other sizes or node counts than the "
+        "seed's (a quick study), both stand with no ratio and the source says over what. Points not run were planned so before the study started: "
         "each would cost more, by its calls on the link model and a fixed cost by node count, "
         "than the study's time for IMB on the shared plant left.")
     return out

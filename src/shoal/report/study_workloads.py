@@ -110,7 +110,9 @@ def summary_rows(workloads: list[WorkloadResult]) -> list[dict[str, Any]]:
         fit = w.fit
         rows.append({
             "workload": w.name,
-            "speed-up": f"{top.get('speedup', 0):.2f} at n={top.get('nodes', '-')}" if top else "-",
+            # Over the fewest devices measured, which need not be one.
+            "speed-up": (f"{top.get('speedup', 0):.2f} from n={w.cluster[0]['nodes']} to n={top['nodes']}"
+                         if top else "-"),
             "f (fit)": (f"{fit.f:.3f} ± {fit.f_stderr:.3f}" if fit and fit.f is not None
                         and fit.f_stderr is not None else "-"),
             "f (serial)": _num(w.f_serial, ".3f"),
@@ -177,8 +179,9 @@ def _points_table(w: WorkloadResult) -> str:
              f"{unit}/J": _num(p["perf_per_W"], ".4g"), f"{unit}/J net": _num(p["perf_per_W_net"], ".4g"),
              "power spinning": render.watts(p["power_spin_W"]) if p.get("power_spin_W") else "-",
              f"{unit}/J spinning": _num(p.get("perf_per_W_spin"), ".4g"),
-             "check": p["checks"], "rows": " ".join(p["point_ids"])} for p in entries]
-    return table_html(rows, ["nodes", "ranks", "time", "reps", "CI", "spread", "speed-up", "serial", "comm",
+             "check": p["checks"], "launch": p.get("launch") or "-",
+             "rows": " ".join(p["point_ids"])} for p in entries]
+    return table_html(rows, ["nodes", "ranks", "launch", "time", "reps", "CI", "spread", "speed-up", "serial", "comm",
                              "power", "switch", f"{unit}/J", f"{unit}/J net", "power spinning",
                              f"{unit}/J spinning", "check", "rows"],
                       modelled={"power", "switch", f"{unit}/J", f"{unit}/J net", "power spinning",

@@ -249,6 +249,8 @@ def analyse(run: Run) -> Findings:
     work = work_analysis.analyse(work_frame, manifest, label, REFERENCE,
                                  request.weights if request else None,
                                  study_workloads.Precision.of(request) if request else None)
+    layouts = request.layouts(label, REFERENCE) if request else {}
+    _name_layouts(work, layouts, label)
     measured_nodes = sorted((frame if not frame.empty else work_frame).query("config == @label")["nodes"].unique())
     n_offload, nodes_from = offload_size(work.headline.get(work_analysis.SLEEPING), measured_nodes)
     overrides = manifest.get("study", {}).get("offload", {})
@@ -270,7 +272,16 @@ def analyse(run: Run) -> Findings:
         unconverged_points=int((frame["converged"].astype(str).str.lower() != "true").sum())
         if not frame.empty else 0,
         device_speed=device_speed(manifest), host_speed=host_speed(manifest),
-        beside_seed=seed_compare.seed_rows(run), not_run=seed_compare.not_run_rows(run))
+        beside_seed=seed_compare.seed_rows(run), not_run=seed_compare.not_run_rows(run), launch=layouts)
+
+
+def _name_layouts(work: WorkFindings, layouts: dict[str, str], label: str) -> None:
+    """Every workload point names the launch layout it ran under (its configuration's)."""
+    for w in work.workloads:
+        for p in w.cluster:
+            p["launch"] = layouts.get(label)
+        if w.reference is not None:
+            w.reference["launch"] = layouts.get(REFERENCE)
 
 
 def offload_size(head: Headline | None, measured_nodes: list) -> tuple[int, str]:

@@ -313,6 +313,8 @@ class Findings:
     host_speed: dict[str, Any] | None = None  # the run manifest's, as it stands; None: not measured
     beside_seed: list[dict[str, Any]] | None = None  # shoal.study.seed_compare.seed_rows
     not_run: list[dict[str, Any]] = field(default_factory=list)
+    # Each configuration's launch layout (StudyRequest.layouts): config -> box | head | local.
+    launch: dict[str, str] = field(default_factory=dict)
 
     @property
     def workloads(self) -> list[WorkloadResult]:
@@ -342,7 +344,7 @@ class Findings:
             "power": self.power, "overall_optimum": self.overall_optimum, "offload": self.offload.to_json(),
             "measured_points": self.measured_points, "modelled_power": self.modelled_power,
             "unconverged_points": self.unconverged_points, "device_speed": self.device_speed,
-            "beside_seed": self.beside_seed, "not_run": self.not_run}
+            "beside_seed": self.beside_seed, "not_run": self.not_run, "launch": self.launch}
         if self.host_speed is not None:
             out["host_speed"] = self.host_speed
         return out

@@ -2,7 +2,8 @@
 
 Three kinds, one type, so no part of the study compares strings:
 
-- ``profile``: a device profile emulated beside the cluster (``nuc``);
+- ``profile``: a device profile emulated beside the cluster (``nuc``), or several devices of
+  it on their profile's link (``8xxeon-blade``: seed 002's computer cluster of 8 blades);
 - ``host``: this machine, with its own power readings;
 - ``none``: no reference.
 
@@ -12,16 +13,21 @@ older runs read back unchanged.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+
+from shoal.errors import ShoalError
 
 HOST = "host"
 NONE = "none"
+MAX_DEVICES = 64  # a reference cluster, not a second study
 
 
 @dataclass(frozen=True)
 class Reference:
     kind: str  # "profile", "host" or "none"
     profile: str | None = None  # the device profile's name when kind == "profile"
+    count: int = 1  # devices of the profile (kind == "profile")
 
     @classmethod
     def parse(cls, text: str | None) -> "Reference":
@@ -29,7 +35,16 @@ class Reference:
         value = (text or NONE).strip().lower()
         if value in (HOST, NONE):
             return cls(value)
+        match = re.fullmatch(r"(\d+)x(.+)", value)
+        if match:
+            count = int(match[1])
+            if not 1 <= count <= MAX_DEVICES:
+                raise ShoalError(f"--reference {value}: give 1 to {MAX_DEVICES} devices, e.g. 8xxeon-blade")
+            return cls("profile", match[2], count)
         return cls("profile", value)
+
+    def with_count(self, count: int) -> "Reference":
+        return Reference(self.kind, self.profile, count)
 
     @property
     def emulated(self) -> bool:
@@ -46,4 +61,6 @@ class Reference:
         return self.kind != NONE
 
     def __str__(self) -> str:
-        return self.profile if self.emulated else self.kind
+        if not self.emulated:
+            return self.kind
+        return f"{self.count}x{self.profile}" if self.count > 1 else str(self.profile)

@@ -112,6 +112,12 @@ class StudyRequest:
     governor: str | None = None
     # The clocks a frequency sweep runs the study at (Hz; shoal.study.freqs), None: no sweep.
     freqs: list[float] | None = None
+    # Where the MPI's launch daemons run on an emulated cluster: "box" (the MPI's own, one in
+    # every device) or "head" (in the head, starting each rank into its device; --launch).
+    launch: str = "box"
+    # A preset's reference of several devices: fewer where they would raise the study's
+    # dilation (shoal.study.blades); False once given on the command line or fitted.
+    reference_fallback: bool = False
 
     @classmethod
     def create(cls, **given: Any) -> "StudyRequest":
@@ -123,6 +129,10 @@ class StudyRequest:
             mine = given.get("work_sizes", {})
             if given.get("cluster") or given.get("attach"):
                 preset.pop("emulate", None)  # the user's own devices instead of the preset's
+            if given.get("cluster"):
+                preset.pop("launch", None)  # real hosts run their MPI's own launch
+            if "reference" in given:
+                preset.pop("reference_fallback", None)  # the user's reference runs as given
             given = {**preset, **given}
             # Sizes of the preset's workloads that still run, beside (under) the user's own.
             running = [w.strip() for w in str(given.get("workloads", "")).split(",")]
@@ -194,7 +204,18 @@ class StudyRequest:
         return Where(mpi=self.mpi, emulate=self.emulate, cluster=self.cluster, attach=self.attach,
                      link=self.link,
                      nodes=self.nodes, dilation=self.dilation, host_speed=self.host_speed,
-                     recalibrate=self.recalibrate, freq=self.freq, governor=self.governor)
+                     recalibrate=self.recalibrate, freq=self.freq, governor=self.governor, launch=self.launch)
+
+    def layouts(self, cluster_label: str, reference_label: str) -> dict[str, str]:
+        """Each configuration's launch layout: box or head on emulated devices, box on real
+        hosts (their MPI's own launch), "local" for this machine as the reference."""
+        emulated = bool(self.emulate or self.attach)
+        out = {cluster_label: self.launch if emulated else "box"}
+        if self.reference.emulated:
+            out[reference_label] = self.launch
+        elif self.reference.local:
+            out[reference_label] = "local"
+        return out
 
     def _check_mix(self) -> None:
         if not self.mix:

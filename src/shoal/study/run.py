@@ -13,6 +13,7 @@ Configurations (the ``config`` column of the results):
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +28,7 @@ from shoal.bench.sweep import Events, Options
 from shoal.errors import ShoalError
 from shoal.mpi import stack
 from shoal.runs.store import Run
-from shoal.study import imb_budget, schedule, workloads
+from shoal.study import blades, imb_budget, schedule, workloads
 from shoal.study.request import StudyRequest
 
 REFERENCE = "reference"
@@ -46,6 +47,8 @@ class StudyPlan:
     at_once: list[tuple[str, ...]] | None = None
     # The planned time of its parts, for a study with a time budget (shoal.study.schedule).
     timing: schedule.Schedule | None = None
+    # One line when the reference runs on fewer devices than asked, and why (shoal.study.blades).
+    reference_note: str | None = None
 
     @property
     def total_points(self) -> int:
@@ -53,38 +56,57 @@ class StudyPlan:
 
 
 def _attached_devices(request: StudyRequest) -> list:
-    """The devices of a cluster already up; an emulated reference must be its last device."""
+    """The devices of a cluster already up; an emulated reference must be its last devices."""
     from shoal.cluster.session import attach
 
     devices = attach(request.attach).inventory.nodes
-    if request.reference.emulated:
-        last = devices[-1]
-        if len(devices) < 2 or last.profile.name != request.reference.profile:
-            raise ShoalError(f"--reference {request.reference}: the last device of cluster "
-                             f"{request.attach} is {last.name} ({last.profile.name}); bring the cluster "
-                             f"up with +1x{request.reference.profile} at the end, or use --reference "
+    reference = request.reference
+    if reference.emulated:
+        last = devices[-reference.count:]
+        if len(devices) <= reference.count or any(d.profile.name != reference.profile for d in last):
+            raise ShoalError(f"--reference {reference}: the last devices of cluster {request.attach} "
+                             f"are not {reference.count} {reference.profile}; bring the cluster up with "
+                             f"+{reference.count}x{reference.profile} at the end, or use --reference "
                              "host or none")
     return devices
 
 
-def _emulate_spec(request: StudyRequest) -> str | None:
+def _emulate_spec(request: StudyRequest, reference=None) -> str | None:
+    reference = reference or request.reference
     if not request.emulate:
         return None
-    if not request.reference.emulated:
+    if not reference.emulated:
         return request.emulate
     from shoal import profiles
 
     known = profiles.load()
-    if request.reference.profile not in known:
-        raise ShoalError(f"--reference {request.reference}: no such device profile "
+    if reference.profile not in known:
+        raise ShoalError(f"--reference {reference}: no such device profile "
                          f"(known: {', '.join(sorted(known))}, or host, or none)")
-    return f"{request.emulate}+1x{request.reference.profile}"
+    return f"{request.emulate}+{reference.count}x{reference.profile}"
+
+
+def _at_once(request: StudyRequest, reference) -> list[tuple[str, ...]]:
+    """The cluster's devices and the reference's compute at different times."""
+    from shoal.cluster import inventory
+
+    devices = [n.name for n in inventory.from_emulate(_emulate_spec(request, reference), request.link).nodes]
+    return [tuple(devices[:-reference.count]), tuple(devices[-reference.count:])]
+
+
+def _fit_reference(request: StudyRequest) -> tuple[StudyRequest, str | None]:
+    """The request with the reference devices this host holds beside the cluster (a preset's)."""
+    fitted = blades.fit(request, lambda ref: _emulate_spec(request, ref), lambda ref: _at_once(request, ref))
+    if fitted.reference == request.reference:
+        return request, None
+    return dataclasses.replace(request, reference=fitted.reference, reference_fallback=False), fitted.note
 
 
 def plan(request: StudyRequest) -> StudyPlan:
     request.validate()
     from shoal.cluster import inventory
 
+    request, reference_note = _fit_reference(request)
     spec = _emulate_spec(request)
     if request.attach:
         devices = _attached_devices(request)
@@ -92,16 +114,18 @@ def plan(request: StudyRequest) -> StudyPlan:
         devices = (inventory.from_emulate(spec, request.link).nodes if spec
                    else inventory.load(request.cluster).nodes)
     emulated_reference = bool(spec or request.attach) and request.reference.emulated
-    cluster_nodes = devices[:-1] if emulated_reference else devices
+    k = request.reference.count if emulated_reference else 0
+    cluster_nodes = devices[:-k] if k else devices
+    reference_nodes = devices[-k:] if k else []
+    ref_names = [n.name for n in reference_nodes]
     names = [n.name for n in cluster_nodes]
     label = request.emulate or request.attach or Path(request.cluster).stem
     counts = clusters.parse_nodes(request.nodes or f"1..{len(names)}", len(names))
     placements = [Placement(label, n, 2 if n == 1 else 1, tuple(names[:n])) for n in counts]
     if emulated_reference:
-        placements.append(Placement(REFERENCE, 1, 2, (devices[-1].name,), with_shared=False))
+        placements.append(blades.imb_reference(ref_names))
 
-    work = workloads.plan(request, spec, cluster_nodes, counts, label,
-                          devices[-1] if emulated_reference else None, REFERENCE)
+    work = workloads.plan(request, spec, cluster_nodes, counts, label, reference_nodes, REFERENCE)
     plans: list[Plan] = []
     budget = None  # IMB's points within the study's time on a shared plant
     timing = None
@@ -111,18 +135,20 @@ def plan(request: StudyRequest) -> StudyPlan:
                             link=request.link,
                             power="model" if spec or request.attach else request.power,
                             dilation=request.dilation, host_speed=request.host_speed,
-                            recalibrate=request.recalibrate)
+                            recalibrate=request.recalibrate, launch=request.launch)
         plans.append(runner.plan(base, placements))
         if (request.imb_budget_s is not None or request.study_budget_s is not None) \
                 and cluster_nodes[0].link.shared:
-            budget, timing = _plan_within_budget(request, plans[0], cluster_nodes,
-                                                 devices[-1] if emulated_reference else None, counts)
+            budget, timing = _plan_within_budget(request, plans[0], cluster_nodes, reference_nodes, counts)
+        spread = blades.bcast_placements(ref_names, reference_nodes[0].profile.cores) if k else []
+        if spread and "imb.Bcast" in [t.strip() for t in request.suite.split(",")]:
+            plans.append(runner.plan(dataclasses.replace(base, tests=blades.BCAST_TESTS), spread))
         if request.reference.local:
             local = BenchRequest(tests=request.suite, sizes=request.size_list, mpi=request.mpi,
                                  power=request.power)
             plans.append(runner.plan(local, [Placement(REFERENCE, 1, 2, with_shared=False)]))
-    at_once = [tuple(names)] + ([(devices[-1].name,)] if emulated_reference else [])
-    study = StudyPlan(request, label, plans, work, at_once, timing)
+    at_once = [tuple(names)] + ([tuple(ref_names)] if emulated_reference else [])
+    study = StudyPlan(request, label, plans, work, at_once, timing, reference_note)
     options = _options(request, sum(p.total_points for p in plans))
     if budget is not None:
         # The plant's long calls: a point is not hung before its modelled calls could end.
@@ -132,12 +158,12 @@ def plan(request: StudyRequest) -> StudyPlan:
     return study
 
 
-def _plan_within_budget(request: StudyRequest, the_plan: Plan, cluster_nodes: list, reference: Any,
+def _plan_within_budget(request: StudyRequest, the_plan: Plan, cluster_nodes: list, reference: list,
                         counts: list[int]) -> tuple[imb_budget.Budget, schedule.Schedule | None]:
     """Plan the cluster's IMB points that do not fit the study's budget on its shared plant as
     not run (shoal.study.imb_budget), at the dilation the devices will run at; with a study
     budget, IMB's is what the set-up, the workloads and the reference leave of it."""
-    at_once = [tuple(n.name for n in cluster_nodes)] + ([(reference.name,)] if reference is not None else [])
+    at_once = [tuple(n.name for n in cluster_nodes)] + ([tuple(n.name for n in reference)] if reference else [])
     d = the_plan.request.planned_dilation(at_once)
     label = next(p.label for p in the_plan.placements if p.label != REFERENCE)
     points = [(p.test, p.size_B, placement.ranks) for placement in the_plan.placements
@@ -147,7 +173,7 @@ def _plan_within_budget(request: StudyRequest, the_plan: Plan, cluster_nodes: li
     budget_s = request.imb_budget_s
     if request.study_budget_s is not None:
         rounds = request.work_warmup + request.work_reps
-        one_round = schedule.work_round_s(request.preset, counts, reference is not None) \
+        one_round = schedule.work_round_s(request.preset, counts, bool(reference)) \
             if request.workload_list else 0.0
         if one_round is None:
             raise ShoalError(f"the study's time budget needs the measured cost of its workloads' rounds, "
@@ -178,8 +204,8 @@ def start(request: StudyRequest, command: list[str], out: Path | None) -> tuple[
     study = plan(request)
     mpi = (study.plans or study.work.cluster)[0].mpi
     options = study.plans[0].request.options.describe() if study.plans else None
-    run = Run.create("study", command, out, study=request.to_manifest(),
-                     cluster_label=study.cluster_label, reference=str(request.reference),
+    run = Run.create("study", command, out, study=study.request.to_manifest(),
+                     cluster_label=study.cluster_label, reference=str(study.request.reference),
                      options=options, mpi=mpi.describe(), host=hostfacts.collect(),
                      stack=stack.software(mpi, [p.program for p in (*study.plans,
                                                                     *study.work.cluster)]),

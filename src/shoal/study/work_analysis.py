@@ -281,9 +281,7 @@ def _cross_check(out: WorkloadResult, fit: model.ScalingFit) -> str:
 
 def _verdict(out: WorkloadResult, fit: model.ScalingFit, limit: float) -> str:
     if out.scaling == "not_scaling":
-        top = out.cluster[-1]
-        return (f"does not scale: {top['speedup']:.2f}x on {top['nodes']} devices; "
-                "run it on one device (or offload it)")
+        return not_scaling_verdict(out.cluster[0]["nodes"], out.cluster[-1]["nodes"], out.cluster[-1]["speedup"])
     if not fit.ok:
         return f"cannot tell: {fit.reason}"
     if out.c <= 0:
@@ -302,6 +300,15 @@ def _verdict(out: WorkloadResult, fit: model.ScalingFit, limit: float) -> str:
     if measured == largest and largest > 1:
         return f"perf/W still rising at n = {largest} (measured); {model_text}"
     return f"best measured perf/W at n = {measured}; {model_text}"
+
+
+def not_scaling_verdict(smallest: int, largest: int, speedup: float) -> str:
+    """The verdict of a workload that does not scale, in the node counts measured: the
+    speed-up is over the fewest devices that ran it, which need not be one."""
+    if smallest == 1:
+        return f"does not scale: {speedup:.2f}x from 1 to {largest} devices; run it on one device (or offload it)"
+    return (f"does not scale from {smallest} to {largest} devices: {speedup:.2f}x; {smallest} devices do it "
+            f"nearly as fast (fewer were not measured), or offload it")
 
 
 def _combined(results: list[WorkloadResult], weights: dict[str, float], condition: str) -> Combined | None:

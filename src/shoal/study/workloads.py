@@ -26,6 +26,7 @@ from shoal.execute.placement import Placement
 from shoal.execute.session import Session
 from shoal.bench import stats
 from shoal.runs.store import Run
+from shoal.study import blades
 from shoal.work import runner as work_runner
 
 TABLES = work_runner.Tables(results="work", failures="work_failures", traffic="work_traffic")
@@ -44,9 +45,9 @@ class WorkPlans:
 
 
 def plan(request: Any, spec: str | None, devices: list, cluster_counts: list[int], label: str,
-         reference_node: Any | None, reference_label: str) -> WorkPlans:
+         reference_nodes: list, reference_label: str) -> WorkPlans:
     """Plan the study's workloads (nothing starts): ``devices`` are the cluster's nodes,
-    ``reference_node`` the emulated reference device (None: host or no reference)."""
+    ``reference_nodes`` the emulated reference devices (none: host or no reference)."""
     cluster_plans, local_plans = [], []
     for name in request.workload_list:
         for size in request.work_size_list(name):
@@ -55,20 +56,22 @@ def plan(request: Any, spec: str | None, devices: list, cluster_counts: list[int
                 cluster=request.cluster, attach=request.attach, link=request.link,
                 power="model" if spec or request.attach else request.power,
                 wait=request.work_wait, wait_otherwise="backoff", dilation=request.dilation,
-                host_speed=request.host_speed, recalibrate=request.recalibrate)
+                host_speed=request.host_speed, recalibrate=request.recalibrate, launch=request.launch)
             emulated = bool(spec or request.attach)
             per_node = request.work_ranks_per_node or (devices[0].profile.cores if emulated
                                                        else devices[0].slots)
             placements = [Placement(label, n, per_node, tuple(d.name for d in devices[:n]))
                           for n in cluster_counts]
-            if reference_node is not None:
-                placements.append(Placement(reference_label, 1, reference_node.profile.cores,
-                                            (reference_node.name,), with_shared=False))
+            if reference_nodes:
+                names = [n.name for n in reference_nodes]
+                cores = reference_nodes[0].profile.cores
+                placements.append(dataclasses.replace(blades.work_reference(names, cores), label=reference_label))
+                placements += blades.work_others(name, names)
             the_plan = work_runner.plan(base, placements=placements)
             cluster_plans.append(the_plan)
             if request.reference.local:
                 local = dataclasses.replace(base, emulate=None, cluster=None, attach=None, link=None,
-                                            power=request.power, dilation=None)
+                                            power=request.power, dilation=None, launch="box")
                 ranks = max(1, len(os.sched_getaffinity(0)))
                 local_plans.append(work_runner.plan(local, placements=[
                     Placement(reference_label, 1, ranks, with_shared=False)]))

@@ -209,7 +209,7 @@ def measure_batch(run: Run, plans: list[Plan], placement: Placement, rep: int, s
         rank_env = {**rank_env, **telemetry_env(tel_dir)}
     argv = program_args(first, plans[1:])
     if request.on_cluster:
-        job = where.job(first.mpi, placement.nodes, argv, ranks_per_node=placement.ranks_per_node,
+        job = where.job(first.mpi, placement.nodes, argv, ranks_per_node=placement.rank_counts,
                         rank_env=dict(rank_env), names=names, layout=request.launch)
     else:
         job = Job(mpi=first.mpi, ranks=placement.ranks, argv=argv, rank_env=dict(rank_env))
