@@ -131,9 +131,14 @@ def cmd_vm_boot(args) -> int:
     catalog.config(args.config)
     spec, accel, why = _spec(args, img)
     disk = vmconfig.disk_for(img, catalog, args.config, spec, on_note=lambda n: print(n, file=sys.stderr))
-    row = testbed.one_cycle(vmboard.argv(img, spec, disk=disk), testbed.CycleSpec(args.config, 0, args.timeout),
-                            catalog.end_unit(catalog.config(args.config), {"bluetooth.service"}),
-                            boot.load(args.profile))
+    group, note = vmboard.board_group()
+    print(note, file=sys.stderr)
+    try:
+        row = testbed.one_cycle(vmboard.argv(img, spec, disk=disk), testbed.CycleSpec(args.config, 0, args.timeout),
+                                catalog.end_unit(catalog.config(args.config), {"bluetooth.service"}),
+                                boot.load(args.profile), group=group)
+    finally:
+        vmboard.release_group(group)
     row.update(accel=accel, accel_reason=why)
     if args.json:
         print(json.dumps(row))
@@ -279,8 +284,10 @@ def cmd_cycle(args) -> int:
     spec, accel, why = _spec(args, img)
     disks = {c: vmconfig.disk_for(img, catalog, c, spec, on_note=lambda n: print(n, file=sys.stderr)) for c in configs}
     ends = {c: catalog.end_unit(catalog.config(c), {"bluetooth.service"}) for c in configs}
+    group, placement = vmboard.board_group()
+    print(placement, file=sys.stderr)
     record = Run.create("pallex-cycle", ["shoal", "pallex", "cycle", *sys.argv[3:]], args.out,
-                        configs=configs, cycles=args.cycles, accel=accel, accel_reason=why,
+                        configs=configs, cycles=args.cycles, accel=accel, accel_reason=why, cpu_placement=placement,
                         board={"cores": spec.cores, "memory_B": spec.memory_B, "read_Bps": spec.read_Bps},
                         profile=profile.describe(), image=str(img.disk), host=hostfacts.collect(),
                         energy="modelled from the boot profile's phase powers (no meter on a virtual board)")
@@ -299,8 +306,11 @@ def cmd_cycle(args) -> int:
 
     logs = record.path / "serial"
     logs.mkdir(exist_ok=True)
-    rows = testbed.run_cycles(configs, args.cycles, disks, lambda d: vmboard.argv(img, spec, disk=d), ends, profile,
-                              args.timeout, on_row, logs)
+    try:
+        rows = testbed.run_cycles(configs, args.cycles, disks, lambda d: vmboard.argv(img, spec, disk=d), ends,
+                                  profile, args.timeout, on_row, logs, group)
+    finally:
+        vmboard.release_group(group)
     summary = testbed.summary(rows)
     record.rewrite("summary", summary, list(summary[0].keys()))
     reduction = testbed.reduction(rows)
