@@ -38,6 +38,8 @@ def add(sub) -> None:
             p.add_argument("--timeout", type=typed.number(Bounds(1, 3600)), default=120.0,
                            help="seconds to wait for the completion signal (default 120)")
             p.add_argument("--json", action="store_true", help="print the boot as JSON")
+            p.add_argument("--log-dir", default=None, type=typed.out_dir,
+                           help="keep the serial console's log here (serial-CONFIG-0.log)")
         else:
             p.add_argument("--write", action="store_true", help="keep what the shell changes on the disk")
         p.set_defaults(func=func)
@@ -136,7 +138,7 @@ def cmd_vm_boot(args) -> int:
     try:
         row = testbed.one_cycle(vmboard.argv(img, spec, disk=disk), testbed.CycleSpec(args.config, 0, args.timeout),
                                 catalog.end_unit(catalog.config(args.config), {"bluetooth.service"}),
-                                boot.load(args.profile), group=group)
+                                boot.load(args.profile), log_dir=_log_dir(args.log_dir), group=group)
     finally:
         vmboard.release_group(group)
     row.update(accel=accel, accel_reason=why)
@@ -152,6 +154,15 @@ def cmd_vm_boot(args) -> int:
     else:
         print(f"{args.config}: boot failed: {row['reason']}")
     return 0 if row["ok"] else 1
+
+
+def _log_dir(path: str | None):
+    from pathlib import Path
+
+    if path is None:
+        return None
+    Path(path).mkdir(parents=True, exist_ok=True)
+    return Path(path)
 
 
 def cmd_vm_shell(args) -> int:

@@ -38,7 +38,7 @@ class CycleSpec:
     config: str
     index: int
     timeout_s: float
-    report_timeout_s: float = 60.0
+    report_timeout_s: float = 90.0
 
 
 def sections(text: str) -> dict[str, str]:
@@ -129,11 +129,13 @@ def one_cycle(command: list[str], spec: CycleSpec, end_rule: str, profile, log_d
         index, line = found
         signal_s = line.t - boot.power_on
         uptime = float(line.text.split()[-1])
-        done = boot.wait_for(f"{vmimage.SIGNAL} report-done", time.monotonic() + spec.report_timeout_s, index)
+        stamps = boot.wait_for(f"{vmimage.SIGNAL} timestamps-done", time.monotonic() + spec.report_timeout_s, index)
+        done = stamps and boot.wait_for(f"{vmimage.SIGNAL} report-done", time.monotonic() + spec.report_timeout_s,
+                                        index)
         report = sections(boot.text())
         row.update(signal_s=signal_s, guest_uptime_at_signal_s=uptime)
-        if not done:
-            row["reason"] = f"signal came, but no report within {spec.report_timeout_s:g} s"
+        if not stamps:
+            row["reason"] = f"signal came, but no unit timestamps within {spec.report_timeout_s:g} s"
             return row
         try:
             row.update(phases(report, signal_s, uptime, end_rule))
@@ -141,6 +143,9 @@ def one_cycle(command: list[str], spec: CycleSpec, end_rule: str, profile, log_d
             row["reason"] = str(exc)
             return row
         row.update(modelled_energy(profile, spec.config, row["T_btl_knl_s"], row["T_usi_s"]))
+        if not done:
+            row["note"] = (row.get("note", "") + "; " if row.get("note") else "") + \
+                f"no systemd-analyze: the boot had not finished {spec.report_timeout_s:g} s after the signal"
         row["blame"] = report.get("blame", "")
         row["critical_chain"] = report.get("critical-chain", "")
         row["failed_units"] = [ln.split()[0] for ln in report.get("failed", "").splitlines() if ln.split()]

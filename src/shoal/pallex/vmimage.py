@@ -48,16 +48,17 @@ exit 0
 """
 
 REPORT = f"""#!/bin/sh
-# shoal: systemd-analyze and the unit timestamps, once the boot has finished, on the serial line.
-timeout 120 systemctl is-system-running --wait > /dev/null 2>&1
+# shoal: the unit timestamps at once, then systemd-analyze once the boot has finished (at most 60 s).
 section() {{ echo "{REPORT_BEGIN} $1"; shift; "$@" 2>&1; echo "{REPORT_END} $1"; }}
+section manager systemctl show -p UserspaceTimestampMonotonic -p KernelTimestampMonotonic
+section units systemctl show -p Id -p ExecMainStartTimestampMonotonic -p ActiveEnterTimestampMonotonic -p ActiveState rc-local.service bluetooth.service
+section config cat /etc/shoal-pallex-config.json
+echo "{SIGNAL} timestamps-done"
+timeout 60 systemctl is-system-running --wait > /dev/null 2>&1
 section time systemd-analyze time
 section blame systemd-analyze blame --no-pager
 section critical-chain systemd-analyze critical-chain --no-pager
-section manager systemctl show -p UserspaceTimestampMonotonic -p FinishTimestampMonotonic -p KernelTimestampMonotonic
-section units systemctl show -p Id -p ExecMainStartTimestampMonotonic -p ActiveEnterTimestampMonotonic -p ActiveState rc-local.service bluetooth.service
 section failed systemctl --failed --no-legend --no-pager
-section config cat /etc/shoal-pallex-config.json
 echo "{SIGNAL} report-done"
 """
 
@@ -94,7 +95,7 @@ for m in /modules/*.ko; do /bin/busybox insmod "$m"; done
 init=/sbin/init
 for arg in $(/bin/busybox cat /proc/cmdline); do case "$arg" in init=*) init="${arg#init=}";; esac; done
 i=0
-while [ ! -b /dev/vda ] && [ $i -lt 200 ]; do /bin/busybox sleep 0.05; i=$((i + 1)); done
+while [ ! -b /dev/vda ] && [ $i -lt 600 ]; do /bin/busybox sleep 0.05; i=$((i + 1)); done
 /bin/busybox mount -t ext4 -o rw /dev/vda /newroot || { echo "initrd: cannot mount /dev/vda"; exec /bin/busybox sh; }
 /bin/busybox umount /proc
 /bin/busybox mount --move /dev /newroot/dev
@@ -109,7 +110,7 @@ kver=$(ls "$root/lib/modules" | head -n 1)
 rm -rf "$d"; mkdir -p "$d/bin" "$d/dev" "$d/proc" "$d/newroot" "$d/modules"
 cp "$root/bin/busybox" "$d/bin/busybox"
 n=10
-for m in $(chroot "$root" modprobe -S "$kver" --show-depends virtio_pci virtio_blk | awk '/^insmod/ {print $2}'); do
+for m in $(chroot "$root" modprobe -a -S "$kver" --show-depends virtio_pci virtio_blk | awk '/^insmod/ {print $2}'); do
   [ -e "$d/modules/"*"-$(basename "$m")" ] 2>/dev/null && continue
   n=$((n + 1)); cp "$root$m" "$d/modules/$n-$(basename "$m")"
 done
@@ -212,6 +213,9 @@ def build(force: bool = False, on_line=None, cache: Path | None = None) -> tuple
             raise ShoalError(step.error_line(argv[0]))
     shutil.rmtree(img.directory, ignore_errors=True)
     stage.rename(img.directory)
+    for old in img.directory.parent.glob("debian12-*"):
+        if old != img.directory and not old.name.endswith(".building"):
+            shutil.rmtree(old, ignore_errors=True)  # an image of an earlier shoal: 0.5 GB each
     elapsed = time.monotonic() - start
     (img.directory / "build.json").write_text(json.dumps(
         {"suite": SUITE, "packages": list(PACKAGES), "key": key(), "build_s": elapsed,
