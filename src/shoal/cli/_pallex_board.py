@@ -172,7 +172,8 @@ def cmd_vm_shell(args) -> int:
     catalog = unitconfig.load()
     spec, _, _ = _spec(args, img)
     disk = vmconfig.disk_for(img, catalog, args.config, spec, on_note=lambda n: print(n, file=sys.stderr))
-    command = vmboard.argv(img, spec, disk=disk, snapshot=not args.write, interactive=True)
+    command = vmboard.argv(img, spec, disk=disk, snapshot=not args.write, interactive=True,
+                           cmdline=vmboard.SHELL_CMDLINE)
     print("serial console: log in as root (no password); Ctrl-A X powers the board off", file=sys.stderr)
     os.execv(command[0], command)
     return 0

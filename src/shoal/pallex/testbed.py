@@ -9,9 +9,9 @@ initialisation; a GPIO bit pattern on the seed's boards). Per cycle:
   the guest's uptime in it (QEMU, firmware and kernel loading);
 * T_knl: kernel start to userspace start (systemd's UserspaceTimestamp; with
   the initrd's time in it, as ``systemd-analyze time`` counts it);
-* T_usi: userspace start to the seed's end unit: when rc.local ran
-  (rc-local.service's ExecMainStart), or when bluetooth.service became active
-  for NET3 and ALLU where it does;
+* T_usi: userspace start to the seed's end unit: when rc.local runs (the
+  guest's uptime in its signal), or when bluetooth.service became active for
+  NET3 and ALLU where it does;
 * ``systemd-analyze time``/``blame``/``critical-chain`` as the guest printed them;
 * energy modelled from the boot profile's phase powers (labelled so).
 
@@ -81,8 +81,9 @@ def phases(report: dict[str, str], signal_host_s: float, signal_uptime_s: float,
         raise ValueError("the report has no UserspaceTimestampMonotonic")
     userspace = int(manager[0]["UserspaceTimestampMonotonic"]) / 1e6
     units = {b.get("Id"): b for b in properties(report.get("units", ""))}
-    rc = units.get("rc-local.service", {})
-    end_unit, end = "rc-local.service", int(rc.get("ExecMainStartTimestampMonotonic") or 0) / 1e6
+    # rc.local runs when it writes the signal: its own uptime stamp (rc-local.service is Type=forking
+    # with GuessMainPID=no, so systemd records no main-process start for it)
+    end_unit, end = "rc-local.service", signal_uptime_s
     note = ""
     if end_rule == "bluetooth.service":
         bt = units.get("bluetooth.service", {})
@@ -91,8 +92,6 @@ def phases(report: dict[str, str], signal_host_s: float, signal_uptime_s: float,
             end_unit, end = "bluetooth.service", at
         else:
             note = "bluetooth.service never became active (no Bluetooth adapter on the virtual board): rc.local ends userspace"
-    if end <= 0:
-        end = signal_uptime_s  # rc.local's own stamp in the signal line
     bootloader = signal_host_s - signal_uptime_s
     out = {"T_btl_s": bootloader, "T_knl_s": userspace, "T_btl_knl_s": bootloader + userspace,
            "T_usi_s": end - userspace, "end_unit": end_unit, "note": note}

@@ -25,7 +25,9 @@ from shoal import hostfacts
 from shoal.errors import ShoalError
 from shoal.pallex import vmimage
 
-CMDLINE = "console=ttyS0 root=/dev/vda rw net.ifnames=0 quiet loglevel=3 systemd.show_status=false"
+CMDLINE = ("console=ttyS0 root=/dev/vda rw net.ifnames=0 quiet loglevel=3 systemd.show_status=false "
+           "systemd.getty_auto=0")  # a getty on ttyS0 would hang up the report's open console
+SHELL_CMDLINE = CMDLINE.replace(" systemd.getty_auto=0", "")  # vm shell: a login on the serial console
 KVM_PROBE_S = 20.0  # a kernel that runs prints its banner within this, even under TCG on a loaded host
 
 
