@@ -8,7 +8,9 @@ essential, nor kept by the configuration, nor shoal's own is disabled, and
 masked where something other than its [Install] section would start it.
 
 The record of an apply is the change in the root's unit links
-(``etc/systemd/system``): links removed (with their targets) and links added.
+(``etc/systemd/system``, and the SysV ``etc/rc?.d`` links Debian's
+systemd-sysv-install moves along): links removed (with their targets) and
+links added.
 Undo puts back exactly those links, so apply-then-undo leaves the unit state
 as it was whatever ``systemctl enable`` would regenerate.
 """
@@ -237,10 +239,10 @@ def plan(catalog: Catalog, config_name: str, states: dict[str, str]) -> Plan:
 
 # -- links: the unit state the record keeps ----------------------------------------------
 def links(root: Path) -> dict[str, str]:
-    """Every symlink under the root's etc/systemd/system, relative path -> target."""
-    base = Path(root) / LINKS_DIR
+    """Every symlink under the root's etc/systemd/system and etc/rc?.d (systemctl runs Debian's
+    systemd-sysv-install for units with an init script, which moves those), relative path -> target."""
     out = {}
-    if base.is_dir():
+    for base in [Path(root) / LINKS_DIR, *sorted(Path(root).glob("etc/rc?.d"))]:
         for dirpath, dirnames, filenames in os.walk(base):
             for name in dirnames + filenames:
                 p = Path(dirpath) / name
@@ -284,7 +286,7 @@ def undo_change(root: Path, change: dict) -> None:
         if p.is_symlink():
             p.unlink()
         parent = p.parent
-        while parent != root / LINKS_DIR and parent.is_dir() and not any(parent.iterdir()):
+        while parent.name.endswith((".wants", ".requires")) and parent.is_dir() and not any(parent.iterdir()):
             parent.rmdir()
             parent = parent.parent
     for path, target in change["removed"].items():
