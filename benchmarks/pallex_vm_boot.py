@@ -24,10 +24,10 @@ from shoal import profiles
 TARGET_S = 30.0
 
 
-def reference_s(img, spec) -> float:
+def reference_s(img, spec, group) -> float:
     command = vmboard.argv(img, spec, network=False,
                            cmdline="console=ttyS0 root=/dev/vda ro quiet panic=-1 init=/bin/true")
-    b = vmboard.power_on(command)
+    b = vmboard.power_on(command, group)
     b.process.wait(timeout=600)
     return time.monotonic() - b.power_on
 
@@ -50,13 +50,23 @@ def main() -> int:
     disks = {c: vmconfig.disk_for(img, catalog, c, spec) for c in configs}
     print(f"virtual board as {args.profile}: {spec.cores} cores, {spec.memory_B >> 20} MiB, QEMU {accel} ({why}); "
           f"load average {os.getloadavg()[0]:.1f}")
+    group, placement = vmboard.board_group()  # as shoal pallex cycle places QEMU
+    print(placement)
+    try:
+        ref, full = rounds(args.rounds, img, spec, catalog, configs, disks, bp, group)
+    finally:
+        vmboard.release_group(group)
+    return report(ref, full)
+
+
+def rounds(count, img, spec, catalog, configs, disks, bp, group):
     ref, full = [], {c: [] for c in configs}
-    for r in range(args.rounds):
-        ref.append(reference_s(img, spec))
+    for r in range(count):
+        ref.append(reference_s(img, spec, group))
         line = f"round {r + 1}: reference (kernel+initrd, init=/bin/true) {ref[-1]:.1f} s"
         for c in configs:
             row = testbed.one_cycle(vmboard.argv(img, spec, disk=disks[c]), testbed.CycleSpec(c, r, 300),
-                                    catalog.end_unit(catalog.config(c), {"bluetooth.service"}), bp)
+                                    catalog.end_unit(catalog.config(c), {"bluetooth.service"}), bp, group=group)
             if not row["ok"]:
                 line += f"; {c} FAILED ({row['reason']})"
                 continue
@@ -64,6 +74,10 @@ def main() -> int:
             line += (f"; {c} signal {row['signal_s']:.1f} s (T_btl {row['T_btl_s']:.1f}, T_knl {row['T_knl_s']:.1f}, "
                      f"T_usi {row['T_usi_s']:.1f})")
         print(line + f"; load {os.getloadavg()[0]:.1f}", flush=True)
+    return ref, full
+
+
+def report(ref, full) -> int:
     med_ref = statistics.median(ref)
     print(f"reference: median {med_ref:.1f} s ({min(ref):.1f}..{max(ref):.1f}), {len(ref)} rounds")
     ok = True

@@ -3,7 +3,7 @@
     shoal pallex vm build                       Debian 12 image (mmdebstrap), kernel and initrd, cached
     shoal pallex vm boot [--config EU]          one boot to the end of userspace, its phases
     shoal pallex vm shell [--config EU]         the board's serial console (root, no password)
-    shoal pallex config show [CONFIG]           Appendix A's units, their class and Debian unit
+    shoal pallex config show [CONFIG]           the paper's Appendix A units, class and Debian unit
     shoal pallex config diff CONFIG --root DIR | --vm      the systemctl commands CONFIG means there
     shoal pallex config apply CONFIG --root DIR | --vm [--yes]   dry run unless --yes; writes a record
     shoal pallex config undo --root DIR | --vm CONFIG      back to the state before, from the record
@@ -44,7 +44,7 @@ def add(sub) -> None:
             p.add_argument("--write", action="store_true", help="keep what the shell changes on the disk")
         p.set_defaults(func=func)
 
-    cf = sub.add_parser("config", help="seed 004's unit configurations (EU, NET1, ..., ALLU)")
+    cf = sub.add_parser("config", help="the duty-cycling paper's unit configurations (EU, NET1, ..., ALLU)")
     csub = cf.add_subparsers(dest="config_command", metavar="ACTION")
     cf.set_defaults(func=lambda args: (cf.print_help(), 0)[1])
     s = csub.add_parser("show", help="Appendix A's units, or what one configuration keeps")
@@ -65,7 +65,7 @@ def add(sub) -> None:
     _target_args(u)
     u.set_defaults(func=cmd_config_undo)
 
-    c = sub.add_parser("cycle", help="seed 004's testbed on the virtual board: boot cycles per configuration")
+    c = sub.add_parser("cycle", help="the duty-cycling paper's testbed on the virtual board: boot cycles per configuration")
     _board_args(c)
     c.add_argument("--configs", default="EU,ALLU", help="comma list of configurations (default EU,ALLU)")
     c.add_argument("--cycles", type=typed.whole(1, 1000), default=10, help="cycles per configuration (default 10)")
@@ -283,53 +283,24 @@ def cmd_config_undo(args) -> int:
 
 # -- the testbed -------------------------------------------------------------------------
 def cmd_cycle(args) -> int:
-    from shoal import hostfacts
-    from shoal.pallex import boot, testbed, unitconfig, vmboard, vmconfig, vmimage
-    from shoal.runs.store import Run
+    from shoal.pallex import cycles
 
     configs = [c for c in args.configs.split(",") if c]
-    catalog = unitconfig.load()
-    for c in configs:
-        catalog.config(c)
-    img = vmimage.require()
-    profile = boot.load(args.profile)
-    spec, accel, why = _spec(args, img)
-    disks = {c: vmconfig.disk_for(img, catalog, c, spec, on_note=lambda n: print(n, file=sys.stderr)) for c in configs}
-    ends = {c: catalog.end_unit(catalog.config(c), {"bluetooth.service"}) for c in configs}
-    group, placement = vmboard.board_group()
-    print(placement, file=sys.stderr)
-    record = Run.create("pallex-cycle", ["shoal", "pallex", "cycle", *sys.argv[3:]], args.out,
-                        configs=configs, cycles=args.cycles, accel=accel, accel_reason=why, cpu_placement=placement,
-                        board={"cores": spec.cores, "memory_B": spec.memory_B, "read_Bps": spec.read_Bps},
-                        profile=profile.describe(), image=str(img.disk), host=hostfacts.collect(),
-                        energy="modelled from the boot profile's phase powers (no meter on a virtual board)")
+    spec_for = lambda img: _spec(args, img)  # noqa: E731
 
     def on_row(row: dict) -> None:
-        keep = {k: v for k, v in row.items() if k not in ("blame", "critical_chain", "analyze")}
-        keep["analyze"] = json.dumps(row.get("analyze"))
-        keep["failed_units"] = " ".join(row.get("failed_units", []))
-        record.append("cycles", [keep])
-        if row.get("ok"):
-            (record.path / f"blame-{row['config']}-{row['cycle']}.txt").write_text(row["blame"] + "\n")
-            (record.path / f"critical-chain-{row['config']}-{row['cycle']}.txt").write_text(row["critical_chain"] + "\n")
         state = (f"T_btl+knl {render.seconds(row['T_btl_knl_s'])}, T_usi {render.seconds(row['T_usi_s'])}"
                  if row.get("ok") else f"FAILED: {row['reason']}")
         print(f"cycle {row['cycle'] + 1}/{args.cycles} {row['config']}: {state}", file=sys.stderr)
 
-    logs = record.path / "serial"
-    logs.mkdir(exist_ok=True)
-    try:
-        rows = testbed.run_cycles(configs, args.cycles, disks, lambda d: vmboard.argv(img, spec, disk=d), ends,
-                                  profile, args.timeout, on_row, logs, group)
-    finally:
-        vmboard.release_group(group)
-    summary = testbed.summary(rows)
-    record.rewrite("summary", summary, list(summary[0].keys()))
-    reduction = testbed.reduction(rows)
-    failed = sum(not r["ok"] for r in rows)
-    record.finish("complete" if not failed else "problems", reduction=reduction, failed=failed)
+    result = cycles.run(configs, args.cycles, args.profile, spec_for, args.timeout, args.out,
+                        ["shoal", "pallex", "cycle", *sys.argv[3:]], on_row,
+                        on_note=lambda n: print(n, file=sys.stderr))
+    summary, reduction, accel, spec, failed = (result["summary"], result["reduction"], result["accel"],
+                                               result["spec"], result["failed"])
+    record_path = result["run"]
     if args.json:
-        print(json.dumps({"summary": summary, "reduction": reduction, "accel": accel, "run": str(record.path)}))
+        print(json.dumps({"summary": summary, "reduction": reduction, "accel": accel, "run": str(record_path)}))
         return 0 if not failed else 1
     from rich.console import Console
 
@@ -350,5 +321,5 @@ def cmd_cycle(args) -> int:
         console.print(f"EU against ALLU: T_usi {render.percent(reduction['T_usi_reduction'])} shorter, E_usi "
                       f"{render.percent(reduction['E_usi_reduction'])} less (seed 004, RPi3: 43.62 % less energy)",
                       highlight=False)
-    console.print(f"run: {record.path}", highlight=False)
+    console.print(f"run: {record_path}", highlight=False)
     return 0 if not failed else 1

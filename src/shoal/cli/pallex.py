@@ -8,7 +8,7 @@ and Improving the Duty-Cycling Performance of Linux-based IoT Devices".
     shoal pallex lab [--profile rpi3]         the four scenarios, baseline against Pallex
     shoal pallex profile [--from DIR]         a boot profile from systemd-analyze and a meter log
     shoal pallex vm build|boot|shell          the virtual board: Debian 12 under QEMU
-    shoal pallex config show|diff|apply|undo  seed 004's unit configurations (EU, ..., ALLU)
+    shoal pallex config show|diff|apply|undo  the paper's unit configurations (EU, ..., ALLU)
     shoal pallex cycle --configs EU,ALLU      the testbed: boot cycles on the virtual board
 """
 

@@ -15,13 +15,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import threading
 import time
 from dataclasses import dataclass, field
+from typing import Any
 from pathlib import Path
 
-from shoal import hostfacts
+from shoal import hostfacts, proc
 from shoal.errors import ShoalError
 from shoal.pallex import vmimage
 
@@ -49,7 +49,7 @@ class Line:
 class Boot:
     """One power-on of the board: its QEMU, the time power came on and the serial lines so far."""
 
-    process: subprocess.Popen
+    process: Any  # the Popen of QEMU (shoal.proc.start)
     power_on: float
     lines: list[Line] = field(default_factory=list)
     _cond: threading.Condition = field(default_factory=threading.Condition)
@@ -131,8 +131,8 @@ def argv(img: vmimage.Image, spec: BoardSpec, disk: Path | None = None, snapshot
 def power_on(command: list[str], group: Path | None = None) -> Boot:
     """Start QEMU (the switch closes) and read its serial line in a thread; QEMU moves into
     ``group`` (a cgroup) at once where one is given, before its guest has run."""
-    process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                               stderr=subprocess.STDOUT, start_new_session=True)
+    process = proc.start(command, stdin=proc.DEVNULL, stdout=proc.PIPE, stderr=proc.STDOUT, text=False,
+                         bufsize=0).popen
     if group is not None:
         try:
             (group / "cgroup.procs").write_text(str(process.pid))
