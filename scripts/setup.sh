@@ -33,6 +33,13 @@ command -v strace >/dev/null 2>&1 || missing="$missing strace"
 [ -x /usr/sbin/slurmd ] || missing="$missing slurmd"
 command -v srun >/dev/null 2>&1 || missing="$missing slurm-client"
 [ -x /usr/sbin/munged ] || missing="$missing munge"
+# Pallex's virtual board (shoal pallex vm): a Debian image built by mmdebstrap (unshare mode needs
+# uidmap's newuidmap as an ordinary user), written by genext2fs, booted by QEMU on qcow2 overlays.
+command -v mmdebstrap >/dev/null 2>&1 || missing="$missing mmdebstrap"
+command -v genext2fs >/dev/null 2>&1 || missing="$missing genext2fs"
+command -v newuidmap >/dev/null 2>&1 || missing="$missing uidmap"
+command -v qemu-system-x86_64 >/dev/null 2>&1 || missing="$missing qemu-system-x86"
+command -v qemu-img >/dev/null 2>&1 || missing="$missing qemu-utils"
 if [ -n "$missing" ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing) >/dev/null \

@@ -37,6 +37,7 @@ from shoal.errors import ShoalError
 
 PIPE = subprocess.PIPE
 DEVNULL = subprocess.DEVNULL
+STDOUT = subprocess.STDOUT  # stderr=STDOUT: into the same pipe as stdout
 #: ``stderr=TAIL``: read stderr and keep its last lines (``Process.stderr_tail``).
 TAIL = -10
 

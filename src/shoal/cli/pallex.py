@@ -7,6 +7,9 @@ and Improving the Duty-Cycling Performance of Linux-based IoT Devices".
     shoal pallex lifetime [--profile rpi3]    battery lifetime (eq. 3) and the paper's tables checked
     shoal pallex lab [--profile rpi3]         the four scenarios, baseline against Pallex
     shoal pallex profile [--from DIR]         a boot profile from systemd-analyze and a meter log
+    shoal pallex vm build|boot|shell          the virtual board: Debian 12 under QEMU
+    shoal pallex config show|diff|apply|undo  the paper's unit configurations (EU, ..., ALLU)
+    shoal pallex cycle --configs EU,ALLU      the testbed: boot cycles on the virtual board
 """
 
 from __future__ import annotations
@@ -123,6 +126,10 @@ def register(subparsers) -> None:
     pr.add_argument("--out", default=None, metavar="FILE", type=typed.out_dir, help="write the [boot.DEVICE] table here")
     pr.add_argument("--json", action="store_true", help="print the profile as JSON")
     pr.set_defaults(func=cmd_profile)
+
+    from shoal.cli import _pallex_board
+
+    _pallex_board.add(sub)
 
 
 def _battery_args(p) -> None:
