@@ -22,7 +22,7 @@ BENCH = ["bench", "--tests", "imb.PingPong", "--sizes", "1..4M", "--budget", "0.
 FULL_DISK = """
 set -u
 disk=$1; out=$2; shift 2
-mount -t tmpfs -o size=12k tmpfs "$disk" || exit 90
+mount -t tmpfs -o size=20k tmpfs "$disk" || exit 90
 "$@" --out "$disk/run" >"$out/stdout1" 2>"$out/stderr1"; echo $? >"$out/rc1"
 cp -r "$disk/run" "$out/first"
 # Room again. A remount cannot grow a tmpfs mounted in a user namespace (EINVAL): a bigger
@@ -39,8 +39,8 @@ def test_a_full_disk_fails_the_run_in_one_line_and_resume_finishes_it(tmp_path):
     disk.mkdir()
     out.mkdir()
     # At most 50 samples a point (about 2 KB of samples.csv): the first point always fits in
-    # 12 KiB beside the manifest, and all 23 never do (a point that does not converge on a
-    # loaded host would otherwise fill the disk alone).
+    # 20 KiB beside the manifest (about 5 KB with its stack), and all 23 never do (a point that
+    # does not converge on a loaded host would otherwise fill the disk alone).
     scenario = subprocess.run(["unshare", "-Urm", "sh", "-c", FULL_DISK, "full-disk", str(disk), str(out),
                                sys.executable, "-m", "shoal", *BENCH, "--max-reps", "50"],
                               capture_output=True, text=True, timeout=900)
