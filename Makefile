@@ -6,6 +6,7 @@ VENV := .venv
 # processes than cores finish sooner (tests marked `alone` still run by themselves): on two
 # cores, five finished the suite in 523 s where four took 545 s.
 JOBS ?= 5
+# `make test` ends with its 25 longest tests: where the 10 minutes go.
 STAMP := $(VENV)/.shoal-setup
 
 .PHONY: setup study test test-fast clean
@@ -19,7 +20,7 @@ study: setup
 	$(VENV)/bin/shoal study
 
 test: setup
-	$(VENV)/bin/python -m pytest -n $(JOBS) --dist loadgroup
+	$(VENV)/bin/python -m pytest -n $(JOBS) --dist loadgroup --durations=25
 
 test-fast: setup
 	$(VENV)/bin/python -m pytest -q -n $(JOBS) --dist loadgroup -m "not mpi and not netns and not root"
