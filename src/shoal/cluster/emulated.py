@@ -167,9 +167,11 @@ class EmulatedCluster:
         state.write(record)  # intent first: a crash from here on leaves a record to reap
         try:
             self._create(record, layout)
+            state.write(record)  # what nsexec reads to enter a device (the OS noise does)
+            self._start_os_noise(record)
+            # Persistent last: a kill before this write leaves a leftover that any down removes.
             record["persistent"] = self.persistent
             state.write(record)
-            self._start_os_noise(record)
         except BaseException:  # a signal or an error anywhere in up: nothing stays
             state.remove(record)
             raise
@@ -593,7 +595,6 @@ class EmulatedCluster:
             process.popen.stdout.close()
             process.detach()
             record["nodes"][node.name]["os_noise"] = {**noise.describe(), "pid": process.pid}
-        state.write(record)
 
     def _start_dutycycle(self, record: dict) -> None:
         state.write(record)  # the controller reads the devices' budgets from the record
