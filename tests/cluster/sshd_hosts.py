@@ -62,6 +62,7 @@ class SshdHosts:
         return self.where / "ssh"
 
     def up(self) -> "SshdHosts":
+        assert Path(SSHD).exists(), f"{SSHD} is missing: make setup installs openssh-server"
         self.where.mkdir(parents=True, exist_ok=True)
         for key in ("host_key", "user_key"):
             subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(self.where / key)],
