@@ -134,12 +134,12 @@ def parse(data: dict, where: str = "inventory", text: str = "") -> Inventory:
 _TERM = re.compile(r"^(\d+)x([a-z0-9][a-z0-9-]*)((?:@[^@+]+)*)$")
 
 
-def _suffixes(spec: str, suffixes: str) -> tuple[str | None, _profiles.OsNoise | None]:
-    """A term's clock (its text) and OS noise profile, each at most once."""
+def _suffixes(spec: str, suffixes: str, known: dict[str, _profiles.OsNoise]
+              ) -> tuple[str | None, _profiles.OsNoise | None]:
+    """A term's clock (its text) and OS noise profile (of ``known``), each at most once."""
     from shoal.profiles import clock as clocks
 
     clock, noise = None, None
-    known = _profiles.load_os_noise()
     for word in filter(None, suffixes.split("@")):
         if word in known:
             if noise is not None:
@@ -164,6 +164,7 @@ def from_emulate(spec: str, link: str | None = None, host_speed: float | None = 
     from shoal.profiles import clock as clocks
 
     known_profiles, known_links = _profiles.load_all()
+    known_noise = _profiles.load_os_noise() if "@" in spec else {}
     if link is not None and link not in known_links:
         raise ShoalError(f"--link {link}: unknown link type (known: {', '.join(sorted(known_links))})")
     nodes: list[Node] = []
@@ -174,7 +175,7 @@ def from_emulate(spec: str, link: str | None = None, host_speed: float | None = 
             raise ShoalError(f"--emulate {spec}: {term!r} is not COUNTxPROFILE[@CLOCK][@OS] (e.g. "
                              "4xminnowboard, 4xminnowboard+1xnuc, 4xminnowboard@500M or 2xminnowboard@fedora)")
         count, name = int(match.group(1)), match.group(2)
-        clock, noise = _suffixes(spec, match.group(3))
+        clock, noise = _suffixes(spec, match.group(3), known_noise)
         if name not in known_profiles:
             raise ShoalError(f"--emulate {spec}: unknown profile {name!r} "
                              f"(known: {', '.join(sorted(known_profiles))})")
