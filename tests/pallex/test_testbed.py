@@ -5,7 +5,6 @@ a board that prints the virtual board's transcript yields the seed's phases from
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
 
 from shoal.pallex import boot, testbed
@@ -22,15 +21,14 @@ def _board_printing(path: Path, after_s: float = 0.0) -> list[str]:
 
 
 def test_a_silent_board_times_out_is_cut_off_and_the_next_cycle_runs(tmp_path):
-    silent = [sys.executable, "-c", "import time; print('booting', flush=True); time.sleep(60)"]
+    # Powered on for an hour unless the testbed cuts it: the test ends only if the cut works.
+    silent = [sys.executable, "-c", "import time; print('booting', flush=True); time.sleep(3600)"]
     disks = {"EU": Path("silent"), "ALLU": Path("talks")}
     rows = []
-    start = time.monotonic()
     testbed.run_cycles(["EU", "ALLU"], 1, disks,
                        lambda d: silent if d.name == "silent" else _board_printing(TRANSCRIPT),
                        {"EU": "rc-local.service", "ALLU": "bluetooth.service"}, boot.load("rpi3"),
                        timeout_s=3.0, on_row=rows.append, log_dir=tmp_path)
-    assert time.monotonic() - start < 50  # the silent board's 60 s sleep was cut, not waited out
     assert [r["ok"] for r in rows] == [False, True]
     assert rows[0]["reason"] == "no completion signal within 3 s"
     assert "booting" in (tmp_path / "serial-EU-0.log").read_text()
