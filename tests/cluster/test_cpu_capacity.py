@@ -170,20 +170,22 @@ def test_this_host_capacity_is_at_most_its_cpus():
 
 # -- the reserve and the dilation ---------------------------------------------------------------
 
-def test_the_reserve_is_half_a_cpu_from_two_cpus_and_a_quarter_of_less():
+def test_the_reserve_is_half_a_cpu_from_two_cpus_a_quarter_of_less_and_never_below_a_quarter_cpu():
     assert dilation.reserve(2) == dilation.reserve(64) == 0.5
-    assert dilation.reserve(1) == 0.25 and dilation.reserve(0.5) == 0.125
+    assert dilation.reserve(1.5) == 0.375 and dilation.reserve(1) == 0.25
+    # A 0.5-CPU container keeps a quarter CPU; below that, half of what there is.
+    assert dilation.reserve(0.5) == 0.25 and dilation.reserve(0.3) == 0.15
     # Four MinnowBoards (2 CPUs at real time): two host CPUs keep 1.5 for them (D = 2), a
-    # 1-CPU container 0.75 (D = 3), a 0.5-CPU one 0.375 (D = 6): it still runs.
-    assert [dilation.choose([0.5] * 4, c) for c in (2, 1, 0.5)] == [2, 3, 6]
-    assert dilation.needed([0.5] * 4, 0.5) == pytest.approx(2 / 0.375)
+    # 1-CPU container 0.75 (D = 3), a 0.5-CPU one 0.25 (D = 8): it still runs.
+    assert [dilation.choose([0.5] * 4, c) for c in (2, 1, 0.5)] == [2, 3, 8]
+    assert dilation.needed([0.5] * 4, 0.5) == pytest.approx(2 / 0.25)
     # A reserve given explicitly still holds.
     assert dilation.choose([0.5] * 4, 2, reserve_cpus=1.0) == 2
     with pytest.raises(ShoalError, match="leaves nothing"):
         dilation.choose([1.0], 0)
 
 
-@pytest.mark.parametrize("quota, expected", [("50000 100000", 6), ("100000 100000", 3), ("max 100000", None)])
+@pytest.mark.parametrize("quota, expected", [("50000 100000", 8), ("100000 100000", 3), ("max 100000", None)])
 def test_the_automatic_dilation_fits_the_capacity_of_the_commands_own_cgroup(fake_root, quota, expected):
     _v2(fake_root, quota)  # the whole mount is this command's (limited) group, as in a container
     # Host cores as fast as the reference core: a MinnowBoard core is then a quarter of one.

@@ -30,17 +30,21 @@ RESERVE_CPUS = 0.5
 # share of the capacity that half a CPU is of two, a quarter. On two CPUs the devices get 1.5
 # and the helpers 0.5, one part to three; what the helpers do (the forwarder's per-packet
 # work, the launcher's traffic, a rank's wake-ups) follows the emulated links and devices,
-# which the larger D a smaller capacity needs slows alike, so the same one part to three
-# still holds there. A 0.5-CPU container keeps 0.125 and gives the devices 0.375 (4
+# which the larger D a smaller capacity needs slows alike. Not all of it slows, though (the
+# launcher's start, shoal's own loop, the samplers): a 0.5-CPU container that kept a quarter
+# of its capacity (0.125) was throttled in a fifth of its periods and every repetition ran
+# short of CPU. So the reserve never falls below a quarter CPU (RESERVE_FLOOR), or half the
+# capacity when that is smaller: 0.5 CPU keeps 0.25 and gives the devices 0.25 (4
 # MinnowBoards at D = 6 when host cores are reference cores). Above 2 CPUs the half CPU
-# stays: what does not slow with D (the samplers, shoal's own loop) does not grow either.
+# stays: what does not slow with D does not grow either.
 RESERVE_SHARE = 0.25
+RESERVE_FLOOR = 0.25
 MAX_DILATION = 64.0
 
 
 def reserve(capacity: float) -> float:
     """The CPUs kept for the host on a host (or in a group) that can use ``capacity`` CPUs."""
-    return min(RESERVE_CPUS, RESERVE_SHARE * capacity)
+    return min(RESERVE_CPUS, max(RESERVE_SHARE * capacity, min(RESERVE_FLOOR, capacity / 2)))
 
 
 def needed(budgets: list[float], host_cpus: float, reserve_cpus: float | None = None) -> float:

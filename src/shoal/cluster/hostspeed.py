@@ -32,9 +32,16 @@ from shoal.hostfacts import cpu_model
 from shoal.errors import ShoalError
 from shoal.profiles import HOST, MIX, DeviceProfile, reference_kernels
 
-# CPU seconds per kernel and round, and rounds: about 1.2 s of CPU per copy in all.
-PROBE_S = 0.1
-ROUNDS = 3
+# CPU seconds per kernel and round, and rounds: about 1.4 s of CPU per copy in all. Many short
+# samples rather than a few long ones: on a shared machine a core's throughput drops by up to
+# 40 % for tenths of a second at a time (another guest on its SMT sibling, which no steal
+# counter shows), and the fastest sample finds the core's own speed only if some samples fit
+# between such spells. Measured on a 2-vCPU EPYC guest, six calibrations each: 12 rounds of
+# 25 ms spread 0.75 % (max - min over the median of their mixes), 3 rounds of 0.1 s 20 %.
+PROBE_S = 0.025
+ROUNDS = 12
+# The check of a cached speed: raytrace alone, 8 samples of one probe part (33 ms each).
+CHECK_PROBE_S, CHECK_ROUNDS = 0.02, 8
 # The cached speed is taken when one short raytrace probe reads within this of it; a host
 # under load reads a few per cent slow on CPU time (shared caches), a changed host more.
 CHECK_TOLERANCE = 0.15
@@ -222,7 +229,7 @@ def _write_cache(key: dict, speed: HostSpeed) -> None:
 
 def _checked(program: Path, cached: HostSpeed) -> tuple[bool, str]:
     """One short raytrace probe against the cached speed: (agrees, what it read)."""
-    result = probe(program, 1, probe_s=0.02, rounds=3, kernels=["raytrace"])[0]
+    result = probe(program, 1, probe_s=CHECK_PROBE_S, rounds=CHECK_ROUNDS, kernels=["raytrace"])[0]
     now = min(s["cpu_s"] / s["units"] for s in result["probe"][0]["samples"])
     then = cached.unit_s.get("raytrace")
     if not then:
