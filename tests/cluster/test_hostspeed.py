@@ -4,6 +4,7 @@ timings, its cache and check, the share of a host core each device gets, and the
 from __future__ import annotations
 
 import json
+import time
 import math
 import stat
 
@@ -122,6 +123,19 @@ def test_another_host_key_is_not_served_from_the_cache(tmp_path, monkeypatch):
     hostspeed.measured(program, 1)
     monkeypatch.setattr(hostspeed, "cpu_model", lambda: "another CPU")
     assert hostspeed.measured(program, 1).source == "measured"
+
+
+def test_the_cache_keeps_only_the_newest_probe_builds(tmp_path, monkeypatch):
+    # Every fresh MPI install builds its own probe program: one cache entry each, capped.
+    monkeypatch.setenv("SHOAL_CACHE", str(tmp_path / "cache"))
+    program = _fake_program(tmp_path / "probe", {k: v / 1.5 for k, v in REF.items()})
+    builds, gmtime = hostspeed.CACHE_ENTRIES + 3, time.gmtime
+    for i in range(builds):
+        monkeypatch.setattr(hostspeed, "host_key", lambda p, i=i: {"program": f"build-{i}"})
+        monkeypatch.setattr(hostspeed.time, "gmtime", lambda i=i: gmtime(1_800_000_000 + i))
+        hostspeed.measured(program, 1)
+    kept = json.loads((tmp_path / "cache" / hostspeed.CACHE_NAME).read_text())
+    assert [json.loads(k)["program"] for k in kept] == [f"build-{i}" for i in range(3, builds)]
 
 
 def test_a_host_that_does_not_hold_its_speed_is_said_and_not_cached(tmp_path, monkeypatch, capsys):

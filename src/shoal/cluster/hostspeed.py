@@ -48,6 +48,7 @@ CHECK_TOLERANCE = 0.15
 # A calibration whose rounds spread more than this: the host does not hold its speed.
 SPREAD_WARNING = 0.10
 CACHE_NAME = "host-speed.json"
+CACHE_ENTRIES = 16
 ABSURD = 1e3  # host speeds outside [1/ABSURD, ABSURD] are refused
 
 
@@ -218,6 +219,10 @@ def _write_cache(key: dict, speed: HostSpeed) -> None:
     except (OSError, ValueError):
         entries = {}
     entries[json.dumps(key, sort_keys=True)] = speed.describe()
+    # One entry per probe build: every fresh MPI install (a clone's own venv) adds one, so
+    # only the newest few are kept.
+    newest = sorted(entries.items(), key=lambda kv: str(kv[1].get("measured_utc", "")))[-CACHE_ENTRIES:]
+    entries = dict(newest)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.{os.getpid()}")
