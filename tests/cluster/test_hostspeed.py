@@ -125,6 +125,21 @@ def test_another_host_key_is_not_served_from_the_cache(tmp_path, monkeypatch):
     assert hostspeed.measured(program, 1).source == "measured"
 
 
+def test_a_slow_spell_at_the_check_keeps_the_cached_speed_when_the_calibration_wobbles(
+        tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("SHOAL_CACHE", str(tmp_path / "cache"))
+    program = _fake_program(tmp_path / "probe", {k: v / 1.5 for k, v in REF.items()})
+    assert hostspeed.measured(program, 1).mix == pytest.approx(1.5)
+    # Now every kernel reads slow and wobbles: the check disagrees, the calibration does not
+    # hold its speed, so the cached (steady) speed is used, with the warning.
+    wobbly = _probe_output({k: [v / 1.1, v / 0.7, v / 0.7] for k, v in REF.items()})
+    program.write_text(f"#!/usr/bin/env python3\nprint({json.dumps(json.dumps(wobbly))})\n")
+    speed = hostspeed.measured(program, 1)
+    assert speed.source == "cached" and speed.mix == pytest.approx(1.5)
+    assert "does not hold its speed" in speed.warning and "cached speed stays" in speed.note
+    assert "does not hold its speed" in capsys.readouterr().err
+
+
 def test_the_cache_keeps_only_the_newest_probe_builds(tmp_path, monkeypatch):
     # Every fresh MPI install builds its own probe program: one cache entry each, capped.
     monkeypatch.setenv("SHOAL_CACHE", str(tmp_path / "cache"))

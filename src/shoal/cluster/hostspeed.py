@@ -261,6 +261,12 @@ def measured(program: Path, copies: int, recalibrate: bool = False) -> HostSpeed
                    "speed and every device time carry that uncertainty; quieten the host or give "
                    "--host-speed N")
         print(f"shoal: warning: {warning}", file=sys.stderr)
+        if cached is not None:
+            # The check caught the host in a slow spell and the calibration could not get
+            # past it: the speed measured while the host held it is the better one.
+            return HostSpeed(**{**asdict(cached), "source": "cached", "warning": warning,
+                                "note": f"{note}; the calibration did not hold its speed "
+                                        f"(mix {speed.mix:.3g}), so the cached speed stays"})
     speed = HostSpeed(**{**asdict(speed), "note": note, "warning": warning})
     if not warning:
         _write_cache(key, speed)  # a host that did not hold its speed is measured again next time
