@@ -249,7 +249,7 @@ class EmulatedDevices(Cluster):
         """Every rank started by the launcher's daemon in the head namespace, each through
         the launcher helper into its device by rank number (``nsexec --rank``), then onto
         its core; nothing of the MPI's runtime runs in a device but the rank."""
-        head = mpi.impl.head_launch(str(SUBNET))
+        head = mpi.impl.head_launch(str(SUBNET), kinds=len({n.profile.name for n in chosen}))
         if head is None:
             raise ShoalError(f"{mpi.name} has no head-side launch; use the default layout")
         transport, extra = transport_env(mpi)

@@ -185,11 +185,12 @@ class Implementation:
         on shared memory or loopback, and on the emulated ``subnet``."""
         return {}, []
 
-    def head_launch(self, subnet: str) -> "HeadLaunch | None":
+    def head_launch(self, subnet: str, kinds: int = 1) -> "HeadLaunch | None":
         """How to start every rank from the launcher's own host (the emulated cluster's
         head) into its device (``--layout head``): ranks of one host that must still
         talk over the emulated links on ``subnet``, and the process manager's server
-        reachable from the devices. None: this MPI cannot."""
+        reachable from the devices; ``kinds``: how many device profiles the job's ranks
+        run on (boxes and blades: 2). None: this MPI cannot."""
         return None
 
     def deaths(self, lines: list[str]) -> list[Death]:

@@ -104,7 +104,7 @@ class MPICH(Implementation):
         return {"UCX_TLS": "tcp,self", "UCX_NET_DEVICES": "eth0", "FI_PROVIDER": "tcp",
                 "UCX_TCP_KEEPIDLE": "inf"}, []
 
-    def head_launch(self, subnet: str) -> HeadLaunch:
+    def head_launch(self, subnet: str, kinds: int = 1) -> HeadLaunch:
         # One hydra proxy (beside mpiexec) starts every rank. NOLOCAL: ranks of one
         # proxy would otherwise share memory; each is its own node. -pmi-port: ranks
         # reach the proxy's PMI server by TCP (PMI_PORT, the head's name on the plant)

@@ -136,7 +136,7 @@ class OpenMPI(Implementation):
                     "--mca", "oob_tcp_if_include", subnet,
                     "--prtemca", "oob_tcp_if_include", subnet]
 
-    def head_launch(self, subnet: str) -> HeadLaunch:
+    def head_launch(self, subnet: str, kinds: int = 1) -> HeadLaunch:
         # prterun starts every rank itself (no prted anywhere). The TCP BTL alone (as in
         # namespace_transport) keeps ranks of one node off shared memory. Its PMIx server
         # listens on loopback by default, which a device's namespace cannot reach: on the
@@ -144,9 +144,13 @@ class OpenMPI(Implementation):
         # server for a peer's card when it first needs it (the seed's OERTE lookups). The
         # client's store is PMIx's hash: with its default (a shared-memory store) each box
         # downloaded 200 kB of job data from the head, with the hash 22 kB (3 boxes).
+        # Over two kinds of device (boxes and a blade in one job, on one link type or
+        # two) MPI_Init failed in ob1 ("PML add procs failed", a card "Not found") with
+        # the direct modex, while boxes alone ran with it, two ranks a box too; with the
+        # full modex, every card collected at the fence, the mixed job runs.
+        lookups = {"OMPI_MCA_pmix_base_async_modex": "1", "OMPI_MCA_pmix_base_collect_data": "0"}
         return HeadLaunch("OMPI_COMM_WORLD_RANK",
-                          {"OMPI_MCA_pmix_base_async_modex": "1",
-                           "OMPI_MCA_pmix_base_collect_data": "0", "PMIX_MCA_gds": "hash"},
+                          {**(lookups if kinds == 1 else {}), "PMIX_MCA_gds": "hash"},
                           {"PMIX_MCA_ptl_base_if_include": subnet}, [])
 
     def deaths(self, lines: list[str]) -> list[Death]:
