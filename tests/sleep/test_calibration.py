@@ -78,6 +78,8 @@ def test_the_store_keeps_host_and_device_apart_and_refuses_another_kernel(store)
     assert calibration_store.lookup(host)[0].floor_ns == 30000
     assert calibration_store.lookup(board) == (_made_up(board, 500000), "")
     assert calibration_store.lookup(calibration_store.device_key("odroid-xu4", 0.5)) == (None, "")
+    calibration_store.forget(board)    # a board that no longer calibrates keeps the defaults
+    assert calibration_store.lookup(board) == (None, "") and calibration_store.lookup(host)[0] is not None
     upgraded = {**host, "kernel": "9.9.9-other"}
     found, why = calibration_store.lookup(upgraded)
     assert found is None and "kernel" in why and "9.9.9-other" in why and host["kernel"] in why

@@ -70,14 +70,21 @@ def _one(place: Place, key: dict[str, Any], load: str, say: Callable[[str], None
         cal = measure(place, key, load)
     except CannotCalibrate as exc:
         say(str(exc))
+        calibration_store.forget(key)   # an earlier calibration no longer holds either
         return Outcome(place.device, place.profile, None, str(exc))
     calibration_store.store(cal)
     return Outcome(place.device, place.profile, cal, note)
 
 
 def host(load: str = "idle") -> Calibration:
-    """This host's calibration, measured now and stored (CannotCalibrate: the floor)."""
-    cal = measure(sleepaccuracy.host_place(), calibration_store.host_key(), load)
+    """This host's calibration, measured now and stored (CannotCalibrate: the floor, and
+    nothing is kept for the host any more)."""
+    key = calibration_store.host_key()
+    try:
+        cal = measure(sleepaccuracy.host_place(), key, load)
+    except CannotCalibrate:
+        calibration_store.forget(key)
+        raise
     calibration_store.store(cal)
     return cal
 

@@ -16,8 +16,9 @@ linear        003's Figure 3 ramp: d_min 0 (the seed's), d_step the floor (a
               a sleep mostly measures the wake-up).
 
 A place whose sleeps stay more than 10 % late over the whole swept range cannot
-sleep below its floor: no parameter follows from the sweep, and the defaults
-are kept (``CannotCalibrate`` names the floor in one line).
+sleep below its floor (how late its sleeps end whatever is asked: a loaded board
+at a small quota waits for its next quota period): no parameter follows from the
+sweep, and the defaults are kept (``CannotCalibrate`` names the floor in one line).
 
 Pure arithmetic on arrays of requested and measured seconds: the tests feed it
 made-up sweeps.
@@ -128,10 +129,12 @@ def derive(sweeps: dict[str, tuple[np.ndarray, np.ndarray]], place: str = "host"
     floor = floors[slack]
     dmax = shortest_kept_s(requested, measured)
     if dmax is None:
+        # Its floor in practice: how late its sleeps end whatever is asked (the median).
+        late = float(np.median(measured - requested))
         raise CannotCalibrate(
-            f"{place} cannot sleep below its floor of {floor * 1e6:.1f} µs (a sleep of 0 lasts that "
-            f"long, and no sleep up to {requested.max() * 1e6:.0f} µs ends within "
-            f"{KEPT_WITHIN:.0%} of what was asked): the defaults are kept")
+            f"{place} cannot sleep below its floor of {late * 1e6:.1f} µs (its sleeps of 0 to "
+            f"{requested.max() * 1e6:.0f} µs end a median of that late, none within {KEPT_WITHIN:.0%} "
+            f"of what was asked; a sleep of 0 lasts {floor * 1e6:.1f} µs): the defaults are kept")
     floor_ns = max(1, round(floor * 1e9))
     return {"dmin_ns": 0, "dmax_ns": max(round(dmax * 1e9), floor_ns), "dstep_ns": floor_ns,
             "slack_ns": 1 if slack == "1ns" else 0, "floor_ns": floor_ns,

@@ -74,9 +74,22 @@ def lookup(key: dict[str, Any]) -> tuple[Calibration | None, str]:
 
 def store(calibration: Calibration) -> None:
     """Keep ``calibration`` for its place (replacing any earlier one, from any host)."""
+    _write(_place(calibration.key), calibration.describe())
+
+
+def forget(key: dict[str, Any]) -> None:
+    """Drop what is kept for ``key``'s place: it keeps the defaults from now on."""
+    if _place(key) in _entries():
+        _write(_place(key), None)
+
+
+def _write(place: str, record: dict[str, Any] | None) -> None:
     path = store_file()
     entries = _entries()
-    entries[_place(calibration.key)] = calibration.describe()
+    if record is None:
+        entries.pop(place, None)
+    else:
+        entries[place] = record
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.{os.getpid()}")
