@@ -120,9 +120,9 @@ def run(emulate: str | None = None, inventory: str | None = None, load: str = "i
     from shoal.cluster.session import emulated_inventory
 
     inv = emulated_inventory(emulate, inventory, None, None)
-    if inv.mode != "emulated":
-        raise ShoalError(f"--cluster {inventory}: its hosts are real ({inv.mode}); run 'shoal wait "
-                         "calibrate' on each of them (a calibration is kept per host)")
+    if not inv.runs_here:
+        raise ShoalError(f"--cluster {inventory}: its hosts are real machines, not devices emulated "
+                         "here; run 'shoal wait calibrate' on each of them (a calibration is kept per host)")
     alone = [(name,) for name in sleepaccuracy.one_of_each_profile(inv)]
     with clusters.open(emulate=emulate, inventory=inventory, at_once=alone) as devices:
         emulated = devices.emulated

@@ -425,7 +425,7 @@ def plan(request: LabRequest) -> LabPlan:
         if mpi_experiments(experiments) and len(inv.nodes) < 2:
             raise ShoalError(f"{option}: {', '.join(mpi_experiments(experiments))} put the sender and the "
                              "receiver on two devices; give at least two, e.g. --emulate 2xodroid-xu4")
-        if "C" in experiments and inv.mode == "emulated":
+        if "C" in experiments and inv.runs_here:
             places += len(sleepaccuracy.one_of_each_profile(inv))
     # Experiment C alone launches no MPI: it needs none installed.
     mpis = discover.resolve_each(request.mpis) if mpi_experiments(experiments) else []
@@ -508,7 +508,7 @@ def _experiment_c(record: Run, request: LabRequest,
         from shoal.cluster.session import emulated_inventory
 
         inv = emulated_inventory(request.emulate, request.cluster, None, None)
-        if inv.mode != "emulated":
+        if not inv.runs_here:
             return rows   # real hosts: the sweep runs where shoal runs (shoal wait calibrate there)
         # One device sweeps at a time: the dilation need only fit the largest alone.
         alone = [(name,) for name in sleepaccuracy.one_of_each_profile(inv)]
