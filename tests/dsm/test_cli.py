@@ -88,7 +88,7 @@ def test_lab_experiment_g_gives_table_2_columns(tmp_path):
         (c, d) for c in ("busy", "degraded+linear:0,1000,1")
         for d in ("i7-b", "i7-a", "a15-1", "a15-2", "a15-3", "a15-4", "platform")}
     for r in fig10:
-        assert r["kind"] == "modelled" and r["peak_W"] >= r["mean_W"] > 0 and r["energy_J"] > 0
+        assert r["kind"] == "modelled" and r["peak_W"] >= r["mean_W"] * (1 - 1e-12) and r["energy_J"] > 0
 
 
 def test_lab_experiment_e_measures_the_quiet_server(tmp_path):

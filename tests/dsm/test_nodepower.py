@@ -51,3 +51,9 @@ def test_only_the_span_every_rank_covers_counts():
     rows = nodepower.summary(p, timelines, PERIOD)
     assert {r["samples"] for r in rows} == {6}
     assert nodepower.summary(p, [{"rank": 0, "t_s": [1.0], "cpu_s": [0.0]}], PERIOD) == []
+    # A run shorter than one period: one reading over the whole of it.
+    short = [{"rank": r, "t_s": [5.0, 5.1], "cpu_s": [0.0, 0.1 if r == 0 else 0.0]} for r in range(7)]
+    server = next(r for r in nodepower.summary(p, short, PERIOD) if r["device"] == "i7-b")
+    i7 = profiles.load()["core-i7"]
+    assert server["samples"] == 1 and server["span_s"] == pytest.approx(0.1)
+    assert server["energy_J"] == pytest.approx((i7.idle_W + (i7.busy_W - i7.idle_W) / i7.cores) * 0.1)
