@@ -62,9 +62,12 @@ NATIVE_CACHE = str(build.cache_root())
 
 @pytest.fixture(autouse=True)
 def _isolated_cache(tmp_path_factory, monkeypatch):
-    """Runs go to a temporary directory; native builds go to the persistent cache."""
+    """Runs go to a temporary directory; native builds go to the persistent cache. The wait
+    calibration a user stored there stays out of the tests: they run the fixed defaults
+    (tests that calibrate say so and point the store elsewhere)."""
     monkeypatch.setenv("SHOAL_CACHE", NATIVE_CACHE)
     monkeypatch.setenv("SHOAL_RUNS", str(tmp_path_factory.getbasetemp() / "runs"))
+    monkeypatch.setenv(environment.WAIT_CALIBRATION.name, "off")
 
 
 TESTS = Path(__file__).resolve().parent
@@ -97,6 +100,7 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "dsm/test_cluster_runs.py": ("mpi", "netns"),
     "study/test_study.py": ("mpi", "netns"),
     "sleep/test_in_device.py": ("netns",),
+    "wait/test_across_devices.py": ("mpi", "netns"),
     "study/test_seed002_study.py": ("mpi", "netns"),
     "work/test_work_cli.py": ("mpi",),
     "power/test_httpmeter.py::test_a_named_meter_that_does_not_answer_is_refused_before_the_run": ("mpi",),

@@ -84,6 +84,12 @@ WAIT_TELEMETRY = Variable("SHOAL_WAIT_TELEMETRY", "libshoalwait: directory for p
                           "telemetry JSON", "none", reader="native")
 WAIT_SLACK_NS = Variable("SHOAL_WAIT_SLACK_NS", "libshoalwait: timer slack of sleeping ranks (ns)",
                          "1", reader="native")
+WAIT_FLOOR_NS = Variable("SHOAL_WAIT_FLOOR_NS", "libshoalwait: the shortest sleep this device "
+                         "really sleeps (ns); backoff and auto spin until 1/8 of the time waited "
+                         "covers it (set from shoal wait calibrate)", "0 (unknown)", reader="native")
+WAIT_CALIBRATION = Variable("SHOAL_WAIT_CALIBRATION", "'off': launches keep libshoalwait's fixed "
+                            "defaults instead of this host's or device's stored calibration "
+                            "(shoal wait calibrate)", "use it", "use")
 WAIT_WAKE = Variable("SHOAL_WAIT_WAKE", "libshoalwait: socket (a sleep ends at the first TCP socket "
                      "event) or timer (sleeps run their length); default socket for backoff, auto "
                      "and event, timer for sleep and linear", "by mode", reader="native")
@@ -101,10 +107,11 @@ BENCH_CRASH = Variable("SHOAL_BENCH_CRASH", "tests only: this rank of the benchm
 
 ALL = (MPI, CACHE, RUNS, PROFILES, SSH, STATE_DIR, CGROUP_ROOT, USERNS, USERNS_INSIDE,
        USERNS_OWNER, DEVICE_CORE, DEVICE_RANK, LINK_EMULATOR, SYSFS_ROOT, PROC_ROOT, POWER_FASTPOLL, WAIT, WAIT_CLASSES, WAIT_TELEMETRY,
-       WAIT_SLACK_NS, WAIT_WAKE, WAIT_SEND_EAGER_B, WAIT_ALLTOALL, BENCH_CORRUPT, BENCH_CRASH)
+       WAIT_SLACK_NS, WAIT_FLOOR_NS, WAIT_CALIBRATION, WAIT_WAKE, WAIT_SEND_EAGER_B, WAIT_ALLTOALL,
+       BENCH_CORRUPT, BENCH_CRASH)
 #: libshoalwait's variables: passed to ranks, and recorded with benchmark runs.
-WAIT_VARIABLES = (WAIT, WAIT_CLASSES, WAIT_TELEMETRY, WAIT_SLACK_NS, WAIT_WAKE, WAIT_SEND_EAGER_B,
-                  WAIT_ALLTOALL)
+WAIT_VARIABLES = (WAIT, WAIT_CLASSES, WAIT_TELEMETRY, WAIT_SLACK_NS, WAIT_FLOOR_NS, WAIT_WAKE,
+                  WAIT_SEND_EAGER_B, WAIT_ALLTOALL)
 
 
 def state_root() -> str:

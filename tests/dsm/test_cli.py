@@ -80,8 +80,15 @@ def test_lab_experiment_g_gives_table_2_columns(tmp_path):
         assert r["fps"] > 0 and r["power_W"] > 0
         assert r["fps_per_W"] == pytest.approx(r["fps"] / r["power_W"])
         assert r["J_per_frame"] == pytest.approx(r["power_W"] * r["time_s"] / 8)
-    for table in ("results", "split", "devices"):
+    for table in ("results", "split", "devices", "node_power"):
         assert (tmp_path / "lab" / f"{table}.csv").exists()
+    # Fig. 10's form: every node of the RECS placement and the platform, per contender.
+    fig10 = out["fig10"][mpi]
+    assert {(r["contender"], r["device"]) for r in fig10} == {
+        (c, d) for c in ("busy", "degraded+linear:0,1000,1")
+        for d in ("i7-b", "i7-a", "a15-1", "a15-2", "a15-3", "a15-4", "platform")}
+    for r in fig10:
+        assert r["kind"] == "modelled" and r["peak_W"] >= r["mean_W"] * (1 - 1e-12) and r["energy_J"] > 0
 
 
 def test_lab_experiment_e_measures_the_quiet_server(tmp_path):

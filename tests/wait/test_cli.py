@@ -207,7 +207,9 @@ def test_waitlab_plan_as_a_library_call(mpich):
     # + MPICH's first knob; Experiment C: 4 sweeps and 2 cyclictest runs on this host.
     assert quick.total == (len(lab.QUICK_MODES) + 1) * (len(lab.QUICK_EXPERIMENTS) - 1) + 6
     emulated = lab.plan(lab.LabRequest(mpis=("mpich",), quick=True, emulate="2xrpi3+1xodroid-xu4"))
-    assert emulated.experiments == ("C",) and emulated.total == 3 * 6   # host, rpi3, odroid-xu4
+    # C at the host, rpi3 and odroid-xu4; A under each contender on this host, then across two devices.
+    assert emulated.experiments == ("C", "A")
+    assert emulated.total == 3 * 6 + 2 * (len(lab.QUICK_MODES) + 1)
     mine = lab.plan(lab.LabRequest(modes="busy,linear:1,1000,1", experiments="A,lock", mpis=("mpich",),
                                    native=False))
     assert mine.modes == ("busy", "linear:1,1000,1") and mine.total == 4

@@ -20,7 +20,7 @@ from shoal.errors import Interrupted, ShoalError
 from shoal.execute.lifecycle import still_ready, transport_env
 from shoal.execute.placement import Placement, check_ranks, config_placements
 from shoal.execute.session import Session
-from shoal.execute.waiting import wait_mode, wait_setup
+from shoal.execute.waiting import calibration_place, wait_mode, wait_setup
 from shoal.execute.where import Where
 from shoal.inputs import grammar
 from shoal.mpi import build, discover, stack
@@ -195,7 +195,8 @@ def _config(the_plan: Plan, session: Session, placement: Placement) -> Config:
     request = the_plan.request
     where = session.cluster
     names = list(placement.node_names) if placement.node_names else None
-    rank_env, wait_label = wait_setup(wait_mode(request, where, placement), the_plan.mpi)
+    rank_env, wait_label = wait_setup(wait_mode(request, where, placement), the_plan.mpi,
+                                      calibration_place(request, where, placement))
 
     def make_job(argv: list[str]):
         if not request.on_cluster:

@@ -198,6 +198,7 @@ def run_lab(args) -> int:
         print(json.dumps(result.to_json()))
     else:
         _render_lab(result.results, result.table2)
+        _render_fig10(result.fig10)
         print(f"run: {result.run}")
     return 0 if not result.failed else 1
 
@@ -247,6 +248,26 @@ def _render_lab(rows, tables) -> None:
                 ("energy_J", 1e-3, ".4f"), ("fps_per_W", 1, ".4f"), ("J_per_frame", 1, ".2f"))))
         console.print(table)
         _render_beside_seed(console, mpi, lab.beside_seed(t2))
+
+
+def _render_fig10(per_mpi) -> None:
+    """Fig. 10's readings: per node and contender, the modelled power's spread and peak, and
+    the energy."""
+    from rich.console import Console
+
+    from shoal.render import narrow_table
+
+    console = Console()
+    for mpi, rows in per_mpi.items():
+        if not rows:
+            continue
+        table = narrow_table(["node", "contender", "std W", "peak W", "mean W", "kJ"],
+                             left=("node", "contender"),
+                             title=f"Fig. 10 form, {mpi}: power per node every 180 ms (modelled)")
+        for r in sorted(rows, key=lambda r: (r["device"], r["contender"])):
+            table.add_row(r["device"], r["contender"], f"{r['std_W']:.2f}", f"{r['peak_W']:.2f}",
+                          f"{r['mean_W']:.2f}", f"{r['energy_J'] / 1e3:.4f}")
+        console.print(table)
 
 
 def _render_beside_seed(console, mpi: str, rows) -> None:

@@ -11,8 +11,9 @@ Two forms::
         one that mpiexec belongs to unless --mpi says otherwise.
 
 Afterwards the per-rank telemetry is summarised (tables on stderr: per rank
-and call class, and per call site how its predicted arrivals fared; or one
-JSON object on stdout with --json). With --telemetry DIR the bytes and messages
+and call class, and per call site how its predicted arrivals fared, then the
+wait parameters and the calibration they came from (shoal wait calibrate); or
+one JSON object on stdout with --json). With --telemetry DIR the bytes and messages
 between every pair of ranks are kept there too (traffic.csv, a heatmap in
 traffic.png; see docs/wait.md). The exit code is the program's.
 """
@@ -77,7 +78,7 @@ def _executable(name: str) -> str:
 def run(args) -> int:
     from shoal.mpi import discover
     from shoal.mpi.launch import Job
-    from shoal.wait import library, telemetry, traffic
+    from shoal.wait import library, telemetry, traffic, tuning
 
     mode = parse_mode(args.wait)
     if args.classes is not None:
@@ -106,6 +107,7 @@ def run(args) -> int:
         raise ShoalError(f"cannot create telemetry directory {tel_dir}: {exc.strerror}") from exc
     for old in tel_dir.glob("rank-*.json"):
         old.unlink()
+    tuned = tuning.for_launch(mode)   # what wait_env sets from this host's calibration
     try:
         if injected:
             env = library.forwarding_env(
@@ -130,11 +132,14 @@ def run(args) -> int:
                           f"{program[0]} under {mode.text} ({mpi.name})")
         if args.json:
             print(jsonout.dumps({"mode": mode.text, "mpi": mpi.name, "exit_code": code,
+                                 "wait_parameters": tuned.describe(),
                               "ranks_reported": len(records), "summary": rows,
                               "sites": site_rows, "traffic": talk,
                               "telemetry_dir": str(tel_dir) if keep else None}))
         elif records:
             telemetry.render(rows, f"shoal run --wait {mode.text} ({mpi.name})", site_rows)
+            for line in tuned.lines():
+                print(line, file=sys.stderr)
             if keep:
                 print(f"who talked to whom: {tel_dir / 'traffic.csv'} (heatmap: traffic.png)",
                       file=sys.stderr)

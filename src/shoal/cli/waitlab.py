@@ -3,7 +3,9 @@ for energy efficiency" under every wait mode, plotted.
 
 Runs experiment C (how long clock_nanosleep really sleeps, 0 to 1 ms, idle
 and loaded, default timer slack and 1 ns, cyclictest beside it; with --emulate
-inside one emulated device of each profile too), A (CPU load of a receiver
+inside one emulated device of each profile too, and A and the other two-rank
+experiments also across two devices: sender on one, receiver on the other,
+the receiver's CPU also as a share of its device's core), A (CPU load of a receiver
 between bursts), D (reaction time as gaps grow from 1 ns to ~130 ms), regular
 gaps of 10 ms, 100 ms and 1 s and Poisson arrivals (mean 100 ms), and the S-DSM
 patterns Full, Burst and Lock under each libshoalwait mode and each MPI's own
@@ -49,10 +51,14 @@ def register(subparsers) -> None:
                         f"{','.join(lab.DEFAULT_MODES)}; --quick: {','.join(lab.QUICK_MODES)})")
     p.add_argument("--experiments", type=typed.text, default=None,
                    help="comma list of C, A, D, P10ms, P100ms, P1s, poisson, full, burst, lock "
-                        "(default all; --quick: all but P10ms and P1s; --emulate: C)")
+                        "(default all; --quick: all but P10ms and P1s; --emulate, --cluster: C,A)")
     p.add_argument("--emulate", type=typed.text, default=None, metavar="SPEC",
                    help="Experiment C also inside emulated devices, one of each profile, at their "
-                        "CPU quota (e.g. 2xrpi3 or 1xrpi3+1xodroid-xu4)")
+                        "CPU quota, and the two-rank experiments also across the first two devices, "
+                        "sender on the first, receiver on the second (e.g. 2xodroid-xu4 or "
+                        "1xrpi3bplus+1xodroid-xu4; default experiments C,A)")
+    p.add_argument("--cluster", type=typed.text, default=None, metavar="FILE",
+                   help="the same with an inventory's devices (C inside them only if emulated)")
     p.add_argument("--no-native", action="store_true",
                    help="leave out the MPIs' own options (yield_when_idle, HEAVY_YIELD, ...)")
     p.add_argument("--power", default=None, type=POWER_SPEC, metavar="SPEC",
@@ -66,7 +72,7 @@ def register(subparsers) -> None:
 def run(args) -> int:
     request = lab.LabRequest(modes=args.modes, experiments=args.experiments, mpis=tuple(args.mpi.split(",")),
                              native=not args.no_native, quick=args.quick, power=args.power, out=args.out,
-                             resume=args.resume, emulate=args.emulate)
+                             resume=args.resume, emulate=args.emulate, cluster=args.cluster)
     planned = lab.plan(request)
     from rich.progress import Progress
 
@@ -88,7 +94,7 @@ def _argv(args) -> list[str]:
     for key in ("quick", "no_native", "json"):
         if getattr(args, key):
             out.append("--" + key.replace("_", "-"))
-    for key in ("mpi", "modes", "experiments", "emulate", "power", "out"):
+    for key in ("mpi", "modes", "experiments", "emulate", "cluster", "power", "out"):
         if getattr(args, key):
             out += ["--" + key, str(getattr(args, key))]
     return out
@@ -98,7 +104,8 @@ def _argv(args) -> list[str]:
 # MPI, with the columns that kind fills, fits an 80-column terminal.
 _KINDS = (
     ("A: CPU load between bursts", ("A",),
-     (("CPU %", "cpu_load", 100, "{:.1f}"), ("run s", "wall_s", 1, "{:.3f}"))),
+     (("CPU %", "cpu_load", 100, "{:.1f}"), ("device\ncore %", "device_core_load", 100, "{:.1f}"),
+      ("run s", "wall_s", 1, "{:.3f}"))),
     ("D: reaction, growing gaps", ("D",),
      (("CPU %", "cpu_load", 100, "{:.1f}"), ("burst\np50 µs", "reaction_burst_p50_s", 1e6, "{:.1f}"),
       ("gaps ≥1 ms\np50 µs", "reaction_sparse_p50_s", 1e6, "{:.1f}"),
@@ -185,16 +192,19 @@ def _kind_table(console, rows: list[dict], columns, patterns: bool, energy: bool
     """One experiment kind on one MPI: a row per contender (and pattern)."""
     from shoal.render import narrow_table
 
+    # A column no row fills (a device's core share on this host alone) is left out.
+    columns = [c for c in columns if any(r.get(c[1]) not in ("", None) for r in rows)]
     heads = ["pattern"] * patterns + ["contender"] + [c[0] for c in columns] + ["energy J"] * energy
     table = narrow_table(heads, left=("pattern", "contender"))
     failed = []
     for r in rows:
-        cells = [r["experiment"]] * patterns + [r["contender"]]
+        place = r.get("place") or "host"   # across devices: sender->receiver
+        cells = [r["experiment"]] * patterns + [r["contender"] if place == "host" else f"{r['contender']} @ {place}"]
         if r["status"] != "ok":   # numbers left empty; why, below the table
             failed.append(f"{' '.join(cells)}: {r['status']}")
             table.add_row(*cells, "[red]failed[/]")
             continue
-        cells += [_num(r[key], scale, fmt) for _, key, scale, fmt in columns]
+        cells += [_num(r.get(key), scale, fmt) for _, key, scale, fmt in columns]
         table.add_row(*cells, *[_num(r["energy_J"], 1, "{:.2f}")] * energy)
     console.print(table)
     for line in failed:

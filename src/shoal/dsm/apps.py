@@ -24,6 +24,7 @@ from typing import Any
 
 from shoal import proc
 from shoal.errors import ShoalError
+from shoal.execute import waiting
 from shoal.execute.session import DeviceClock, Session
 from shoal.mpi import build
 from shoal.mpi.base import MPIInstall
@@ -111,10 +112,12 @@ def run_on_cluster(session: Session, mpi: MPIInstall, name: str, args: list[str]
                    impl: str = "sdsm") -> Result:
     """Run one program on a cluster that is up, ``blocks`` ranks on its nodes in turn
     (``placement.on_nodes``); the result is in device time."""
+    names = [n for n, _ in blocks]
     job = session.cluster.job(mpi, len(blocks), [], ranks_per_node=[c for _, c in blocks],
-                              names=[n for n, _ in blocks], wildcard=True)   # servers take any source
+                              names=names, wildcard=True)   # servers take any source
     return run(mpi, name, args, job.ranks, mode, impl=impl, job=job, clock=session.clock,
-               timeout_s=session.clock.timeout(1800))
+               timeout_s=session.clock.timeout(1800),
+               place=waiting.devices_place(session.cluster, names))
 
 
 def _undilate(report: dict[str, Any], records: list[dict[str, Any]], clock: DeviceClock) -> None:
@@ -165,8 +168,10 @@ def check_args(name: str, impl: str, ranks: int, chunk_bytes: int | None = None)
 
 def run(mpi: MPIInstall, name: str, args: list[str], ranks: int, mode: str | None = "busy",
         impl: str = "sdsm", job: Job | None = None, env: dict[str, str] | None = None,
-        timeout_s: float = 1800, own_cores: bool = False, clock: DeviceClock = DeviceClock()) -> Result:
-    """Run one program; ``job`` (from a cluster) replaces the local launch.
+        timeout_s: float = 1800, own_cores: bool = False, clock: DeviceClock = DeviceClock(),
+        place: dict | None = None) -> Result:
+    """Run one program; ``job`` (from a cluster) replaces the local launch, and ``place`` says
+    whose wait calibration its ranks use (None: this host's; shoal.wait.tuning).
 
     ``own_cores``: the local ranks wait as they would with a core each (a Table 1
     placement, whose power is modelled so), not as the MPI waits when it knows it is
@@ -187,7 +192,7 @@ def run(mpi: MPIInstall, name: str, args: list[str], ranks: int, mode: str | Non
     tel_dir = Path(tempfile.mkdtemp(prefix="shoal-dsm-"))
     try:
         if mode is not None:
-            job = library.apply(job, mode, telemetry_dir=tel_dir)
+            job = library.apply(job, mode, telemetry_dir=tel_dir, place=place)
         t0 = time.monotonic()
         try:
             done = job.run(timeout=timeout_s)

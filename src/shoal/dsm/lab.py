@@ -6,7 +6,9 @@ E   the Full, Burst and Lock patterns (1 server, 2 clients): wall time,
 F   Hough and Videostream (7 ranks each): wall time, frames per second
 G   Videostream on Table 1's RECS placement: Table 2's columns (time, FPS,
     W, kJ, FPS/W) plus J per frame, from the measured run and the modelled
-    power of each device (labelled "modelled")
+    power of each device (labelled "modelled"); and Fig. 10: each node's
+    power every 180 ms (modelled from its ranks' CPU samples), its spread,
+    peak and energy (shoal.dsm.nodepower)
 
 Contenders follow seed 003's Table 3: busy (Aggressive), degraded (the
 MPI's own first wait knob without libshoalwait, from its module in
@@ -50,6 +52,9 @@ SEED_TABLE2 = {   # seed 003 Table 2 (RECS, 1730 frames)
     "Adaptive Degraded": {"time_s": 762, "fps": 2.26, "power_W": 52, "energy_kJ": 38.16,
                           "fps_per_W": 0.043},
 }
+
+# The seed's RECS answered a power reading "roughly every 180ms" (§6).
+FIG10_PERIOD_S = 0.18
 
 RESULT_COLUMNS = [
     "experiment", "app", "mpi", "contender", "round", "status", "wall_s", "server_cpu_load",
@@ -108,9 +113,9 @@ def scenarios(experiment: str, quick: bool) -> list[Scenario]:
             Scenario("F", "video", 7, ("--frames", "8" if quick else "40", "--thetas",
                                        "180" if quick else "900", "--sample", "0")),
         ]
-    if experiment == "G":
+    if experiment == "G":   # CPU sampled as often as the seed's RECS read its nodes' power (Fig. 10)
         return [Scenario("G", "video", 7, ("--frames", "8" if quick else "40", "--thetas",
-                                           "180" if quick else "900", "--sample", "0"),
+                                           "180" if quick else "900", "--sample", str(FIG10_PERIOD_S)),
                          "video-recs")]
     raise ShoalError(f"unknown experiment '{experiment}'; use E, F or G")
 
@@ -204,6 +209,12 @@ def _keep_details(run: Run, sc: Scenario, result: apps.Result, tag: dict[str, An
         run.append("devices", [{**tag, **d} for d in
                                placement.modelled_power(placement.preset(sc.preset),
                                                         result.time_split(), wall)])
+        if "--sample" in sc.args and float(sc.args[sc.args.index("--sample") + 1]) > 0:
+            period = float(sc.args[sc.args.index("--sample") + 1])
+            from shoal.dsm import nodepower
+
+            run.append("node_power", [{**tag, **r} for r in nodepower.summary(
+                placement.preset(sc.preset), result.report.get("timeline", []), period)])
 
 
 def run_lab(run: Run, mpis: list[MPIInstall], experiments: tuple[str, ...],
@@ -277,6 +288,21 @@ def table2(rows: list[dict[str, Any]], mpi: str, adaptive: str = "linear:0,1000,
 # Table 2's columns: ours (SI) and the seed's key in SEED_TABLE2, with its factor to SI.
 TABLE2_METRICS = (("time_s", "time_s", 1.0), ("fps", "fps", 1.0), ("power_W", "power_W", 1.0),
                   ("energy_J", "energy_kJ", 1e3), ("fps_per_W", "fps_per_W", 1.0))
+
+
+def fig10(run: Run, mpi: str) -> list[dict[str, Any]]:
+    """Fig. 10's readings per contender and node (and the platform): medians over rounds of
+    the modelled power's spread, peak and mean and of the energy (``node_power`` rows)."""
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for r in run.rows("node_power"):
+        if r["mpi"] == mpi:
+            groups.setdefault((r["contender"], r["device"]), []).append(r)
+    out = []
+    for (contender, device), rows in groups.items():
+        out.append({"contender": contender, "device": device, "kind": "modelled",
+                    **{k: statistics.median(float(r[k]) for r in rows)
+                       for k in ("std_W", "peak_W", "mean_W", "energy_J")}})
+    return out
 
 
 def seed_modes(rows_t2: list[dict[str, Any]]) -> dict[str, str]:
@@ -354,6 +380,7 @@ class LabResult:
     results: list[dict[str, Any]]
     table2: dict[str, list[dict[str, Any]]]
     table2_beside_seed: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    fig10: dict[str, list[dict[str, Any]]] = field(default_factory=dict)   # per MPI (when G ran)
 
     @property
     def failed(self) -> list[dict[str, Any]]:
@@ -361,7 +388,7 @@ class LabResult:
 
     def to_json(self) -> dict[str, Any]:
         return {"run": str(self.run), "results": self.results, "table2": self.table2,
-                "table2_beside_seed": self.table2_beside_seed}
+                "table2_beside_seed": self.table2_beside_seed, "fig10": self.fig10}
 
 
 def parse_contenders(text: str | None) -> tuple[str, ...]:
@@ -407,5 +434,6 @@ def run(lab: LabPlan, argv: list[str],
     rows = record.rows("results")
     failed = [r for r in rows if r["status"] != "ok"]
     tables = {m.name: table2(rows, m.name) for m in lab.mpis} if "G" in request.experiments else {}
+    nodes = {m.name: fig10(record, m.name) for m in lab.mpis} if "G" in request.experiments else {}
     record.finish("complete" if not failed else "partial", failed=len(failed))
-    return LabResult(record.path, rows, tables, {m: beside_seed(t) for m, t in tables.items()})
+    return LabResult(record.path, rows, tables, {m: beside_seed(t) for m, t in tables.items()}, nodes)

@@ -21,10 +21,35 @@ def wait_mode(request: Where, where: "Cluster", placement: Placement,
     return request.wait or cluster_mode or otherwise
 
 
-def wait_setup(mode: str | None, mpi: "MPIInstall") -> tuple[dict[str, str], str]:
-    """The ranks' environment and the results' label for libshoalwait ``mode`` (None: not loaded)."""
+def calibration_place(request: Where, where: "Cluster", placement: Placement) -> dict | None:
+    """Whose stored wait calibration the placement's ranks use: this host's (None) for local
+    ranks, the devices' profile at its quota on an emulated cluster whose placed devices share
+    one profile, else none (``{}``: real hosts keep their own, mixed profiles the defaults)."""
+    if not request.on_cluster:
+        return None
+    names = list(placement.node_names) if placement.node_names else [n.name for n in where.nodes[:placement.nodes]]
+    return devices_place(where, names)
+
+
+def devices_place(where: "Cluster", names: list[str]) -> dict:
+    """The calibration key of the cluster's devices ``names``: their profile at its quota on an
+    emulated cluster when they share one profile, else ``{}`` (none: the defaults)."""
+    if where.emulated is None:
+        return {}
+    from shoal.wait import calibrate, calibration_store
+
+    profiles = {node.profile.name for node in where.select(names)}
+    if len(profiles) != 1:
+        return {}
+    profile = profiles.pop()
+    return calibration_store.device_key(profile, calibrate.device_quota(where.emulated, profile))
+
+
+def wait_setup(mode: str | None, mpi: "MPIInstall", place: dict | None = None) -> tuple[dict[str, str], str]:
+    """The ranks' environment and the results' label for libshoalwait ``mode`` (None: not loaded),
+    calibrated for ``place`` (``calibration_place``)."""
     if not mode:
         return {}, ""
     from shoal.wait import parse_mode, wait_env
 
-    return wait_env(mode, mpi), parse_mode(mode).text
+    return wait_env(mode, mpi, place=place), parse_mode(mode).text

@@ -66,8 +66,37 @@ RESULT_COLUMNS = [
     "experiment", "mpi", "contender", "mode", "status", "wall_s", "cpu_s", "cpu_load",
     "messages", "throughput_msg_per_s", "reaction_p50_s", "reaction_p99_s",
     "reaction_burst_p50_s", "reaction_sparse_p50_s", "reaction_sparse_p99_s",
-    "launch_s", "energy_J", "energy_kind",
+    "launch_s", "energy_J", "energy_kind", "place", "device_core_load",
 ]
+# Experiments of two ranks: with a cluster they also run across two of its devices.
+TWO_RANKS = ("A", "D", "P10ms", "P100ms", "P1s", "poisson")
+
+
+@dataclass(frozen=True)
+class Devices:
+    """Two ranks across devices of an open cluster: the sender on the first, the receiver
+    (the waiting rank) on the second, over the link between them."""
+
+    cluster: Any                      # an open shoal.cluster Cluster
+    names: tuple[str, str]
+    receiver_quota: float = 1.0       # the share of a host core one receiver core gets
+    place: dict | None = None         # the receiver device's calibration key
+
+    @property
+    def label(self) -> str:
+        return f"{self.names[0]}->{self.names[1]}"
+
+    @classmethod
+    def of(cls, cluster) -> "Devices":
+        """The first two devices of ``cluster``."""
+        first, second = cluster.nodes[:2]
+        if cluster.emulated is None:
+            return cls(cluster, (first.name, second.name), 1.0, {})
+        from shoal.wait import calibrate, calibration_store
+
+        quota = calibrate.device_quota(cluster.emulated, second.profile.name)
+        return cls(cluster, (first.name, second.name), quota,
+                   calibration_store.device_key(second.profile.name, quota))
 
 
 @dataclass(frozen=True)
@@ -154,16 +183,23 @@ def scenario(experiment: str, quick: bool) -> tuple[int, list[str]]:
 
 
 def run_program(mpi: MPIInstall, contender: Contender, ranks: int, args: list[str],
-                timeout_s: float = 300,
-                telemetry_dir: Path | None = None) -> tuple[dict[str, Any], float, float]:
-    """Run one scenario; return (its JSON result, start, end monotonic times).
-    With ``telemetry_dir`` the library writes its rank files there."""
+                timeout_s: float = 300, telemetry_dir: Path | None = None,
+                devices: Devices | None = None) -> tuple[dict[str, Any], float, float]:
+    """Run one scenario (on this host, or one rank on each of ``devices``); return (its JSON
+    result, start, end monotonic times). With ``telemetry_dir`` the library writes its rank
+    files there."""
     from shoal.mpi import build   # the compiler cache: not needed for `shoal --help`
 
     exe = build.build("waittests", mpi)
-    job = Job(mpi, ranks, [str(exe), *args], rank_env=dict(contender.env))
+    argv = [str(exe), *args]
+    if devices is None:
+        job = Job(mpi, ranks, argv, rank_env=dict(contender.env))
+    else:   # the receivers probe MPI_ANY_SOURCE
+        job = devices.cluster.job(mpi, ranks, argv, ranks_per_node=1, rank_env=dict(contender.env),
+                                  names=list(devices.names[:ranks]), wildcard=True)
     if contender.mode is not None:
-        job = apply(job, contender.mode, telemetry_dir, slack_ns=contender.slack_ns)
+        job = apply(job, contender.mode, telemetry_dir, slack_ns=contender.slack_ns,
+                    place=devices.place if devices else None)
     t0 = time.monotonic()
     try:
         done = job.run(timeout=timeout_s)
@@ -227,8 +263,11 @@ def _energy(session, t0: float, t1: float) -> tuple[float | None, str | None]:
 
 def run_lab(run: Run, mpis: list[MPIInstall], experiments: tuple[str, ...],
             modes: tuple[str, ...] = DEFAULT_MODES, quick: bool = False, native: bool = True,
-            power_session=None, on_done: Callable[[dict[str, Any]], None] | None = None) -> list[dict]:
-    """Run every experiment under every contender; append rows as they finish.
+            power_session=None, on_done: Callable[[dict[str, Any]], None] | None = None,
+            devices: Devices | None = None) -> list[dict]:
+    """Run every experiment under every contender (on this host, or across ``devices``: then
+    the two-rank experiments only, and each row also holds the receiver's share of a device
+    core); append rows as they finish.
 
     Tables: ``results`` (one row per experiment, MPI and contender),
     ``load`` (experiment A's CPU load series), ``reaction`` (experiment D's
@@ -236,30 +275,36 @@ def run_lab(run: Run, mpis: list[MPIInstall], experiments: tuple[str, ...],
     the lab goes on.
     """
     experiments = mpi_experiments(experiments)
+    if devices is not None:
+        experiments = tuple(e for e in experiments if e in TWO_RANKS)
     for e in experiments:
         scenario(e, quick)           # reject unknown names before running anything
-    done = {(r["experiment"], r["mpi"], r["contender"]) for r in run.rows("results")}
+    place = devices.label if devices else "host"
+    done = {(r["experiment"], r["mpi"], r["contender"], r.get("place") or "host") for r in run.rows("results")}
     rows = []
     for mpi in mpis:
         for contender in contenders(mpi, modes, native, quick):
             for experiment in experiments:
-                key = (experiment, mpi.name, contender.label)
+                key = (experiment, mpi.name, contender.label, place)
                 if key in done:
                     continue
                 ranks, args = scenario(experiment, quick)
                 row: dict[str, Any] = {"experiment": experiment, "mpi": mpi.name,
                                        "contender": contender.label,
-                                       "mode": contender.mode or "", "status": "ok"}
+                                       "mode": contender.mode or "", "status": "ok", "place": place}
                 try:
-                    data, t0, t1 = run_program(mpi, contender, ranks, args)
+                    data, t0, t1 = run_program(mpi, contender, ranks, args, devices=devices)
                 except ShoalError as exc:
                     row["status"] = f"failed: {exc}"
                 else:
                     row.update(summarize(experiment, data))
+                    if devices is not None and row["cpu_load"] is not None:
+                        row["device_core_load"] = row["cpu_load"] / devices.receiver_quota
                     # Energy covers the whole launch (mpiexec start to exit).
                     row["launch_s"] = t1 - t0
                     row["energy_J"], row["energy_kind"] = _energy(power_session, t0, t1)
-                    tag = {"experiment": experiment, "mpi": mpi.name, "contender": contender.label}
+                    tag = {"experiment": experiment, "mpi": mpi.name, "contender": contender.label,
+                           "place": place}
                     if experiment == "A":
                         run.append("load", [{**tag, "t_s": t, "load": ld}
                                             for t, ld in zip(data["t_s"], data["load"])])
@@ -297,7 +342,8 @@ class LabRequest:
     power: str | None = None            # a power spec: energy of each launch
     out: Path | None = None
     resume: Path | None = None          # an interrupted lab to continue
-    emulate: str | None = None          # Experiment C also inside these emulated devices
+    emulate: str | None = None          # C inside these emulated devices, two-rank experiments across them
+    cluster: str | None = None          # the same with an inventory file
 
 
 @dataclass
@@ -316,8 +362,10 @@ class LabPlan:
         from shoal.wait import experiment_c
 
         sweeps = experiment_c.steps(self.places) if "C" in self.experiments else 0
-        return sweeps + planned(self.mpis, self.experiments, self.modes, self.request.native,
-                                self.request.quick)
+        launches = planned(self.mpis, self.experiments, self.modes, self.request.native, self.request.quick)
+        if self.request.emulate or self.request.cluster:   # on this host, then across two devices
+            launches *= 2
+        return sweeps + launches
 
 
 @dataclass
@@ -356,19 +404,29 @@ def plan(request: LabRequest) -> LabPlan:
     from shoal.mpi import discover
 
     modes = parse_modes(request.modes, request.quick)
+    across = request.emulate or request.cluster
     experiments = (tuple(e for e in request.experiments.split(",") if e) if request.experiments else
-                   ("C",) if request.emulate else QUICK_EXPERIMENTS if request.quick else EXPERIMENTS)
+                   ("C", "A") if across else QUICK_EXPERIMENTS if request.quick else EXPERIMENTS)
     for e in mpi_experiments(experiments):
         scenario(e, request.quick)
     places = 1
-    if request.emulate:
-        from shoal.cluster import inventory
+    if across:
+        from shoal.cluster import rules
+        from shoal.cluster.session import emulated_inventory
         from shoal.wait import sleepaccuracy
 
-        if experiments != ("C",):
-            raise ShoalError(f"--emulate runs Experiment C only (not {', '.join(mpi_experiments(experiments))}); "
-                             "give --experiments C, or leave --emulate out for the others")
-        places += len(sleepaccuracy.one_of_each_profile(inventory.from_emulate(request.emulate)))
+        rules.one_cluster(request.emulate, request.cluster, None)
+        option = "--emulate" if request.emulate else "--cluster"
+        inv = emulated_inventory(request.emulate, request.cluster, None, None)
+        others = [e for e in mpi_experiments(experiments) if e not in TWO_RANKS]
+        if others:
+            raise ShoalError(f"{option} runs C inside the devices and {', '.join(TWO_RANKS)} across two "
+                             f"of them, not {', '.join(others)}; leave {option} out for those")
+        if mpi_experiments(experiments) and len(inv.nodes) < 2:
+            raise ShoalError(f"{option}: {', '.join(mpi_experiments(experiments))} put the sender and the "
+                             "receiver on two devices; give at least two, e.g. --emulate 2xodroid-xu4")
+        if "C" in experiments and inv.runs_here:
+            places += len(sleepaccuracy.one_of_each_profile(inv))
     # Experiment C alone launches no MPI: it needs none installed.
     mpis = discover.resolve_each(request.mpis) if mpi_experiments(experiments) else []
     return LabPlan(request, modes, experiments, mpis, places)
@@ -400,6 +458,8 @@ def run(lab: LabPlan, argv: list[str],
             _experiment_c(record, request, on_done)
         run_lab(record, lab.mpis, lab.experiments, lab.modes, request.quick, request.native,
                 session, on_done=on_done)
+        if (request.emulate or request.cluster) and mpi_experiments(lab.experiments):
+            _across_devices(record, lab, session, on_done)
     except KeyboardInterrupt:
         record.finish("interrupted", reason=proc.stop_reason())
         raise Interrupted(f"interrupted; finished runs are in {record.path} "
@@ -417,6 +477,23 @@ def run(lab: LabPlan, argv: list[str],
     return result
 
 
+def _across_devices(record: Run, lab: LabPlan, power_session,
+                    on_done: Callable[[dict[str, Any]], None] | None) -> list[dict[str, Any]]:
+    """The two-rank experiments again, the sender on the cluster's first device and the
+    receiver on its second, over their link (seed 003 ran A and B across two ARM boards)."""
+    from shoal import cluster as clusters
+
+    request = lab.request
+    with clusters.open(emulate=request.emulate, inventory=request.cluster) as where:
+        devices = Devices.of(where)
+        if where.emulated is not None:
+            record.update_manifest(emulated=where.emulated.describe())
+        record.update_manifest(across_devices={"sender": devices.names[0], "receiver": devices.names[1],
+                                               "receiver_quota": devices.receiver_quota})
+        return run_lab(record, lab.mpis, lab.experiments, lab.modes, request.quick, request.native,
+                       power_session, on_done=on_done, devices=devices)
+
+
 def _experiment_c(record: Run, request: LabRequest,
                   on_done: Callable[[dict[str, Any]], None] | None) -> list[dict[str, Any]]:
     """Experiment C on this host, then inside one emulated device of each profile."""
@@ -426,14 +503,16 @@ def _experiment_c(record: Run, request: LabRequest,
     record.update_manifest(kernel_clock=kernelclock.facts(), sleep_sweep={
         "longest_s": sweep.longest_s, "step_s": sweep.step_s, "repeats": sweep.repeats})
     rows = experiment_c.run_experiment(record, [sleepaccuracy.host_place()], sweep, request.quick, on_done)
-    if request.emulate:
+    if request.emulate or request.cluster:
         from shoal import cluster as clusters
+        from shoal.cluster.session import emulated_inventory
 
-        from shoal.cluster import inventory
-
+        inv = emulated_inventory(request.emulate, request.cluster, None, None)
+        if not inv.runs_here:
+            return rows   # real hosts: the sweep runs where shoal runs (shoal wait calibrate there)
         # One device sweeps at a time: the dilation need only fit the largest alone.
-        alone = [(name,) for name in sleepaccuracy.one_of_each_profile(inventory.from_emulate(request.emulate))]
-        with clusters.open(emulate=request.emulate, at_once=alone) as devices:
+        alone = [(name,) for name in sleepaccuracy.one_of_each_profile(inv)]
+        with clusters.open(emulate=request.emulate, inventory=request.cluster, at_once=alone) as devices:
             record.update_manifest(emulated=devices.emulated.describe())
             rows += experiment_c.run_experiment(record, sleepaccuracy.device_places(devices.emulated),
                                                 sweep, request.quick, on_done)

@@ -33,10 +33,16 @@ def library_for(mpi: MPIInstall) -> Path:
 
 
 def wait_env(mode: str, mpi: MPIInstall, telemetry_dir: Path | str | None = None,
-             classes: str | None = None, slack_ns: int | None = None) -> dict[str, str]:
-    """Environment that makes every rank wait in ``mode`` (validated first)."""
-    parsed = parse_mode(mode)
-    env = {"LD_PRELOAD": _preload(library_for(mpi)), environment.WAIT.name: parsed.text}
+             classes: str | None = None, slack_ns: int | None = None,
+             place: dict | None = None, given: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Environment that makes every rank wait in ``mode`` (validated first), with the
+    parameters the user left unset (not in ``mode``, ``slack_ns``, this environment or
+    ``given``, the ranks' own) taken from the stored calibration of ``place``
+    (shoal.wait.tuning; None: this host)."""
+    from shoal.wait import tuning
+
+    tuned = tuning.for_launch(parse_mode(mode), place, slack_given=slack_ns is not None, given=given)
+    env = {"LD_PRELOAD": _preload(library_for(mpi)), environment.WAIT.name: tuned.mode, **tuned.env}
     if classes is not None:
         env[environment.WAIT_CLASSES.name] = parse_classes(classes)
     if telemetry_dir is not None:
@@ -75,9 +81,9 @@ def _preload(lib: Path) -> str:
 
 
 def apply(job: Job, mode: str, telemetry_dir: Path | str | None = None,
-          classes: str | None = None, slack_ns: int | None = None) -> Job:
+          classes: str | None = None, slack_ns: int | None = None, place: dict | None = None) -> Job:
     """A copy of ``job`` whose ranks wait in ``mode`` (LD_PRELOAD + env in rank_env)."""
-    env = wait_env(mode, job.mpi, telemetry_dir, classes, slack_ns)
+    env = wait_env(mode, job.mpi, telemetry_dir, classes, slack_ns, place, given=job.rank_env)
     return dataclasses.replace(job, rank_env={**job.rank_env, **env})
 
 

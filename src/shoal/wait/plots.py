@@ -20,9 +20,13 @@ def _per_mpi(plt, run: Run, frame, name: str, height: float, title: str, xlabel:
              draw, style) -> list[Path]:
     """One panel per MPI, one line per contender (``draw``), axes set by ``style``."""
     mpis = sorted(frame["mpi"].unique())
+    frame = frame.assign(series=frame["contender"])
+    if "place" in frame:   # runs across devices: the contender and where it ran
+        place = frame["place"].fillna("host").astype(str)
+        frame["series"] = frame["contender"].where(place.isin(["host", ""]), frame["contender"] + " @ " + place)
     fig, axes = plt.subplots(len(mpis), 1, figsize=(9, height * len(mpis)), squeeze=False)
     for ax, mpi in zip(axes[:, 0], mpis):
-        for label, part in frame[frame["mpi"] == mpi].groupby("contender", sort=False):
+        for label, part in frame[frame["mpi"] == mpi].groupby("series", sort=False):
             draw(ax, part, label)
         style(ax)
         ax.set_title(f"{title} ({mpi})")

@@ -23,7 +23,7 @@ from shoal.errors import ShoalError
 from shoal.execute.lifecycle import still_ready, transport_env
 from shoal.execute.placement import Placement, check_ranks, config_placements
 from shoal.execute.session import Session
-from shoal.execute.waiting import wait_mode, wait_setup
+from shoal.execute.waiting import calibration_place, wait_mode, wait_setup
 from shoal.execute.where import Where
 from shoal.mpi import build, discover, stack
 from shoal.mpi.launch import Job, startup_grace_s
@@ -202,7 +202,7 @@ def measure_batch(run: Run, plans: list[Plan], placement: Placement, rep: int, s
     where, clock, meter, slack = session.cluster, session.clock, session.meter, session.slack
     names = list(placement.node_names) if placement.node_names else None
     rank_env, wait_label = wait_setup(wait_mode(request, where, placement, request.wait_otherwise),
-                                      first.mpi)
+                                      first.mpi, calibration_place(request, where, placement))
     tel_dir = None
     if wait_label and where.shares_files:   # libshoalwait loaded: who talks to whom
         tel_dir = run.path / "telemetry" / f"{placement.label}-{placement.nodes}-{placement.ranks}-{rep}"

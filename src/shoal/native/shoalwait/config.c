@@ -14,8 +14,12 @@ struct sw_config sw_cfg = {
     .mode = SW_BUSY, .mode_text = "busy", .classes = SW_P2P | SW_SEND | SW_COLL,
     .dmin_ns = 1, .dmax_ns = 1000, .dstep_ns = 1,
     .spin_ns = 50000, .cap_ns = 10000000, .target = 0.05,
-    .slack_ns = 1, .send_eager_B = 16384,
+    .slack_ns = 1, .send_eager_B = 16384, .floor_ns = 0,
 };
+
+/* backoff and auto take a sleep once this share of the time waited covers
+ * the floor (their exponential sleeps are bounded by 1/8 of it). */
+#define FLOOR_SPIN_FACTOR 8
 
 #define MODES_HELP "busy, yield, sleep:US, linear[:DMIN_NS,DMAX_NS,DSTEP_NS], " \
                    "backoff[:SPIN_US,CAP_US], auto[:TARGET] or event[:CAP_US]"
@@ -236,6 +240,13 @@ void sw_configure(void)
         parse_classes(classes);
     sw_cfg.slack_ns = env_int("SHOAL_WAIT_SLACK_NS", 1, 0, 1000000000LL);
     sw_cfg.send_eager_B = env_int("SHOAL_WAIT_SEND_EAGER_B", 16384, 0, 1LL << 40);
+    /* The device's shortest real sleep (shoal wait calibrate): a sleep asked for
+     * below it lasts it anyway, so backoff and auto spin until 1/8 of the time
+     * waited covers it rather than oversleep a wait about to end. */
+    sw_cfg.floor_ns = env_int("SHOAL_WAIT_FLOOR_NS", 0, 0, 1000000000LL);
+    if ((sw_cfg.mode == SW_BACKOFF || sw_cfg.mode == SW_AUTO) &&
+        sw_cfg.floor_ns * FLOOR_SPIN_FACTOR > sw_cfg.spin_ns)
+        sw_cfg.spin_ns = sw_cfg.floor_ns * FLOOR_SPIN_FACTOR;
     /* The learned modes wake at socket events by default; the fixed ones
      * (003's static and linear sleeps) sleep exactly what they say. */
     sw_cfg.wake_on_socket = sw_cfg.mode == SW_BACKOFF || sw_cfg.mode == SW_AUTO ||

@@ -13,7 +13,9 @@
  *            rhythm, or past the window (a miss), sleeps double from 1 us,
  *            each at most 1/8 of the time waited and at most a cap tied
  *            to the rhythm (1/32 of the site's typical interval, at most
- *            cap_ns).
+ *            cap_ns). Where the device's sleep floor is known
+ *            (SHOAL_WAIT_FLOOR_NS, from shoal wait calibrate) the spin lasts
+ *            until 1/8 of the time waited covers it, and sleeps start at it.
  *   auto     backoff whose cap is also tuned per call site after every wait
  *            so the delay noticed after completion stays under target x wait.
  *   event    sleeps of cap_ns, each ended at once by a TCP socket event
@@ -213,7 +215,10 @@ struct plan {
 
 static void plan_start(struct plan *p, struct site *site)
 {
-    *p = (struct plan){.site = site, .spin = site->spins ? sw_cfg.spin_ns : 0, .next = 1000,
+    /* The first exponential sleep: 1 us, or the device's floor where one is known
+     * (anything shorter lasts the floor anyway). */
+    *p = (struct plan){.site = site, .spin = site->spins ? sw_cfg.spin_ns : 0,
+                       .next = sw_cfg.floor_ns > 1000 ? sw_cfg.floor_ns : 1000,
                        .linear = sw_cfg.dmin_ns, .cap = sw_cfg.cap_ns};
 }
 

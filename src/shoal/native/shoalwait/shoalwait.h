@@ -59,6 +59,7 @@ struct sw_config {
     double target;          /* auto: added wake-up delay / wait duration */
     int64_t slack_ns;       /* timer slack asked for each waiting thread */
     int64_t send_eager_B;   /* blocking sends smaller than this pass through */
+    int64_t floor_ns;       /* the shortest sleep the device really sleeps (0: unknown) */
     int wake_on_socket;     /* sleeps end early at a TCP socket event (SHOAL_WAIT_WAKE) */
     enum sw_alltoall alltoall;
     char telemetry_dir[4096];
