@@ -101,9 +101,7 @@ def main() -> int:
                        check=True)
         os.chmod(tmp, 0o755)
         with slurm_hosts(2) as hosts:
-            granted = hosts.run(["salloc", "-N2", "--no-shell"]).stderr
-            job = granted.split("Granted job allocation")[1].split()[0]
-            env = {"SLURM_JOB_ID": job, "SLURM_JOB_NODELIST": "shoal-h[1-2]"}
+            env = hosts.allocate()
             for k in range(args.rounds):
                 one, two = f"pone{k}", f"ptwo{k}"
                 described = json.loads(shoal(hosts, ["up", *common, "--name", one], env, node="shoal-h1"))

@@ -49,9 +49,7 @@ def main() -> int:
     common = ["--emulate", spec, "--host-speed", "1"] + ([] if args.calibrate else ["--no-calibrate"])
     times: dict[str, list[float]] = {"1 host up": [], "1 host down": [], "2 hosts up": [], "2 hosts down": []}
     with slurm_hosts(2) as hosts:
-        granted = hosts.run(["salloc", "-N2", "--no-shell"]).stderr
-        job = granted.split("Granted job allocation")[1].split()[0]
-        env = {"SLURM_JOB_ID": job, "SLURM_JOB_NODELIST": "shoal-h[1-2]"}
+        env = hosts.allocate()
         for k in range(args.rounds):
             one, two = f"one{k}", f"two{k}"
             times["1 host up"].append(timed(hosts, [*SHOAL, "up", *common, "--name", one], env, "shoal-h1"))

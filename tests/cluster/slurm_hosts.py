@@ -282,6 +282,13 @@ class SlurmHosts:
                                f"{done.stderr.strip()}\n{self.logs()}")
         return done
 
+    def allocate(self) -> dict[str, str]:
+        """An allocation of every host (``salloc --no-shell``); what a login shell inside it
+        has in its environment (its job id and node list)."""
+        granted = self.run(["salloc", f"-N{self.count}", "--no-shell"]).stderr
+        job = granted.split("Granted job allocation")[1].split()[0]
+        return {"SLURM_JOB_ID": job, "SLURM_JOB_NODELIST": f"shoal-h[1-{self.count}]"}
+
     def start(self, argv: list[str], node: str = CONTROLLER) -> subprocess.Popen:
         """Start ``argv`` on ``node`` in the background (a server a test talks to); its
         output is piped, and the caller waits for it."""
