@@ -24,6 +24,7 @@ import tempfile
 from pathlib import Path
 
 from entry import run_main
+from multihost_common import shoal, spread
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.cluster.slurm_hosts import slurm_hosts  # noqa: E402
@@ -31,7 +32,6 @@ from tests.cluster.slurm_hosts import slurm_hosts  # noqa: E402
 from shoal.cluster import agent, crosslinks, inventory, linkmodel  # noqa: E402
 from shoal.cluster.emulated import mac_of  # noqa: E402
 
-SHOAL = [sys.executable, "-m", "shoal", "cluster"]
 SIZES = (64, 256, 1024, 4096, 16384, 65536)
 PORT = "5002"
 
@@ -41,14 +41,6 @@ def cpu_model() -> str:
         if line.startswith("model name"):
             return line.split(":", 1)[1].strip()
     return "unknown CPU"
-
-
-def shoal(hosts, argv: list[str], env: dict[str, str], node: str | None = None) -> str:
-    where = {"node": node} if node else {}
-    done = hosts.run([*SHOAL, *argv], env=env, check=False, timeout=900, **where)
-    if done.returncode != 0:
-        raise SystemExit(f"cluster {' '.join(argv[:2])} failed: {done.stderr.strip()[-600:]}")
-    return done.stdout
 
 
 def in_device(share: str, device: str, argv: list[str]) -> list[str]:
@@ -77,10 +69,6 @@ def cross_host_frames(hosts, name: str, links: dict, env: dict[str, str]) -> dic
         for report in agent.read_reports(shoal(hosts, ["agent", "links", "--id", name], env, node=host)):
             reports[report["host"]] = report["links"]
     return crosslinks.by_device(reports, links, mac_of)
-
-
-def spread(values: list[float]) -> float:
-    return (max(values) - min(values)) / statistics.median(values)
 
 
 def main() -> int:

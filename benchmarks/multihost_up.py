@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 from entry import run_main
+from multihost_common import spread
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.cluster.slurm_hosts import slurm_hosts  # noqa: E402
@@ -32,10 +33,6 @@ def timed(hosts, argv: list[str], env: dict[str, str], node: str | None = None) 
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(argv[3:])} failed: {done.stderr.strip()[-400:]}")
     return took
-
-
-def spread(values: list[float]) -> float:
-    return (max(values) - min(values)) / statistics.median(values)
 
 
 def main() -> int:

@@ -101,10 +101,14 @@ except ConnectionRefusedError:
 """
 
 
+def _enter(share: str, member: str) -> list[str]:
+    """The prefix that runs a program in a member (a device, or ``head``) of a share, on its host."""
+    return [sys.executable, "-m", "shoal.cluster.nsexec", "--cluster", share, "--run", member, "--"]
+
+
 def _in(share: str, member: str, code: str) -> list[str]:
-    """Run Python ``code`` in a member (a device, or ``head``) of a share, on its host."""
-    return [sys.executable, "-m", "shoal.cluster.nsexec", "--cluster", share, "--run", member, "--",
-            sys.executable, "-c", code]
+    """Run Python ``code`` in a member of a share."""
+    return [*_enter(share, member), sys.executable, "-c", code]
 
 
 def _echo_between_heads(allocation, record: dict) -> str:
@@ -175,6 +179,15 @@ def test_up_spreads_the_devices_over_both_hosts_and_down_leaves_nothing_even_of_
     assert table["stb3"]["host"] == "shoal-h2" and table["stb3"]["frames"] >= 1
     assert table["shoal-head"]["host"] == "shoal-h1" and table["shoal-head"]["frames"] >= 4
     assert all(row["lost"] == 0 for row in table.values())  # one machine's underlay loses nothing
+    # The launcher helper MPI launchers call as ssh, run from the cluster's head on host 1,
+    # starts a command in a device of its own host, and through an srun step in one of host 2.
+    for device in ("stb1", "stb3"):
+        ran = allocation.hosts.run([*_enter(one, "head"), record["shares"]["shoal-h1"]["launcher"], device,
+                                    "hostname"], node="shoal-h1", check=False)
+        assert ran.stdout.split() == [device], ran.stderr
+    ran = allocation.hosts.run([*_enter(one, "head"), record["shares"]["shoal-h1"]["launcher"], "stb9", "hostname"],
+                               node="shoal-h1", check=False)
+    assert ran.returncode == 255 and "'stb9' is not a device of cluster" in ran.stderr, ran.stderr
     # The underlay and the clocks as each host's forwarder measured the other's (one kernel
     # here: the clocks are one, so each offset is within half its probe's round trip).
     for a, b in (("shoal-h1", "shoal-h2"), ("shoal-h2", "shoal-h1")):
@@ -239,3 +252,4 @@ def test_a_link_between_hosts_faster_than_the_underlay_is_refused_and_nothing_is
     assert "one-way delay over D" in lines[0] and "--dilation" in lines[0], lines[0]
     assert allocation.namespaces("shoal-h1") == [] and allocation.namespaces("shoal-h2") == []
     assert state.read(name) is None and state.read(f"{name}-1") is None and state.read(f"{name}-2") is None
+

@@ -142,6 +142,7 @@ def up(host: str, plan: dict) -> int:
         say(host, down=True)
         raise
     try:
+        launcher = _write_launcher(cluster, plan) if links else None
         say(host, built=True)
         try:
             underlay = _hear_peers(cluster, links, host) if links else {}
@@ -150,7 +151,7 @@ def up(host: str, plan: dict) -> int:
             return 1
         record = state.read(cluster.id) or cluster.record
         say(host, ready=True, id=cluster.id, dilation=cluster.dilation, nodes=record.get("nodes", {}),
-            emulation=record.get("emulation", {}), underlay=underlay,
+            emulation=record.get("emulation", {}), underlay=underlay, launcher=launcher,
             agent={"pid": os.getpid(), "start": sysns.process_start_time(os.getpid())})
         while True:  # a stopping signal raises (proc.install_signal_handlers)
             signal.pause()
@@ -158,6 +159,20 @@ def up(host: str, plan: dict) -> int:
         with proc.signals_held():
             cluster.down()
             say(host, down=True)
+
+
+def _write_launcher(cluster, plan: dict) -> str:
+    """The launcher helper of the whole cluster in this share's directory (``spreadexec``):
+    every device, by name and address, with its host and share; the engine that reaches them."""
+    from shoal.cluster import spreadexec
+    from shoal.cluster.emulated import address_of
+
+    members = {}
+    for other, entry in plan["links"]["hosts"].items():
+        for name, index in entry["indices"].items():
+            if name != "head":
+                members[name] = members[address_of(index)] = {"host": other, "share": plan["hosts"][other]["id"]}
+    return spreadexec.write(str(cluster.directory), cluster.id, plan["id"], plan["engine"], members)
 
 
 def _forwarder_stats(cluster) -> dict:

@@ -176,7 +176,8 @@ def up(engine: hostengine.Engine, inventory: Inventory, cluster_id: str, host_sp
     state.write(record)  # intent first: 'cluster down ID' reaches every host from here on
     try:
         _start_agents(engine, record, {"id": cluster_id, "dilation": d, "calibrate": calibrate,
-                                       "hosts": shares, **({"links": links} if links else {})})
+                                       "hosts": shares, "engine": engine.describe(),
+                                       **({"links": links} if links else {})})
         if links:
             _check_underlay(record, placed, inventory, d)
             state.write(record)
@@ -258,6 +259,8 @@ def _start_agents(engine: hostengine.Engine, record: dict, plan: dict) -> None:
     for host in waiting:
         report = reports[host]
         record["shares"][host]["agent"] = report["agent"]
+        if report.get("launcher"):
+            record["shares"][host]["launcher"] = report["launcher"]
         for name, node in report["nodes"].items():
             record["nodes"][name] = {**node, "host": host, "share": report["id"]}
         record["emulation"].setdefault("hosts", {})[host] = report.get("emulation", {})
