@@ -8,13 +8,16 @@ starts the MPI's daemon in minnowboard1 there and, through an srun step, in minn
 host 2. The program (tests/cluster/where_rank.c) prints each rank's host name and the sum of a
 256 KiB Allreduce, whose bytes cross the hosts' forwarders. Each round checks both and times
 the launch (mpiexec's wall time); the reference, in the same round, is the same job between
-two devices of a one-host cluster (its own launcher helper).
+two devices of a one-host cluster (its own launcher helper). Then shoal's own run over the
+whole cluster: `shoal work raytrace --attach ID --check --nodes 2` (mpiexec started in the
+head on host 1 by an srun step), its result checked against the serial reference.
 Run as root: .venv/bin/python benchmarks/multihost_mpi.py [--rounds 2] [--mpi mpich --mpi openmpi]
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import os
 import statistics
@@ -56,11 +59,26 @@ def launch(hosts, mpi, exe: Path, share: str, launcher: str) -> float:
     return took
 
 
+def raytrace_check(hosts, env: dict[str, str], name: str, mpi, out: Path) -> float:
+    """``shoal work raytrace --check`` over the cluster's two devices; its run time (device time)."""
+    done = hosts.run([sys.executable, "-m", "shoal", "work", "raytrace", "--attach", name, "--check", "--nodes", "2",
+                      "--size", str(raytrace_check.size), "--reps", "1", "--mpi", mpi.impl.kind, "--out", str(out)],
+                     env=env, timeout=900, check=False)
+    results = out / "results.csv"
+    rows = list(csv.DictReader(results.open())) if results.exists() else []
+    if done.returncode != 0 or len(rows) != 1 or rows[0]["check"] != "pass" or rows[0]["nodes"] != "2":
+        raise SystemExit(f"{mpi.name}: work raytrace --check over 2 hosts failed: {done.stdout[-600:]} "
+                         f"{done.stderr[-600:]}")
+    return float(rows[0]["time_s"])
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--mpi", action="append", default=None)
+    parser.add_argument("--size", default="512", help="work raytrace's size (default 512: 512x512)")
     args = parser.parse_args()
+    raytrace_check.size = args.size
     mpis = [discover.resolve(kind) for kind in args.mpi or ["mpich", "openmpi"]]
     common = ["--emulate", "2xminnowboard", "--host-speed", "1", "--no-calibrate", "--json"]
     times: dict[str, list[float]] = {}
@@ -87,13 +105,18 @@ def main() -> int:
                         times.setdefault(f"{mpi.name} 2 hosts", []).append(across)
                         print(f"round {k + 1} {mpi.name}: 1 host {local:.2f} s, 2 hosts {across:.2f} s "
                               f"(ranks on {', '.join(DEVICES)}, Allreduce right)", flush=True)
+                        checked = raytrace_check(hosts, env, two, mpi, Path(tmp) / f"raytrace-{k}-{mpi.impl.kind}")
+                        times.setdefault(f"{mpi.name} raytrace {args.size} over 2 hosts", []).append(checked)
+                        print(f"round {k + 1} {mpi.name}: work raytrace {args.size} --check over 2 hosts: "
+                              f"pass, {checked * 1e3:.1f} ms (device time)", flush=True)
                 finally:
                     shoal(hosts, ["down", two], env)
                     shoal(hosts, ["down", one], env, node="shoal-h1")
                 loads.append(os.getloadavg()[0])
     print(f"\n{args.rounds} rounds, load average {min(loads):.1f}-{max(loads):.1f}")
     for name, values in times.items():
-        print(f"  {name}: launch and run {statistics.median(values):.2f} s (spread {spread(values):.0%})")
+        what = "run (device time)" if "raytrace" in name else "launch and run"
+        print(f"  {name}: {what} {statistics.median(values):.2f} s (spread {spread(values):.0%})")
     return 0
 
 
