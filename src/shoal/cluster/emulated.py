@@ -816,9 +816,9 @@ def attach(cluster_id: str) -> EmulatedCluster:
         raise ShoalError(f"no emulated cluster {cluster_id!r} is up; see 'shoal cluster status' for the clusters that are up")
     if record.get("shares"):  # spread over hosts: its devices are there, each share a cluster
         first_host, first = next(iter(record["shares"].items()))
-        raise ShoalError(f"cluster {cluster_id} is spread over {len(record['shares'])} hosts, and ranks "
-                         f"do not yet run across hosts; attach to one host's share there (on "
-                         f"{first_host}: --attach {first['id']})")
+        raise ShoalError(f"cluster {cluster_id} is spread over {len(record['shares'])} hosts: its devices "
+                         f"are not on this host (runs across them: shoal.cluster.session.attach; one "
+                         f"host's share: on {first_host}, {first['id']})")
     cluster = EmulatedCluster.__new__(EmulatedCluster)
     cluster.id, cluster.record, cluster.persistent = cluster_id, record, record.get("persistent")
     cluster.calibrate_cpu, cluster.warnings = False, []

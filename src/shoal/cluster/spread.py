@@ -19,7 +19,7 @@ from shoal.errors import ShoalError
 
 
 # mpiexec in the head is no Slurm step's launcher: without the step's variables, it takes
-# the devices it is given instead of the allocation's nodes (Open MPI's would refuse them).
+# the devices it is given instead of the allocation's nodes (one MPI refuses them otherwise).
 # SLURM_CONF stays: the launcher helper's srun reads it.
 _NOT_A_STEP = 'unset $(env | sed -n "/^SLURM_CONF=/d; s/^\\(SLURM_[A-Za-z0-9_]*\\)=.*/\\1/p"); exec "$@"'
 

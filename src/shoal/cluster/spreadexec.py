@@ -1,8 +1,8 @@
 """The launcher helper of a cluster spread over hosts: start a process in a device on any
 host, like ssh would.
 
-``mpiexec`` runs in the cluster's head (in the first host's share); MPICH's Hydra
-(``-launcher-exec``) and Open MPI (``plm_rsh_agent``) call this where they would call ssh,
+``mpiexec`` runs in the cluster's head (in the first host's share); the MPI's launcher
+(each MPI's module names it as its launcher agent) calls this where it would call ssh,
 through the shim ``<state>/<share>/spread-ssh`` the agent writes::
 
     spreadexec --cluster SHARE [ssh options] DEVICE COMMAND...
@@ -53,7 +53,7 @@ def _reach(engine: dict, host: str, argv: list[str]) -> list[str]:
         srun = shutil.which("srun") or "srun"
         return [srun, f"--jobid={engine['job_id']}", "--overlap", "--nodes=1", "--ntasks=1",
                 f"--nodelist={host}", "--cpu-bind=none", "--kill-on-bad-exit=0", *argv]
-    ssh = os.environ.get("SHOAL_SSH") or shutil.which("ssh") or "ssh"
+    ssh = environment.SSH.get() or shutil.which("ssh") or "ssh"
     state = f"{environment.STATE_DIR.name}={environment.STATE_DIR.get()}"
     return [ssh, "-o", "BatchMode=yes", engine["addresses"][host], shlex.join(["env", state, *argv])]
 
