@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 from entry import run_main
+from multihost_common import spread
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.cluster.slurm_hosts import slurm_hosts  # noqa: E402
@@ -34,10 +35,6 @@ def timed(hosts, argv: list[str], env: dict[str, str], node: str | None = None) 
     return took
 
 
-def spread(values: list[float]) -> float:
-    return (max(values) - min(values)) / statistics.median(values)
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--devices", type=int, default=16)
@@ -49,9 +46,7 @@ def main() -> int:
     common = ["--emulate", spec, "--host-speed", "1"] + ([] if args.calibrate else ["--no-calibrate"])
     times: dict[str, list[float]] = {"1 host up": [], "1 host down": [], "2 hosts up": [], "2 hosts down": []}
     with slurm_hosts(2) as hosts:
-        granted = hosts.run(["salloc", "-N2", "--no-shell"]).stderr
-        job = granted.split("Granted job allocation")[1].split()[0]
-        env = {"SLURM_JOB_ID": job, "SLURM_JOB_NODELIST": "shoal-h[1-2]"}
+        env = hosts.allocate()
         for k in range(args.rounds):
             one, two = f"one{k}", f"two{k}"
             times["1 host up"].append(timed(hosts, [*SHOAL, "up", *common, "--name", one], env, "shoal-h1"))

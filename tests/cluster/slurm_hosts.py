@@ -12,7 +12,8 @@ state, pid and log file in the set's temporary directory and needs no cgroup plu
 (``proctrack/linuxproc``, ``task/none``). ``up()`` returns once every host is idle.
 
 ``run(argv)`` runs a command on the controller, as on a login node: ``srun``,
-``salloc`` and ``sinfo`` there use this Slurm (``SLURM_CONF``). ``down()`` kills every
+``salloc`` and ``sinfo`` there use this Slurm (``SLURM_CONF``); ``start(argv, node)`` starts
+one in the background. ``down()`` kills every
 process in the namespaces, deletes them and removes the directory; it is safe to call
 after a failed or half-done ``up()``. ``with slurm_hosts(count) as hosts:`` does both.
 A set whose test process was killed is removed by the next set's ``up()``.
@@ -280,6 +281,19 @@ class SlurmHosts:
             raise RuntimeError(f"{' '.join(argv)} on {node} exited {done.returncode}: "
                                f"{done.stderr.strip()}\n{self.logs()}")
         return done
+
+    def allocate(self) -> dict[str, str]:
+        """An allocation of every host (``salloc --no-shell``); what a login shell inside it
+        has in its environment (its job id and node list)."""
+        granted = self.run(["salloc", f"-N{self.count}", "--no-shell"]).stderr
+        job = granted.split("Granted job allocation")[1].split()[0]
+        return {"SLURM_JOB_ID": job, "SLURM_JOB_NODELIST": f"shoal-h[1-{self.count}]"}
+
+    def start(self, argv: list[str], node: str = CONTROLLER) -> subprocess.Popen:
+        """Start ``argv`` on ``node`` in the background (a server a test talks to); its
+        output is piped, and the caller waits for it."""
+        return subprocess.Popen(self._enter(node) + argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, env={**os.environ, **self.environment()})
 
     def traces(self) -> dict:
         """What of this set could outlive it: its namespaces, every process in them (by pid and

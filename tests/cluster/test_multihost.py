@@ -1,9 +1,12 @@
 """One emulated cluster spread over the two hosts of a real Slurm (``slurm_hosts``): inside an
 allocation, ``cluster up --hosts slurm`` starts one agent per host with srun, each host builds
-its share of the devices in its own namespaces at one dilation, and ``cluster down`` leaves
+its share of the devices in its own namespaces at one dilation, its devices reach the other
+host's through the forwarders (one address plan, frames over UDP, counted per sending device),
+the underlay and the hosts' clocks are measured and recorded, and ``cluster down`` leaves
 nothing on either host, even after one host's agent was lost; a host that cannot build its
-share is named, and the other keeps nothing. (Kill points at random moments of up and down:
-benchmarks/multihost_kill_points.py.)
+share, or a link faster than the underlay, is named, and nothing is kept. (Kill points at
+random moments of up and down: benchmarks/multihost_kill_points.py; ping-pong across hosts
+against the link model: benchmarks/multihost_pingpong.py.)
 """
 
 from __future__ import annotations
@@ -20,7 +23,8 @@ import pytest
 from tests.cluster.slurm_hosts import PROGRAMS, slurm_hosts
 
 from shoal import proc
-from shoal.cluster import state, sysns
+from shoal.cluster import agent, crosslinks, state, sysns
+from shoal.cluster.emulated import mac_of
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0 or not all(Path(p).exists() for p in PROGRAMS),
@@ -73,6 +77,59 @@ def _wait(ready, what: str, timeout: float = 60) -> None:
         time.sleep(0.05)
 
 
+ECHO_PORT = 5001
+ECHO_SERVER = ("import socket; s = socket.create_server(({address!r}, {port})); s.settimeout(120); "
+               "c, _ = s.accept(); c.sendall(c.recv(64)); c.close()")
+ECHO_CLIENT = """
+import socket, time
+for _ in range(1200):  # until the server listens
+    try:
+        c = socket.create_connection(({address!r}, {port}), timeout=60)
+        break
+    except ConnectionRefusedError:
+        time.sleep(0.05)
+c.sendall(b"across hosts")
+print(c.recv(64).decode())
+"""
+# A port nothing listens on: the device's own kernel answers (a reset), through its link.
+REFUSED = """
+import socket
+try:
+    socket.create_connection(({address!r}, 9), timeout=60)
+except ConnectionRefusedError:
+    print("refused")
+"""
+
+
+def _enter(share: str, member: str) -> list[str]:
+    """The prefix that runs a program in a member (a device, or ``head``) of a share, on its host."""
+    return [sys.executable, "-m", "shoal.cluster.nsexec", "--cluster", share, "--run", member, "--"]
+
+
+def _in(share: str, member: str, code: str) -> list[str]:
+    """Run Python ``code`` in a member of a share."""
+    return [*_enter(share, member), sys.executable, "-c", code]
+
+
+def _echo_between_heads(allocation, record: dict) -> str:
+    """What host 1's head gets back from an echo server in host 2's head (unlimited CPUs:
+    a set-top box's budget would take seconds to start Python)."""
+    one, two = (record["shares"][h]["id"] for h in ("shoal-h1", "shoal-h2"))
+    address = state.read(two)["head"]["address"]
+    serving = allocation.hosts.start(_in(two, "head", ECHO_SERVER.format(address=address, port=ECHO_PORT)),
+                                     node="shoal-h2")
+    try:
+        done = allocation.hosts.run(_in(one, "head", ECHO_CLIENT.format(address=address, port=ECHO_PORT)),
+                                    node="shoal-h1", timeout=150, check=False)
+        assert serving.wait(timeout=60) == 0, serving.stderr.read()
+    finally:
+        if serving.poll() is None:
+            serving.kill()
+        serving.communicate()
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
 def _gone(process: dict) -> bool:
     info = proc.stat(process["pid"])
     return info is None or not info.alive or info.start != process["start"]
@@ -102,6 +159,44 @@ def test_up_spreads_the_devices_over_both_hosts_and_down_leaves_nothing_even_of_
         ran = allocation.hosts.run([sys.executable, "-m", "shoal.cluster.nsexec", "--cluster", share["id"],
                                     "--run", devices[-1], "--", "hostname"], node=host)
         assert ran.stdout.split() == [devices[-1]]
+    # One address plan: no two devices share an address. Host 1's head talks to host 2's, and
+    # stb3 on host 2 answers host 1's head through its own link, over both forwarders.
+    addresses = [n["address"] for n in record["nodes"].values()]
+    assert len(set(addresses)) == len(addresses) == 4
+    assert _echo_between_heads(allocation, record) == "across hosts"
+    one = record["shares"]["shoal-h1"]["id"]
+    refused = allocation.hosts.run(_in(one, "head", REFUSED.format(address=record["nodes"]["stb3"]["address"])),
+                                   node="shoal-h1", timeout=90, check=False)
+    assert refused.stdout.split() == ["refused"], refused.stderr
+    counted = {}
+    for host in ("shoal-h1", "shoal-h2"):
+        for report in agent.read_reports(allocation.shoal("cluster", "agent", "links", "--id", name,
+                                                          node=host).stdout):
+            counted[report["host"]] = report["links"]
+    table = crosslinks.by_device(counted, record["links"], mac_of)
+    # Each host's forwarder counted, per sending member of the other host, what came in:
+    # stb3's reset at host 1, and host 1's head's connection attempts and data at host 2.
+    assert table["stb3"]["host"] == "shoal-h2" and table["stb3"]["frames"] >= 1
+    assert table["shoal-head"]["host"] == "shoal-h1" and table["shoal-head"]["frames"] >= 4
+    assert all(row["lost"] == 0 for row in table.values())  # one machine's underlay loses nothing
+    # The launcher helper MPI launchers call as ssh, run from the cluster's head on host 1,
+    # starts a command in a device of its own host, and through an srun step in one of host 2.
+    for device in ("stb1", "stb3"):
+        ran = allocation.hosts.run([*_enter(one, "head"), record["shares"]["shoal-h1"]["launcher"], device,
+                                    "hostname"], node="shoal-h1", check=False)
+        assert ran.stdout.split() == [device], ran.stderr
+    ran = allocation.hosts.run([*_enter(one, "head"), record["shares"]["shoal-h1"]["launcher"], "stb9", "hostname"],
+                               node="shoal-h1", check=False)
+    assert ran.returncode == 255 and "'stb9' is not a device of cluster" in ran.stderr, ran.stderr
+    # The underlay and the clocks as each host's forwarder measured the other's (one kernel
+    # here: the clocks are one, so each offset is within half its probe's round trip).
+    for a, b in (("shoal-h1", "shoal-h2"), ("shoal-h2", "shoal-h1")):
+        seen = record["time"]["underlay"][a][b]
+        assert seen["probes"] >= 32 and 0 < seen["rtt_min_s"] <= seen["rtt_median_s"] <= seen["rtt_max_s"]
+        assert abs(seen["monotonic_offset_s"]) <= seen["rtt_min_s"] / 2 + 1e-6
+        assert abs(seen["clock_offset_s"]) <= seen["rtt_min_s"] / 2 + 1e-5
+    assert set(record["time"]["clock_offset_s"]) == {"shoal-h1", "shoal-h2"}
+    assert all("chrony" in h["chrony"] for h in record["time"]["hosts"].values())
     status = allocation.shoal("cluster", "status", "--json")
     assert {r["id"] for r in json.loads(status.stdout)} >= {name, *(s["id"] for s in shares.values())}
     # Host 2's agent is lost (killed as by the OOM killer): its share stays, recorded there.
@@ -138,4 +233,23 @@ def test_a_host_that_cannot_build_its_share_is_named_and_the_other_keeps_nothing
     assert "Traceback" not in done.stderr
     assert allocation.namespaces("shoal-h1") == [] and allocation.namespaces("shoal-h2") == []
     assert state.read(name) is None and state.read(f"{name}-1") is None
+
+
+
+def test_a_link_between_hosts_faster_than_the_underlay_is_refused_and_nothing_is_kept(allocation, tmp_path):
+    name = allocation.name()
+    cluster = tmp_path / "instant.toml"
+    cluster.write_text('[cluster]\nmode = "emulated"\n'
+                       '[[nodes]]\nname = "q1"\nprofile = "minnowboard"\nlink = "instant"\n'
+                       '[[nodes]]\nname = "q2"\nprofile = "minnowboard"\nlink = "instant"\n'
+                       '[links.instant]\nrate_bps = 1e9\nlatency_s = 1e-7\n')
+    done = allocation.shoal("cluster", "up", "--cluster", str(cluster), "--hosts", "slurm", "--name", name,
+                            "--host-speed", "1", "--no-calibrate", "--dilation", "1")
+    assert done.returncode != 0
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
+    assert "q1 on shoal-h1 and q2 on shoal-h2" in lines[0] and "latency of 0.1 us" in lines[0], lines[0]
+    assert "one-way delay over D" in lines[0] and "--dilation" in lines[0], lines[0]
+    assert allocation.namespaces("shoal-h1") == [] and allocation.namespaces("shoal-h2") == []
+    assert state.read(name) is None and state.read(f"{name}-1") is None and state.read(f"{name}-2") is None
 

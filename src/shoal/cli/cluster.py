@@ -36,9 +36,10 @@ def register(subparsers) -> None:
 
     agent = sub.add_parser("agent", help="one host's share of a cluster spread over hosts "
                            "(started on each host by 'cluster up --hosts')")
-    agent.add_argument("action", choices=("probe", "up", "down"),
+    agent.add_argument("action", choices=("probe", "up", "down", "links"),
                        help="probe: what this host offers; up: build this host's share of the "
-                       "plan read from stdin (JSON) and hold it; down: remove this host's share")
+                       "plan read from stdin (JSON) and hold it; down: remove this host's share; "
+                       "links: what its forwarder counted of frames from other hosts")
     agent.add_argument("--id", type=typed.text, help="the cluster (up: the plan's; down: whose share goes)")
     agent.add_argument("--host", type=typed.text, help="this host's name (default: Slurm's node name, "
                        "else the hostname)")
@@ -176,6 +177,13 @@ def _up_on_hosts(args) -> int:
         named = ", ".join(devices) if len(devices) < 3 else f"{devices[0]}..{devices[-1]} ({len(devices)})"
         print(f"{host}: {named} as {share['id']}, {share['cpus']:g} CPUs for devices, "
               f"fit at D = {share['fits_at']:g}")
+    for host, views in record.get("time", {}).get("underlay", {}).items():
+        for other, seen in views.items():
+            if host < other:  # each pair once
+                print(f"underlay {host} - {other}: round trip {seen['rtt_median_s'] * 1e6:.0f} us (median of "
+                      f"its last probes), clock offset {seen['clock_offset_s'] * 1e6:+.1f} us")
+    for warning in record.get("emulation", {}).get("warnings", []):
+        print(f"shoal: warning: {warning}", file=sys.stderr)
     idle = len(record["hosts"]["hosts"]) - len(record["shares"])
     print(f"up on {len(record['shares'])} of {len(record['hosts']['hosts'])} hosts"
           + (f" ({idle} got no device)" if idle else "") + f" in {took:.2f} s. Remove with "
@@ -192,7 +200,9 @@ def _agent(args) -> int:
     if args.action == "up":
         return agent.up(host, agent.read_plan(sys.stdin, args.id))
     if not args.id:
-        raise ShoalError("cluster agent down needs --id ID")
+        raise ShoalError(f"cluster agent {args.action} needs --id ID")
+    if args.action == "links":
+        return agent.links(host, args.id)
     return agent.down(host, args.id)
 
 

@@ -4,13 +4,19 @@ The command that brings such a cluster up (``multihost.up``) starts one agent pe
 through the host engine (``hostengine``) three times at most:
 
 - ``probe``: says what the host offers: its shoal version, the CPUs this command may use
-  (under Slurm no more than the allocation gives the node), its core's speed;
+  (under Slurm no more than the allocation gives the node), its core's speed, and its
+  clock as chrony sees it;
 - ``up``: reads the plan on stdin, builds the host's share of the devices exactly as a one-host cluster is built
   (``EmulatedCluster``: namespaces, per-core CPU budgets, memory limits, the forwarder)
-  at the dilation every host shares, says it is ready, and holds it until a stopping
+  at the dilation every host shares, with the cluster's addresses and its forwarder
+  linked to the other hosts' (``crosslinks``), says it is built, waits until its
+  forwarder has heard every other host's (the underlay's round trip and the clocks'
+  offsets measured), says it is ready with them, and holds it until a stopping
   signal (``cluster down``, the end of the Slurm step or job), then removes it;
 - ``down``: removes the share on this host: its agent is asked to stop, and whatever is
-  still recorded is removed as any leftover is.
+  still recorded is removed as any leftover is;
+- ``links``: what this host's forwarder counted of the frames from other hosts (per
+  sending device: frames, late, lost), for ``crosslinks``' judgement of a run.
 
 Every answer is one line ``shoal-agent {json}`` on stdout naming the host, so that the
 lines of all hosts, interleaved by srun or ssh, can be told apart from anything else.
@@ -26,12 +32,16 @@ import sys
 import time
 
 from shoal import __version__, proc
-from shoal.cluster import cpulimit, hostengine, hostspeed, state, sysns
+from shoal.cluster import chrony, cpulimit, crosslinks, hostengine, hostspeed, linkemu, state, sysns
 from shoal.errors import ShoalError
 
 PREFIX = "shoal-agent "
 # How long ``down`` waits for the agent holding a share to remove it itself.
 STOP_WAIT_S = 15.0
+# Probes answered by every other host's forwarder before the share is ready (its window).
+PROBES_WANTED = 32
+# How long a built share waits for the other hosts' forwarders (they may still be building).
+PEERS_WAIT_S = 900.0
 
 
 def host_name(given: str | None = None) -> str:
@@ -82,7 +92,7 @@ def probe(host: str, host_speed: float | None) -> int:
     except ShoalError as exc:
         speed, problems = None, [*problems, str(exc)]
     say(host, shoal=__version__, python=sys.executable, cpus=capacity(), host_speed=speed,
-        problems=problems)
+        problems=problems, clock=chrony.tracking())
     return 0
 
 
@@ -119,6 +129,11 @@ def up(host: str, plan: dict) -> int:
                                   host=hostspeed.HostSpeed.from_record(share["host_speed"]))
         # Recorded from its first write, so that 'down' finds a share still coming up.
         cluster.part_of = {"cluster": plan["id"], "host": host}
+        links = plan.get("links")
+        if links:
+            from shoal.cluster.emulated import mac_of
+
+            cluster.links_across = crosslinks.ShareLinks.from_plan(links, host, mac_of)
         cluster.up()
     except ShoalError as exc:  # refused, or failed: up removed whatever it had made
         say(host, error=str(exc), down=True)
@@ -127,9 +142,16 @@ def up(host: str, plan: dict) -> int:
         say(host, down=True)
         raise
     try:
+        launcher = _write_launcher(cluster, plan) if links else None
+        say(host, built=True)
+        try:
+            underlay = _hear_peers(cluster, links, host) if links else {}
+        except ShoalError as exc:  # the share goes (below) with the refusal
+            say(host, error=str(exc))
+            return 1
         record = state.read(cluster.id) or cluster.record
         say(host, ready=True, id=cluster.id, dilation=cluster.dilation, nodes=record.get("nodes", {}),
-            emulation=record.get("emulation", {}),
+            emulation=record.get("emulation", {}), underlay=underlay, launcher=launcher,
             agent={"pid": os.getpid(), "start": sysns.process_start_time(os.getpid())})
         while True:  # a stopping signal raises (proc.install_signal_handlers)
             signal.pause()
@@ -137,6 +159,53 @@ def up(host: str, plan: dict) -> int:
         with proc.signals_held():
             cluster.down()
             say(host, down=True)
+
+
+def _write_launcher(cluster, plan: dict) -> str:
+    """The launcher helper of the whole cluster in this share's directory (``spreadexec``):
+    every device, by name and address, with its host and share; the engine that reaches them."""
+    from shoal.cluster import spreadexec
+    from shoal.cluster.emulated import address_of
+
+    members = {}
+    for other, entry in plan["links"]["hosts"].items():
+        for name, index in entry["indices"].items():
+            if name != "head":
+                members[name] = members[address_of(index)] = {"host": other, "share": plan["hosts"][other]["id"]}
+    return spreadexec.write(str(cluster.directory), cluster.id, plan["id"], plan["engine"], members)
+
+
+def _forwarder_stats(cluster) -> dict:
+    record = state.read(cluster.id) or cluster.record
+    return linkemu.stats(record["forwarder"], cluster.directory / "forwarder.json")
+
+
+def _hear_peers(cluster, links: dict, host: str) -> dict:
+    """Wait until this host's forwarder has had its probes answered by every other host's
+    (a full window each); what it measured of each: {host: Underlay.describe()}."""
+    others = [h for h in links["hosts"] if h != host]
+    deadline = time.monotonic() + PEERS_WAIT_S
+    while True:
+        views = crosslinks.underlay_views(_forwarder_stats(cluster), links, host)
+        if all(h in views and views[h].probes >= PROBES_WANTED for h in others):
+            return {h: views[h].describe() for h in others}
+        if time.monotonic() > deadline:
+            silent = [h for h in others if h not in views]
+            raise ShoalError(f"the forwarders of {', '.join(silent)} did not answer over UDP port "
+                             f"{links['port']} within {PEERS_WAIT_S:.0f} s; open it between the hosts")
+        time.sleep(0.05)
+
+
+def links(host: str, cluster_id: str) -> int:
+    """Say what this host's forwarder counted of the frames from other hosts."""
+    for record in state.records():
+        part = record.get("part_of") or {}
+        if part.get("cluster") == cluster_id and part.get("host") == host and record.get("forwarder"):
+            counted = linkemu.stats(record["forwarder"], state.cluster_dir(record["id"]) / "forwarder.json")
+            say(host, links=crosslinks.counted(counted))
+            return 0
+    say(host, links=None)
+    return 0
 
 
 def down(host: str, cluster_id: str) -> int:

@@ -26,22 +26,22 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from shoal import environment, proc, verbose
-from shoal.cluster import (capacity, cpulimit, dilation, dutycycle, hostspeed, linkemu, memlimit, shaping,
-                           slack, state, sysns)
+from shoal.cluster import (capacity, cpulimit, crosslinks, dilation, dutycycle, hostspeed, linkemu, memlimit,
+                           shaping, slack, state, sysns)
 from shoal.cluster.inventory import Inventory
 from shoal.errors import ShoalError
 
 SUBNET = ipaddress.ip_network("10.77.0.0/16")
 _unlimited_said = False
-HEAD = "shoal-head"
+HEAD = crosslinks.HEAD  # the head's host name (crosslinks names the other hosts' heads)
 
 
-def _address(index: int) -> str:
+def address_of(index: int) -> str:
     # index 0 is the head; devices follow. Skip .0 and .255 of every /24.
     return str(SUBNET.network_address + 256 * (index // 250) + index % 250 + 1)
 
 
-def _mac(index: int) -> str:
+def mac_of(index: int) -> str:
     # Locally administered, fixed per index: every namespace knows every peer's address.
     return f"02:77:00:00:{index >> 8 & 0xff:02x}:{index & 0xff:02x}"
 
@@ -50,7 +50,7 @@ def _mac(index: int) -> str:
 _NUD_PERMANENT = 0x80
 
 
-def _static_neighbours(ipr, eth: int, own: int, count: int) -> None:
+def _static_neighbours(ipr, eth: int, own: int, indices) -> None:
     """Every other member's address resolved for good, in this namespace's neighbour table.
 
     The kernel's ARP cache is one table for all network namespaces, limited by the host's
@@ -59,9 +59,9 @@ def _static_neighbours(ipr, eth: int, own: int, count: int) -> None:
     overflow", then EHOSTUNREACH in MPI_Init). Permanent entries are not counted against
     that limit, and no ARP broadcast crosses the emulated links.
     """
-    for peer in range(count):
+    for peer in indices:
         if peer != own:
-            ipr.neigh("replace", dst=_address(peer), lladdr=_mac(peer), ifindex=eth,
+            ipr.neigh("replace", dst=address_of(peer), lladdr=mac_of(peer), ifindex=eth,
                       state=_NUD_PERMANENT)
 
 
@@ -113,8 +113,10 @@ class EmulatedCluster:
         self.link_log: Path | None = None
         self.record: dict = {}
         self.warnings: list[str] = []
-        # Spread over hosts: {"cluster": ID, "host": NAME}, this host's share of that cluster.
+        # Spread over hosts: {"cluster": ID, "host": NAME}, this host's share of that cluster,
+        # and how its devices reach the other hosts' (crosslinks.ShareLinks).
         self.part_of: dict | None = None
+        self.links_across: crosslinks.ShareLinks | None = None
 
     @property
     def host(self) -> hostspeed.HostSpeed:
@@ -124,6 +126,17 @@ class EmulatedCluster:
         return self._host
 
     # -- names -------------------------------------------------------------------------
+    def index(self, position: int, name: str) -> int:
+        """A member's index (its address and MAC): its position here (0 the head, devices
+        from 1), or in the whole cluster when spread over hosts."""
+        return self.links_across.index[name] if self.links_across else position
+
+    def _everyone(self) -> dict[int, str]:
+        """Every member that may be reached: index -> host name."""
+        if self.links_across:
+            return dict(self.links_across.names)
+        return {0: HEAD, **{i: n.name for i, n in enumerate(self.inventory.nodes, start=1)}}
+
     def netns(self, node: str) -> str:
         return f"shoal-{self.id}-{node}"
 
@@ -158,7 +171,8 @@ class EmulatedCluster:
             "uts": [f"{n}.uts" for n in names[1:]],
             "cgroups": [], "inventory": self.inventory.describe(),
             "nodes": {}, "head": {"netns": self.netns("head"), "uts": "head.uts",
-                                  "address": _address(0), "hostname": HEAD, "cgroups": []},
+                                  "address": address_of(self.index(0, "head")), "hostname": HEAD,
+                                  "cgroups": []},
         }
         if self.part_of:
             record["part_of"] = self.part_of
@@ -181,9 +195,7 @@ class EmulatedCluster:
         from pyroute2 import IPRoute
 
         directory = self.directory
-        hosts = ["127.0.0.1 localhost", f"{_address(0)} {HEAD}"]
-        for i, node in enumerate(self.inventory.nodes, start=1):
-            hosts.append(f"{_address(i)} {node.name}")
+        hosts = ["127.0.0.1 localhost"] + [f"{address_of(i)} {name}" for i, name in sorted(self._everyone().items())]
         (directory / "hosts").write_text("\n".join(hosts) + "\n")
         shim = directory / "ssh"
         shim.write_text("#!/bin/sh\n# Launcher helper of emulated cluster " + self.id + "\n"
@@ -224,7 +236,9 @@ class EmulatedCluster:
             self._veth_switch(jobs)
         members = [name for name, _ in jobs[1:]]
         congestion = None
-        for i, name in enumerate(members):
+        everyone = list(self._everyone())
+        for position, name in enumerate(members):
+            i = self.index(position, name)
             path = str(state.NETNS_DIR / self.netns(name))
             with sysns.in_netns(path):
                 _disable_ipv6()
@@ -233,10 +247,10 @@ class EmulatedCluster:
             with ipr:
                 ipr.link("set", index=ipr.link_lookup(ifname="lo")[0], state="up")
                 eth = ipr.link_lookup(ifname="eth0")[0]
-                ipr.link("set", index=eth, address=_mac(i))
-                ipr.addr("add", index=eth, address=_address(i), prefixlen=SUBNET.prefixlen)
+                ipr.link("set", index=eth, address=mac_of(i))
+                ipr.addr("add", index=eth, address=address_of(i), prefixlen=SUBNET.prefixlen)
                 ipr.link("set", index=eth, state="up")
-                _static_neighbours(ipr, eth, i, len(members))
+                _static_neighbours(ipr, eth, i, everyone)
 
         if congestion not in UNPACED_CONGESTION:
             self._warn(f"the devices' TCP paces its sends ({congestion}, this host's default, which "
@@ -288,7 +302,7 @@ class EmulatedCluster:
         for i, node in enumerate(self.inventory.nodes, start=1):
             record["nodes"][node.name].update(
                 {"netns": self.netns(node.name), "uts": f"{node.name}.uts",
-                 "address": _address(i), "hostname": node.name})
+                 "address": address_of(self.index(i, node.name)), "hostname": node.name})
 
     def _veth_switch(self, jobs: list) -> None:
         """Veth pairs created straight into the namespaces, bridged in the switch."""
@@ -321,8 +335,10 @@ class EmulatedCluster:
     def _start_forwarder(self, record: dict, jobs: list, links: dict) -> None:
         """Every device's eth0 a TAP port of shoal-linkemu, running in the switch namespace."""
         members = [links.get(name) for name, _ in jobs[1:]]
-        ports = [linkemu.Port(str(state.NETNS_DIR / self.netns(name)), "eth0", link, *medium)
-                 for (name, _), link, medium in zip(jobs[1:], members, linkemu.shared_channels(members))]
+        ports = [linkemu.Port(str(state.NETNS_DIR / self.netns(name)), "eth0", link, *medium,
+                              mac=mac_of(self.index(position, name)))
+                 for position, ((name, _), link, medium) in enumerate(zip(jobs[1:], members,
+                                                                          linkemu.shared_channels(members)))]
 
         def spawned(entry: dict) -> None:
             record["forwarder"] = entry  # named before it creates anything
@@ -330,7 +346,10 @@ class EmulatedCluster:
 
         record["forwarder"], self._control = linkemu.start(
             ports, str(state.NETNS_DIR / self.netns("sw")), self.directory / "forwarder.json",
-            log=self.link_log, on_spawn=spawned)
+            log=self.link_log, on_spawn=spawned,
+            peers=self.links_across.peers if self.links_across else None)
+        if self.links_across:
+            record["links_across"] = self.links_across.describe()
         state.write(record)
 
     def _compensate_host_latency(self, record: dict, links: dict,
@@ -348,11 +367,11 @@ class EmulatedCluster:
 
         nodes = self.inventory.nodes
         if len(nodes) >= 2:
-            a, b, b_index = nodes[0].name, nodes[1].name, 2
+            a, b, b_index = nodes[0].name, nodes[1].name, self.index(2, nodes[1].name)
             expected = linkmodel.path(links[a], links[b]).one_way_s(64)
         else:
             # The head's port is unshaped: only the device's half of the path counts.
-            a, b, b_index = "head", nodes[0].name, 1
+            a, b, b_index = "head", nodes[0].name, self.index(1, nodes[0].name)
             expected = links[b].latency_s / 2 + 8 * linkmodel.wire_bytes(64) / links[b].rate_bps
         paths = [str(state.NETNS_DIR / self.netns(n)) for n in (a, b)]
         if links[b].shared:
@@ -361,7 +380,7 @@ class EmulatedCluster:
             # plant's latency at most. Measured once (2 NUCs, D = 1) it read 0.96 ms.
             host = linkemu.HostLatency(0.0, 0.0)
         else:
-            host = linkemu.measure_host_latency(*paths, _address(b_index), expected)
+            host = linkemu.measure_host_latency(*paths, address_of(b_index), expected)
         smallest = min(link.latency_s for link in links.values())  # never more than a link's delay
         polling, sleeping = min(host.polling_s, smallest), min(host.sleeping_s, smallest)
         budgets = self._budgets()
@@ -797,9 +816,9 @@ def attach(cluster_id: str) -> EmulatedCluster:
         raise ShoalError(f"no emulated cluster {cluster_id!r} is up; see 'shoal cluster status' for the clusters that are up")
     if record.get("shares"):  # spread over hosts: its devices are there, each share a cluster
         first_host, first = next(iter(record["shares"].items()))
-        raise ShoalError(f"cluster {cluster_id} is spread over {len(record['shares'])} hosts, and ranks "
-                         f"do not yet run across hosts; attach to one host's share there (on "
-                         f"{first_host}: --attach {first['id']})")
+        raise ShoalError(f"cluster {cluster_id} is spread over {len(record['shares'])} hosts: its devices "
+                         f"are not on this host (runs across them: shoal.cluster.session.attach; one "
+                         f"host's share: on {first_host}, {first['id']})")
     cluster = EmulatedCluster.__new__(EmulatedCluster)
     cluster.id, cluster.record, cluster.persistent = cluster_id, record, record.get("persistent")
     cluster.calibrate_cpu, cluster.warnings = False, []

@@ -6,6 +6,11 @@ switch namespace, so killing the namespaces' processes (``state.remove``)
 stops it, and its TAP devices vanish with it. Each port's uplink (device to
 switch) and downlink (switch to device) get the link's rate, half its
 latency and jitter, and its loss.
+
+A cluster spread over hosts has one forwarder per host, and each reaches the others'
+(``Peers``: a UDP port on the host, the other hosts' forwarders and the MACs of the
+devices behind each); frames cross in UDP datagrams and the receiver delivers them at
+the emulated time (linkemu.c says how).
 """
 
 from __future__ import annotations
@@ -74,13 +79,45 @@ class Port:
     up_channel: int = 0
     down_channel: int = 0
     sharing: int = 1
+    # The device's MAC, learned at start (None: learned from its first frame).
+    mac: str | None = None
 
     def argument(self) -> str:
         if "," in self.netns_path or "," in self.ifname:
             raise ShoalError(f"forwarder port {self.netns_path}: paths with ',' are not supported")
         up = direction(self.link, self.up_channel, True, self.sharing)
         down = direction(self.link, self.down_channel, False, self.sharing)
-        return f"{self.netns_path},{self.ifname},{up},{down}"
+        return f"{self.netns_path},{self.ifname},{up},{down}" + (f",{self.mac}" if self.mac else "")
+
+
+@dataclass(frozen=True)
+class Peer:
+    """Another host's forwarder (its underlay address and UDP port) and the MACs of the
+    devices behind it."""
+
+    address: str
+    port: int
+    macs: tuple[str, ...]
+
+    def argument(self) -> str:
+        return ",".join([f"{self.address}:{self.port}", *self.macs])
+
+
+@dataclass(frozen=True)
+class Peers:
+    """This forwarder's links to other hosts: the UDP port it binds on this host, the
+    cluster's key (datagrams of any other are dropped) and the other hosts' forwarders."""
+
+    port: int
+    key: str
+    others: tuple[Peer, ...]
+
+    def arguments(self) -> list[str]:
+        # One frame per datagram: the devices hand over no TCP super-frames (--no-tso).
+        args = ["--udp", str(self.port), "--key", self.key, "--no-tso"]
+        for peer in self.others:
+            args += ["--peer", peer.argument()]
+        return args
 
 
 def shared_channels(links: list[LinkType | None]) -> list[tuple[int, int, int]]:
@@ -98,8 +135,10 @@ def shared_channels(links: list[LinkType | None]) -> list[tuple[int, int, int]]:
 
 
 def argv(ports: list[Port], switch_netns: str | None, stats: Path | None,
-         log: Path | None = None, seed: int | None = None) -> list[str]:
+         log: Path | None = None, seed: int | None = None, peers: Peers | None = None) -> list[str]:
     args = [str(binary())]
+    if peers is not None:
+        args += peers.arguments()
     if switch_netns:
         args += ["--switch", switch_netns]
     if stats:
@@ -115,7 +154,8 @@ def argv(ports: list[Port], switch_netns: str | None, stats: Path | None,
 
 def start(ports: list[Port], switch_netns: str | None, stats: Path | None,
           log: Path | None = None, seed: int | None = None,
-          on_spawn: Callable[[dict], None] | None = None) -> tuple[dict, IO[bytes]]:
+          on_spawn: Callable[[dict], None] | None = None,
+          peers: Peers | None = None) -> tuple[dict, IO[bytes]]:
     """Start the forwarder, wait until every TAP exists.
 
     Returns {pid, start} for the state record, and its control pipe (see
@@ -124,7 +164,7 @@ def start(ports: list[Port], switch_netns: str | None, stats: Path | None,
     It runs in a session of its own, so a persistent cluster's forwarder
     outlives the command that brought the cluster up.
     """
-    command = argv(ports, switch_netns, stats, log, seed)
+    command = argv(ports, switch_netns, stats, log, seed, peers)
     process = proc.start(command, stdin=proc.PIPE, stdout=proc.PIPE, stderr=proc.PIPE, text=False)
     entry = {"pid": process.pid, "start": sysns.process_start_time(process.pid)}
     if on_spawn is not None:
@@ -134,6 +174,9 @@ def start(ports: list[Port], switch_netns: str | None, stats: Path | None,
     if line.strip() != "ready":
         process.stop()
         err = process.stderr.read().decode().strip()
+        if "bind UDP port" in err:
+            raise ShoalError(f"{err.removeprefix('shoal-linkemu: ')}; another program (or cluster) holds "
+                             "it: bring the cluster up under another --name")
         raise ShoalError(f"the link forwarder did not start: {err or 'no message'}; "
                          "is /dev/net/tun there (modprobe tun)?")
     process.stdout.close()

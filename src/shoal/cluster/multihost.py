@@ -9,6 +9,11 @@ each host's share, and records all of it so that ``cluster down`` removes it on 
 Placement keeps the inventory's order: host 1 takes the first devices until it holds its
 share of the whole budget (in proportion to the CPUs it has for devices), then host 2, and
 so on, so that a run of alike devices (one plant) stays together where it can.
+
+Devices on different hosts reach each other through their hosts' forwarders (``crosslinks``:
+one address plan, a UDP port, the peers); once every agent is ready, the underlay's delays
+they measured are checked against the links' latencies, and recorded with the hosts' clock
+offsets (``time`` in the record).
 """
 
 from __future__ import annotations
@@ -21,23 +26,27 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from shoal import __version__, proc
-from shoal.cluster import agent, dilation, hostengine, hostspeed, state, sysns
+from shoal.cluster import agent, crosslinks, dilation, hostengine, hostspeed, linkmodel, state, sysns
 from shoal.cluster.inventory import Inventory, Node
 from shoal.errors import ShoalError
 
 PROBE_TIMEOUT_S = 600.0  # a host measures its core's speed once (then it is cached there)
 UP_TIMEOUT_S = 900.0     # calibrating 512 devices' cores takes minutes
+# Once every share is built, how long its forwarder may take to hear every other host's.
+PEERS_TIMEOUT_S = 20.0
 DOWN_TIMEOUT_S = 120.0
 STOP_WAIT_S = 10.0
 
 
 @dataclass(frozen=True)
 class HostOffer:
-    """What one host offers its share of devices: CPUs and its core's speed."""
+    """What one host offers its share of devices: CPUs and its core's speed; its clock as
+    chrony sees it (``chrony.tracking``)."""
 
     name: str
     cpus: float
     speed: hostspeed.HostSpeed
+    clock: dict | None = None
 
     @property
     def room(self) -> float:
@@ -100,8 +109,8 @@ def probe(engine: hostengine.Engine, host_speed: float | None) -> list[HostOffer
         problems += [f"host {host}: {p}" for p in report.get("problems", [])]
     if problems:
         raise ShoalError(" | ".join(problems))
-    return [HostOffer(h, float(reports[h]["cpus"]), hostspeed.HostSpeed.from_record(reports[h]["host_speed"]))
-            for h in engine.hosts]
+    return [HostOffer(h, float(reports[h]["cpus"]), hostspeed.HostSpeed.from_record(reports[h]["host_speed"]),
+                      reports[h].get("clock")) for h in engine.hosts]
 
 
 # -- placement and dilation ----------------------------------------------------------------
@@ -150,17 +159,28 @@ def up(engine: hostengine.Engine, inventory: Inventory, cluster_id: str, host_sp
     d = dilation.check(dilation_asked) if dilation_asked is not None else max(fits.values())
     described = inventory.describe()
     shares = _shares(cluster_id, engine.hosts, placed, offers, fits, described)
+    links = None
+    if len(shares) > 1:  # devices on several hosts: their forwarders are linked
+        links = crosslinks.plan(cluster_id, {h: [n.name for n in placed[h]] for h in shares},
+                                {h: crosslinks.underlay_address(h, engine.addresses.get(h)) for h in shares})
     record = {"id": cluster_id, "owner_pid": os.getpid(), "owner_start": sysns.process_start_time(os.getpid()),
               "persistent": True, "created": time.time(), "dilation": d, "netns": [], "uts": [], "cgroups": [],
               "inventory": described, "nodes": {}, "hosts": engine.describe(), "launchers": [],
               "shares": {h: {k: v for k, v in s.items() if k != "inventory"} | {"devices": [
                   n.name for n in placed[h]]} for h, s in shares.items()},
               "emulation": {"dilation": d, "dilation_asked": dilation_asked,
-                            "dilation_reason": _reason(d, dilation_asked, fits)}}
+                            "dilation_reason": _reason(d, dilation_asked, fits)},
+              "time": {"hosts": {o.name: {"chrony": o.clock} for o in offers}}}
+    if links:
+        record["links"] = {k: v for k, v in links.items() if k != "key"}
     state.write(record)  # intent first: 'cluster down ID' reaches every host from here on
     try:
         _start_agents(engine, record, {"id": cluster_id, "dilation": d, "calibrate": calibrate,
-                                       "hosts": shares})
+                                       "hosts": shares, "engine": engine.describe(),
+                                       **({"links": links} if links else {})})
+        if links:
+            _check_underlay(record, placed, inventory, d)
+            state.write(record)
     except BaseException:
         with proc.signals_held():
             down(record)
@@ -211,13 +231,23 @@ def _start_agents(engine: hostengine.Engine, record: dict, plan: dict) -> None:
             process.detach()
     deadline = time.monotonic() + UP_TIMEOUT_S
     waiting = set(plan["hosts"])
+    all_built = None  # when the last share was built
     while True:
-        reports = {r["host"]: r for r in agent.read_reports(log.read_text(errors="replace"))}
+        said = agent.read_reports(log.read_text(errors="replace"))
+        reports = {r["host"]: r for r in said}
         failed = [f"host {h}: {r['error']}" for h, r in reports.items() if r.get("error")]
         if failed:
             raise ShoalError(" | ".join(failed) + " (nothing is left on the hosts that came up)")
         if all(reports.get(h, {}).get("ready") for h in waiting):
             break
+        built = {r["host"] for r in said if r.get("built")}
+        if all_built is None and built >= waiting:
+            all_built = time.monotonic()
+        if "links" in plan and all_built is not None and time.monotonic() - all_built > PEERS_TIMEOUT_S:
+            deaf = sorted(h for h in waiting if not reports.get(h, {}).get("ready"))
+            raise ShoalError(f"the forwarders on {', '.join(deaf)} heard nothing from the other hosts' over "
+                             f"UDP port {plan['links']['port']} within {PEERS_TIMEOUT_S:.0f} s of every share "
+                             "being built; open that port between the hosts (nothing is left on them)")
         if not any(_alive(a) for a in record["launchers"]):
             tail = " | ".join(log.read_text(errors="replace").strip().splitlines()[-2:])
             raise ShoalError(f"the agents on {', '.join(sorted(waiting - set(reports)))} ended without a word "
@@ -229,15 +259,48 @@ def _start_agents(engine: hostengine.Engine, record: dict, plan: dict) -> None:
     for host in waiting:
         report = reports[host]
         record["shares"][host]["agent"] = report["agent"]
+        if report.get("launcher"):
+            record["shares"][host]["launcher"] = report["launcher"]
         for name, node in report["nodes"].items():
             record["nodes"][name] = {**node, "host": host, "share": report["id"]}
         record["emulation"].setdefault("hosts", {})[host] = report.get("emulation", {})
+        if report.get("underlay"):
+            record["time"].setdefault("underlay", {})[host] = report["underlay"]
         for fact in ("link_emulator", "cpu_limit"):  # alike on every host; said once
             if fact in report.get("emulation", {}):
                 record["emulation"].setdefault(fact, report["emulation"][fact])
     order = [n["name"] for n in record["inventory"]["nodes"]]  # the inventory's, not the answers'
     record["nodes"] = {name: record["nodes"][name] for name in order if name in record["nodes"]}
     state.write(record)
+
+
+def _check_underlay(record: dict, placed: dict[str, list[Node]], inventory: Inventory, d: float) -> None:
+    """Refuse a link between hosts whose latency is below the underlay's one-way delay over
+    D (``crosslinks.check``); record each host's clock offset against the first host."""
+    underlay = record["time"].get("underlay", {})
+    delays = {(a, b): view["one_way_s"] for a, views in underlay.items() for b, view in views.items()}
+    hosts = [h for h in record["shares"]]
+    pairs = []
+    for i, host_a in enumerate(hosts):
+        for host_b in hosts[i + 1:]:
+            seen = set()
+            for a in placed[host_a]:
+                for b in placed[host_b]:
+                    if (a.link.name, b.link.name) in seen:
+                        continue
+                    seen.add((a.link.name, b.link.name))
+                    pairs.append((a.name, host_a, b.name, host_b, linkmodel.path(a.link, b.link).latency_s))
+    first = hosts[0]
+    record["time"]["clock_offset_s"] = {first: 0.0, **{h: v["clock_offset_s"]
+                                                       for h, v in underlay.get(first, {}).items()}}
+    record["time"]["underlay_one_way_s"] = max(delays.values(), default=0.0)
+    split = sorted({n.link.name for n in inventory.nodes if n.link.shared
+                    and sum(any(m.link.name == n.link.name for m in placed[h]) for h in hosts) > 1})
+    if split:  # each host's forwarder has its own channel of the medium
+        record["emulation"].setdefault("warnings", []).append(
+            f"the shared medium {', '.join(split)} is split over hosts: each host's part has a channel of "
+            "its own, so the plant carries more than one channel's rate")
+    crosslinks.check(pairs, delays, d)
 
 
 def _alive(entry: dict) -> bool:

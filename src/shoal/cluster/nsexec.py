@@ -41,7 +41,7 @@ _SSH_VALUE = set("bcDEeFIiJLlmOopQRSWw")
 _SSH_FLAG = set("46AaCfGgKkMNnqsTtVvXxYy")
 
 
-def _fail(message: str) -> NoReturn:
+def fail(message: str) -> NoReturn:
     print(f"shoal nsexec: {message}", file=sys.stderr)
     sys.exit(255)  # what ssh returns when it cannot reach or start on the host
 
@@ -51,7 +51,7 @@ def _by_rank(variable: str, layout: str) -> tuple[str, int]:
     holds, ranks filling ``layout`` ("NODE:K,NODE:K,...") in order."""
     text = os.environ.get(variable, "")
     if not text.isdigit():
-        _fail(f"--rank {variable}: the launcher set no rank number in {variable} ({text!r})")
+        fail(f"--rank {variable}: the launcher set no rank number in {variable} ({text!r})")
     rank, first = int(text), 0
     for item in layout.split(","):
         node, _, count = item.partition(":")
@@ -59,23 +59,23 @@ def _by_rank(variable: str, layout: str) -> tuple[str, int]:
         if rank < first + k:
             return node, rank - first
         first += k
-    _fail(f"rank {rank} is beyond the {first} ranks of --rank's node list")
+    fail(f"rank {rank} is beyond the {first} ranks of --rank's node list")
 
 
-def _parse(argv: list[str]) -> tuple[str, str, list[str], bool]:
+def parse_args(argv: list[str]) -> tuple[str, str, list[str], bool]:
     """Return (cluster id, host, command words, direct)."""
     if len(argv) < 2 or argv[0] != "--cluster":
-        _fail("usage: nsexec --cluster ID [ssh options] HOST COMMAND... | --run NODE -- PROGRAM...")
+        fail("usage: nsexec --cluster ID [ssh options] HOST COMMAND... | --run NODE -- PROGRAM...")
     cluster, rest = argv[1], argv[2:]
     if rest[:1] == ["--rank"]:
         if len(rest) < 5 or rest[3] != "--":
-            _fail("usage: nsexec --cluster ID --rank VARIABLE NODE:K,... -- PROGRAM ARGS...")
+            fail("usage: nsexec --cluster ID --rank VARIABLE NODE:K,... -- PROGRAM ARGS...")
         node, index = _by_rank(rest[1], rest[2])
         os.environ[environment.DEVICE_RANK.name] = str(index)
         return cluster, node, rest[4:], True
     if rest[:1] == ["--run"]:
         if len(rest) < 4 or rest[2] != "--":
-            _fail("usage: nsexec --cluster ID --run NODE -- PROGRAM ARGS...")
+            fail("usage: nsexec --cluster ID --run NODE -- PROGRAM ARGS...")
         return cluster, rest[1], rest[3:], True
     i = 0
     while i < len(rest) and rest[i].startswith("-") and len(rest[i]) > 1:
@@ -86,14 +86,14 @@ def _parse(argv: list[str]) -> tuple[str, str, list[str], bool]:
                     i += 1  # value is the next word
                 break
             if flag not in _SSH_FLAG:
-                _fail(f"unsupported ssh option -{flag}")
+                fail(f"unsupported ssh option -{flag}")
         i += 1
     if i >= len(rest):
-        _fail("no host given")
+        fail("no host given")
     host = rest[i].rsplit("@", 1)[-1]
     command = rest[i + 1:]
     if not command:
-        _fail(f"{host}: no command given (interactive sessions are not supported)")
+        fail(f"{host}: no command given (interactive sessions are not supported)")
     return cluster, host, command, False
 
 
@@ -104,19 +104,19 @@ def _device(record: dict, host: str) -> dict:
         if host in (name, node.get("address")):
             return node
     known = ", ".join(sorted(record.get("nodes", {})))
-    _fail(f"{host!r} is not a device of emulated cluster {record['id']} (devices: {known})")
+    fail(f"{host!r} is not a device of emulated cluster {record['id']} (devices: {known})")
 
 
 def main(argv: list[str] | None = None) -> None:
-    cluster, host, command, direct = _parse(sys.argv[1:] if argv is None else argv)
+    cluster, host, command, direct = parse_args(sys.argv[1:] if argv is None else argv)
     if not cluster.replace("-", "").isalnum():
-        _fail(f"bad cluster id {cluster!r}")
+        fail(f"bad cluster id {cluster!r}")
     base = environment.STATE_DIR.get()
     try:
         with open(os.path.join(base, cluster, "state.json")) as fh:
             record = json.load(fh)
     except (OSError, ValueError):
-        _fail(f"no emulated cluster {cluster!r} is up")
+        fail(f"no emulated cluster {cluster!r} is up")
     device = _device(record, host)
     directory = os.path.join(base, cluster)
     try:
@@ -129,13 +129,13 @@ def main(argv: list[str] | None = None) -> None:
         sysns.setns(os.path.join("/run/netns", device["netns"]), sysns.CLONE_NEWNET)
         sysns.setns(os.path.join(directory, device["uts"]), sysns.CLONE_NEWUTS)
     except OSError as exc:
-        _fail(f"cannot enter device {host}: {exc}")
+        fail(f"cannot enter device {host}: {exc}")
     try:
         if direct:
             os.execvp(command[0], command)
         os.execv("/bin/sh", ["sh", "-c", " ".join(command)])
     except OSError as exc:
-        _fail(f"cannot run {command[0]!r} on {host}: {exc.strerror}")
+        fail(f"cannot run {command[0]!r} on {host}: {exc.strerror}")
 
 
 if __name__ == "__main__":

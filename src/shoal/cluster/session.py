@@ -18,7 +18,9 @@ from typing import Any
 from shoal import environment
 from shoal.cluster import inventory as _inventory
 from shoal.cluster import hostspeed, remote, rules
-from shoal.cluster.emulated import SUBNET, EmulatedCluster, attach
+from shoal.cluster import emulated as _emulated
+from shoal.cluster.emulated import SUBNET, EmulatedCluster
+from shoal.cluster.spread import SpreadCluster
 from shoal.errors import ShoalError
 from shoal.mpi.discover import MPIInstall
 from shoal.mpi.launch import HostSlots, Job
@@ -299,6 +301,57 @@ class EmulatedDevices(Cluster):
                                "distribution (the manifest's stack); a device's OS noise is in its node"}
 
 
+class SpreadDevices(Cluster):
+    """Devices emulated on several hosts (``cluster up --hosts``): ranks start from the
+    cluster's head through the launcher helper into devices of every host (``spread``)."""
+
+    kind = "spread"
+
+    def __init__(self, spread: SpreadCluster) -> None:
+        super().__init__(spread.inventory)
+        self.spread = spread
+
+    @property
+    def dilation(self) -> float:
+        return self.spread.dilation
+
+    def _job(self, mpi, chosen, counts, argv, env) -> Job:
+        transport, extra = transport_env(mpi)
+        env.update(transport)
+        return Job(mpi, sum(counts), argv, env, hosts=[HostSlots(n.name, c) for n, c in zip(chosen, counts)],
+                   launcher_exec=self.spread.launcher,
+                   extra_args=[*extra, *mpi.impl.launcher_from_mpiexec_only()],
+                   exec_prefix=self.spread.head_prefix())
+
+    def default_wait(self, ranks_per_node: int = 1, names: list[str] | None = None) -> str | None:
+        nodes = self.select(names) if names else self.nodes
+        entries = self.spread.record.get("nodes", {})
+        if any(_emulated._polling_stalls(self.spread.limited(), float(entries[n.name].get("cpu_fraction", 1)),
+                                         int(entries[n.name].get("cores", 1)), ranks_per_node) for n in nodes):
+            return EMULATED_WAIT
+        return None
+
+    def node_power(self, spec: str) -> list[NodePower]:
+        raise ShoalError(f"--power {spec}: the devices of a cluster over hosts count their CPU time on "
+                         "their hosts, which a run does not read yet; run without --power")
+
+    def describe(self) -> dict[str, Any]:
+        return {**self.spread.describe(), "mode": self.kind,
+                "switches": [s.describe() for s in self.switches()],
+                "node_stacks": "the hosts': emulated devices run on their hosts' kernels"}
+
+
+def attach(cluster_id: str) -> "EmulatedCluster | SpreadCluster":
+    """A cluster brought up with ``shoal cluster up``: on this host, or spread over hosts."""
+    from shoal.cluster import multihost, state
+
+    record = state.read(cluster_id)
+    if record is not None and multihost.is_spread(record):
+        return SpreadCluster(record, _emulated.inventory_from_description(record["inventory"],
+                                                                           f"cluster {cluster_id}"))
+    return _emulated.attach(cluster_id)
+
+
 class SshHosts(Cluster):
     """Real hosts reached with ssh (or SHOAL_SSH) by the MPI's own launcher."""
 
@@ -367,6 +420,8 @@ def open(emulate: str | None = None, link: str | None = None, inventory: str | N
     if attach_to:
         rules.dilation_applies(dilation, "attached", True)
         emulated = attach(attach_to)
+        if isinstance(emulated, SpreadCluster):
+            return SpreadDevices(emulated)
         return EmulatedDevices(emulated.inventory, emulated, owns=False)
     if not (emulate or inventory):
         rules.dilation_applies(dilation, "local", False)

@@ -185,6 +185,12 @@ class Implementation:
         on shared memory or loopback, and on the emulated ``subnet``."""
         return {}, []
 
+    def launcher_from_mpiexec_only(self) -> list[str]:
+        """Launcher options that leave every daemon to ``mpiexec`` itself (no daemon starts
+        others through the launcher helper): the helper of a cluster over hosts is at a
+        path of the head's host only."""
+        return []
+
     def head_launch(self, subnet: str, kinds: int = 1) -> "HeadLaunch | None":
         """How to start every rank from the launcher's own host (the emulated cluster's
         head) into its device (``--layout head``): ranks of one host that must still

@@ -136,6 +136,11 @@ class OpenMPI(Implementation):
                     "--mca", "oob_tcp_if_include", subnet,
                     "--prtemca", "oob_tcp_if_include", subnet]
 
+    def launcher_from_mpiexec_only(self) -> list[str]:
+        # PRTE's daemons start further daemons themselves (tree spawn), each through the
+        # launcher helper it was given: a path on the head's host only.
+        return ["--prtemca", "plm_ssh_no_tree_spawn", "1"]
+
     def head_launch(self, subnet: str, kinds: int = 1) -> HeadLaunch:
         # prterun starts every rank itself (no prted anywhere). The TCP BTL alone (as in
         # namespace_transport) keeps ranks of one node off shared memory. Its PMIx server

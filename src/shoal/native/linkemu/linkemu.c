@@ -47,6 +47,26 @@
  * (the host's own latency, measured once the ports are up), "port_host_latency_ns
  * I N" N/2 off both directions of port I instead (its ranks sleep, or poll, while
  * they wait: the host's latency differs); end of stdin is fine.
+ *
+ * Links across hosts (a cluster spread over several hosts, one forwarder per
+ * host): --udp PORT binds a UDP socket in the forwarder's own (the host's)
+ * network namespace, and each --peer ADDR:PORT,MAC,... names another host's
+ * forwarder and the devices behind it. A frame for one of those devices goes
+ * to its forwarder in one datagram as soon as it is read, stamped with the time
+ * it reaches the switch after its own uplink (this host's clock); the receiving
+ * forwarder runs it through the downlink of the device it is for from that time
+ * (its clock: the stamp less the peers' measured clock offset) and delivers it
+ * when the model says, so the underlay's own delay is absorbed into the link's
+ * latency. Each direction is thus run once, on the host of the device it
+ * belongs to, and a device's downlink is one queue for frames from every host.
+ * A frame that arrives after its delivery time is delivered at once and counted
+ * late; gaps in each sending device's sequence are counted lost. The forwarders
+ * probe each other (NTP's four stamps, on both the monotonic and the real-time
+ * clock): the round-trip time and the clock offsets of the fastest recent probe
+ * are in the statistics. Datagrams carry --key, so stray ones are dropped.
+ * --no-tso makes the devices hand over one frame per Ethernet frame (no TCP
+ * super-frames), so each fits one datagram. A fifth field of --port, the
+ * port's MAC, is learned at start (no frame is flooded before the device speaks).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -62,7 +82,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <endian.h>
+#include <netinet/in.h>
 #include <sys/epoll.h>
+#include <sys/socket.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -78,6 +102,12 @@
 #define MIN_FRAME 60       /* minimum Ethernet frame without FCS */
 #define READ_BATCH 64
 #define MAX_CHANNELS 16
+#define MAX_PEERS 64
+#define REMOTE_TABLE 8192  /* devices behind other hosts' forwarders (open addressing) */
+#define PROBE_WINDOW 32    /* the clock offset of the fastest of the last 32 probes */
+#define PROBE_FAST_NS 2000000    /* probes every 2 ms until the window is full ... */
+#define PROBE_SLOW_NS 100000000  /* ... then every 100 ms, to follow the clocks' drift */
+#define WIRE_MAGIC 0x53484c31u   /* "SHL1" */
 
 typedef struct {
     int64_t free_ns;       /* when the shared transmitter is next free */
@@ -119,6 +149,7 @@ typedef struct frame {
     uint32_t segments;     /* how many frames that is */
     int64_t first_ns;      /* when its first segment reached the switch */
     int64_t arrived_ns;
+    int remote;            /* from another host: the sending device's entry in remotes (-1: local) */
     unsigned char data[FRAME_MAX];
 } frame_t;
 
@@ -153,6 +184,59 @@ static int realtime;
  * devices, set through the control pipe: taken off the links' delays, so a
  * small message takes the link's latency, not that plus the host's. */
 static int64_t host_ns;
+
+/* ---- links across hosts: state ------------------------------------------------------ */
+
+enum { MSG_FRAME = 1, MSG_PROBE = 2, MSG_REPLY = 3 };
+
+/* Every datagram starts with this (little-endian on the wire). */
+typedef struct __attribute__((packed)) {
+    uint32_t magic;
+    uint8_t type, pad[3];
+    uint64_t key;
+} wire_head_t;
+
+typedef struct __attribute__((packed)) {
+    wire_head_t h;
+    uint32_t seq;          /* per sending device and receiving host, from 1 */
+    uint32_t first_before_ns; /* the frame's first segment reached the switch this long before t */
+    int64_t t_ns;          /* when it reaches the switch, on the sender's monotonic clock */
+} wire_frame_t;
+
+typedef struct __attribute__((packed)) {
+    wire_head_t h;
+    int64_t mono[3], real[3]; /* sent by the prober, received and answered by the peer */
+} wire_probe_t;
+
+typedef struct {
+    struct sockaddr_in addr;
+    char name[64];
+    uint64_t probes, replies, frames_out, frames_in, send_errors;
+    int64_t rtt[PROBE_WINDOW], offset[PROBE_WINDOW], real_offset[PROBE_WINDOW];
+    int64_t offset_ns;      /* its monotonic clock less ours, from the fastest recent probe */
+    int64_t real_offset_ns; /* the same for the real-time clocks: the hosts' clock offset */
+    int64_t rtt_min_ns;     /* of that probe */
+} peer_t;
+
+typedef struct {
+    unsigned char mac[6];
+    int used, peer;
+    uint32_t next_seq;      /* the sequence number expected next from it */
+    uint64_t frames, late, lost, reordered;
+    int64_t late_max_ns, late_sum_ns;
+} remote_t;
+
+static peer_t peers[MAX_PEERS];
+static int npeers;
+static remote_t remotes[REMOTE_TABLE];
+static int nremotes;
+static int udp_fd = -1, udp_port;
+static uint64_t wire_key;
+static uint64_t foreign_datagrams; /* no peer's, or another key's */
+static uint32_t seq_out[MAX_PORTS][MAX_PEERS];
+static uint64_t remote_out[MAX_PORTS];
+static int no_tso;
+static int64_t next_probe_ns;
 
 static void die(const char *what) {
     fprintf(stderr, "shoal-linkemu: %s: %s\n", what, strerror(errno));
@@ -392,10 +476,134 @@ static int capped(const direction_t *d) {
     return d->channel && d->channel_bps > 0;
 }
 
+/* ---- links across hosts: the devices behind other hosts ---------------------------- */
+
+static int64_t real_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static unsigned mac_slot(const unsigned char *mac) {
+    uint64_t v = 0;
+    for (int i = 0; i < 6; i++) v = v << 8 | mac[i];
+    return (unsigned)((v * 0x9E3779B97F4A7C15ull) >> 51) % REMOTE_TABLE;
+}
+
+/* The entry of a device behind another host's forwarder, -1 if the MAC is none of theirs. */
+static int remote_of(const unsigned char *mac) {
+    if (!nremotes || (mac[0] & 1)) return -1; /* group addresses stay on this host */
+    for (unsigned i = mac_slot(mac), k = 0; k < REMOTE_TABLE; i = (i + 1) % REMOTE_TABLE, k++) {
+        if (!remotes[i].used) return -1;
+        if (memcmp(remotes[i].mac, mac, 6) == 0) return (int)i;
+    }
+    return -1;
+}
+
+static void add_remote(const unsigned char *mac, int peer) {
+    if (nremotes >= REMOTE_TABLE / 2) usage("too many devices behind --peer");
+    unsigned i = mac_slot(mac);
+    while (remotes[i].used) {
+        if (memcmp(remotes[i].mac, mac, 6) == 0) usage("a MAC is named twice in --peer");
+        i = (i + 1) % REMOTE_TABLE;
+    }
+    remotes[i].used = 1;
+    memcpy(remotes[i].mac, mac, 6);
+    remotes[i].peer = peer;
+    remotes[i].next_seq = 1;
+    nremotes++;
+}
+
+static void put_head(wire_head_t *h, int type) {
+    h->magic = htole32(WIRE_MAGIC);
+    h->type = (uint8_t)type;
+    memset(h->pad, 0, sizeof h->pad);
+    h->key = htole64(wire_key);
+}
+
+/* Send a frame read from local port `port` to the forwarder of the device it is for, as
+ * soon as it is read: stamped with `t`, when it reaches the switch after its uplink. */
+static void send_remote(frame_t *f, int port, int r, int64_t t) {
+    peer_t *pe = &peers[remotes[r].peer];
+    wire_frame_t w;
+    put_head(&w.h, MSG_FRAME);
+    w.seq = htole32(++seq_out[port][remotes[r].peer]);
+    w.first_before_ns = htole32((uint32_t)(t - f->first_ns));
+    w.t_ns = (int64_t)htole64((uint64_t)t);
+    struct iovec iov[2] = {{&w, sizeof w}, {f->data, f->len}};
+    struct msghdr m = {.msg_name = &pe->addr, .msg_namelen = sizeof pe->addr, .msg_iov = iov, .msg_iovlen = 2};
+    if (sendmsg(udp_fd, &m, MSG_DONTWAIT) < 0) pe->send_errors++;
+    else pe->frames_out++;
+    remote_out[port]++;
+}
+
+/* A frame from another host got its delivery time: late if it came after it. */
+static void note_arrival(const frame_t *f, int64_t deliver) {
+    if (f->remote < 0 || deliver < 0) return;
+    remote_t *rd = &remotes[f->remote];
+    if (deliver < f->arrived_ns) {
+        int64_t late = f->arrived_ns - deliver;
+        rd->late++;
+        rd->late_sum_ns += late;
+        if (late > rd->late_max_ns) rd->late_max_ns = late;
+    }
+}
+
+static void send_probe(peer_t *pe, int type, const wire_probe_t *asked) {
+    wire_probe_t w;
+    memset(&w, 0, sizeof w);
+    put_head(&w.h, type);
+    if (asked) { /* an answer: the prober's stamps back, with ours */
+        w.mono[0] = asked->mono[0];
+        w.real[0] = asked->real[0];
+        w.mono[1] = asked->mono[1];
+        w.real[1] = asked->real[1];
+    }
+    int i = asked ? 2 : 0;
+    w.mono[i] = (int64_t)htole64((uint64_t)now_ns());
+    w.real[i] = (int64_t)htole64((uint64_t)real_ns());
+    if (sendto(udp_fd, &w, sizeof w, MSG_DONTWAIT, (struct sockaddr *)&pe->addr, sizeof pe->addr) < 0)
+        pe->send_errors++;
+    else if (!asked)
+        pe->probes++;
+}
+
+/* An answer to one of our probes: the round trip less the peer's own time, and its clocks'
+ * offsets (NTP's); the offset in use is that of the fastest probe of the window. */
+static void on_reply(peer_t *pe, const wire_probe_t *w, int64_t t3, int64_t r3) {
+    int64_t t[3], r[3];
+    for (int i = 0; i < 3; i++) {
+        t[i] = (int64_t)le64toh((uint64_t)w->mono[i]);
+        r[i] = (int64_t)le64toh((uint64_t)w->real[i]);
+    }
+    int64_t rtt = (t3 - t[0]) - (t[2] - t[1]);
+    if (rtt < 0) rtt = 0;
+    int k = (int)(pe->replies++ % PROBE_WINDOW);
+    pe->rtt[k] = rtt;
+    pe->offset[k] = ((t[1] - t[0]) + (t[2] - t3)) / 2;
+    pe->real_offset[k] = ((r[1] - r[0]) + (r[2] - r3)) / 2;
+    int n = pe->replies < PROBE_WINDOW ? (int)pe->replies : PROBE_WINDOW, best = 0;
+    for (int i = 1; i < n; i++)
+        if (pe->rtt[i] < pe->rtt[best]) best = i;
+    pe->offset_ns = pe->offset[best];
+    pe->real_offset_ns = pe->real_offset[best];
+    pe->rtt_min_ns = pe->rtt[best];
+}
+
+static void probe_peers(int64_t now) {
+    if (!npeers || now < next_probe_ns) return;
+    int filling = 0;
+    for (int i = 0; i < npeers; i++) {
+        send_probe(&peers[i], MSG_PROBE, NULL);
+        if (peers[i].replies < PROBE_WINDOW) filling = 1;
+    }
+    next_probe_ns = now + (filling ? PROBE_FAST_NS : PROBE_SLOW_NS);
+}
+
 /* ---- switching ---------------------------------------------------------------------- */
 
 static void learn(const unsigned char *mac, int port) {
-    if (mac[0] & 1) return; /* never learn a group address */
+    if ((mac[0] & 1) || port < 0) return; /* never learn a group address, nor another host's */
     for (int i = 0; i < nmacs; i++)
         if (memcmp(macs[i].mac, mac, 6) == 0) {
             macs[i].port = port;
@@ -416,6 +624,7 @@ static int lookup(const unsigned char *mac) {
 
 static void to_downlink(frame_t *f, int out, int64_t t) {
     int64_t deliver = cross(&ports[out].down, f->first_ns, t, f->wire, f->segments);
+    note_arrival(f, deliver);
     if (deliver < 0) {
         frame_free(f);
         return;
@@ -466,6 +675,12 @@ static void to_switch(frame_t *f, int port, int64_t t) {
     f->first_ns = t;
     if (up->rate_bps > 0 && f->segments > 1) /* its first segment, paced at the device's rate */
         f->first_ns -= (int64_t)((double)f->wire * (f->segments - 1) / f->segments * 8e9 / up->rate_bps);
+    int r = remote_of(f->data + VNET_HDR);
+    if (r >= 0) { /* for a device on another host: its forwarder takes it from here */
+        send_remote(f, port, r, t);
+        frame_free(f);
+        return;
+    }
     heap_push(t, f, port, EV_SWITCH);
 }
 
@@ -504,6 +719,7 @@ static void read_port(int i) {
             continue;
         }
         f->in_port = i;
+        f->remote = -1;
         f->len = (uint32_t)n;
         f->wire = wire_bytes(f->data, f->len, &f->segments);
         f->arrived_ns = now_ns();
@@ -519,6 +735,87 @@ static void read_port(int i) {
             continue;
         }
         to_switch(f, i, t);
+    }
+}
+
+static int peer_of(const struct sockaddr_in *from) {
+    for (int i = 0; i < npeers; i++)
+        if (peers[i].addr.sin_addr.s_addr == from->sin_addr.s_addr && peers[i].addr.sin_port == from->sin_port)
+            return i;
+    return -1;
+}
+
+/* A frame from another host's forwarder: through the downlink of the device it is for,
+ * from when it reached the (other host's) switch, on this host's clock. */
+static void from_peer(frame_t *f, int peer, const wire_frame_t *w, uint32_t len, int64_t now) {
+    peer_t *pe = &peers[peer];
+    int r = len < VNET_HDR + 14 ? -1 : remote_of(f->data + VNET_HDR + 6);
+    if (r < 0 || remotes[r].peer != peer) {
+        foreign_datagrams++;
+        frame_free(f);
+        return;
+    }
+    remote_t *rd = &remotes[r];
+    uint32_t seq = le32toh(w->seq);
+    if (seq >= rd->next_seq) {
+        rd->lost += seq - rd->next_seq;
+        rd->next_seq = seq + 1;
+    } else {
+        rd->reordered++;
+        if (rd->lost) rd->lost--; /* counted lost when its gap was seen */
+    }
+    rd->frames++;
+    pe->frames_in++;
+    f->in_port = -1;
+    f->remote = r;
+    f->len = len;
+    f->wire = wire_bytes(f->data, len, &f->segments);
+    f->arrived_ns = now;
+    int64_t t = (int64_t)le64toh((uint64_t)w->t_ns) - pe->offset_ns;
+    f->first_ns = t - (int64_t)le32toh(w->first_before_ns);
+    if (t <= now) at_switch(f, t); /* its time at the switch has passed: from then, at once */
+    else heap_push(t, f, -1, EV_SWITCH);
+}
+
+static void read_udp(void) {
+    for (int k = 0; k < READ_BATCH; k++) {
+        frame_t *f = frame_new();
+        wire_frame_t w;
+        struct sockaddr_in from;
+        struct iovec iov[2] = {{&w, sizeof w}, {f->data, sizeof f->data}};
+        struct msghdr m = {.msg_name = &from, .msg_namelen = sizeof from, .msg_iov = iov, .msg_iovlen = 2};
+        ssize_t n = recvmsg(udp_fd, &m, MSG_DONTWAIT);
+        int64_t now = now_ns(), real = real_ns();
+        if (n < 0) { /* nothing left, or an ICMP error of an earlier datagram: never fatal */
+            frame_free(f);
+            return;
+        }
+        int peer = peer_of(&from);
+        if (n < (ssize_t)sizeof(wire_head_t) || peer < 0 || le32toh(w.h.magic) != WIRE_MAGIC ||
+            le64toh(w.h.key) != wire_key) {
+            foreign_datagrams++;
+            frame_free(f);
+            continue;
+        }
+        if (w.h.type == MSG_FRAME && n >= (ssize_t)sizeof w) {
+            from_peer(f, peer, &w, (uint32_t)(n - sizeof w), now);
+            continue;
+        }
+        if ((w.h.type == MSG_PROBE || w.h.type == MSG_REPLY) && n == (ssize_t)sizeof(wire_probe_t)) {
+            wire_probe_t p; /* the datagram spans both buffers: put it back together */
+            memcpy(&p, &w, sizeof w);
+            memcpy((char *)&p + sizeof w, f->data, sizeof p - sizeof w);
+            if (w.h.type == MSG_PROBE) {
+                p.mono[1] = (int64_t)htole64((uint64_t)now);
+                p.real[1] = (int64_t)htole64((uint64_t)real);
+                send_probe(&peers[peer], MSG_REPLY, &p);
+            } else {
+                on_reply(&peers[peer], &p, now, real);
+            }
+        } else {
+            foreign_datagrams++;
+        }
+        frame_free(f);
     }
 }
 
@@ -558,7 +855,40 @@ static void write_stats(void) {
         write_direction(out, "up", &ports[i].up);
         fprintf(out, ", ");
         write_direction(out, "down", &ports[i].down);
-        fprintf(out, ", \"write_errors\": %" PRIu64 "}", ports[i].write_errors);
+        fprintf(out, ", \"write_errors\": %" PRIu64 ", \"remote_out\": %" PRIu64 "}", ports[i].write_errors,
+                remote_out[i]);
+    }
+    fprintf(out, "],\n \"udp_port\": %d, \"foreign_datagrams\": %" PRIu64 ",\n \"peers\": [", udp_port,
+            foreign_datagrams);
+    for (int i = 0; i < npeers; i++) {
+        const peer_t *pe = &peers[i];
+        int n = pe->replies < PROBE_WINDOW ? (int)pe->replies : PROBE_WINDOW;
+        int64_t sorted[PROBE_WINDOW];
+        memcpy(sorted, pe->rtt, sizeof sorted);
+        for (int a = 1; a < n; a++) /* insertion sort of at most 32 */
+            for (int b = a; b > 0 && sorted[b] < sorted[b - 1]; b--) {
+                int64_t x = sorted[b];
+                sorted[b] = sorted[b - 1];
+                sorted[b - 1] = x;
+            }
+        fprintf(out, "%s\n  {\"address\": \"%s\", \"probes\": %" PRIu64 ", \"replies\": %" PRIu64
+                ", \"rtt_min_ns\": %" PRId64 ", \"rtt_median_ns\": %" PRId64 ", \"rtt_max_ns\": %" PRId64
+                ", \"offset_ns\": %" PRId64 ", \"clock_offset_ns\": %" PRId64 ", \"frames_out\": %" PRIu64
+                ", \"frames_in\": %" PRIu64 ", \"send_errors\": %" PRIu64 "}", i ? "," : "", pe->name,
+                pe->probes, pe->replies, pe->rtt_min_ns, n ? sorted[n / 2] : 0, n ? sorted[n - 1] : 0,
+                pe->offset_ns, pe->real_offset_ns, pe->frames_out, pe->frames_in, pe->send_errors);
+    }
+    fprintf(out, "],\n \"remotes\": [");
+    int first = 1;
+    for (int i = 0; i < REMOTE_TABLE; i++) {
+        const remote_t *rd = &remotes[i];
+        if (!rd->used) continue;
+        fprintf(out, "%s\n  {\"mac\": \"%02x:%02x:%02x:%02x:%02x:%02x\", \"peer\": %d, \"frames\": %" PRIu64
+                ", \"late\": %" PRIu64 ", \"late_max_ns\": %" PRId64 ", \"late_sum_ns\": %" PRId64
+                ", \"lost\": %" PRIu64 ", \"reordered\": %" PRIu64 "}", first ? "" : ",", rd->mac[0], rd->mac[1],
+                rd->mac[2], rd->mac[3], rd->mac[4], rd->mac[5], rd->peer, rd->frames, rd->late, rd->late_max_ns,
+                rd->late_sum_ns, rd->lost, rd->reordered);
+        first = 0;
     }
     fprintf(out, "]}\n");
     fclose(out);
@@ -571,6 +901,17 @@ static void on_signal(int sig) {
 }
 
 /* ---- set-up ---------------------------------------------------------------------------- */
+
+static int parse_mac(const char *text, unsigned char mac[6]) {
+    unsigned v[6];
+    char end;
+    if (sscanf(text, "%x:%x:%x:%x:%x:%x%c", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &end) != 6) return 0;
+    for (int i = 0; i < 6; i++) {
+        if (v[i] > 255) return 0;
+        mac[i] = (unsigned char)v[i];
+    }
+    return 1;
+}
 
 static void parse_direction(const char *text, direction_t *d, const char *spec) {
     double rate, loss, channel_bps = 0;
@@ -602,17 +943,70 @@ static void parse_port(char *spec) {
     if (nports == MAX_PORTS) usage("too many ports");
     char copy[1024];
     snprintf(copy, sizeof copy, "%s", spec);
-    char *fields[4];
+    char *fields[5];
     int n = 0;
-    for (char *save = NULL, *tok = strtok_r(copy, ",", &save); tok && n < 4; tok = strtok_r(NULL, ",", &save))
+    for (char *save = NULL, *tok = strtok_r(copy, ",", &save); tok && n < 5; tok = strtok_r(NULL, ",", &save))
         fields[n++] = tok;
-    if (n != 4) usage("--port wants NETNS,IFNAME,UP,DOWN");
+    if (n != 4 && n != 5) usage("--port wants NETNS,IFNAME,UP,DOWN[,MAC]");
     port_t *p = &ports[nports++];
     snprintf(p->netns, sizeof p->netns, "%s", fields[0]);
     if (strlen(fields[1]) >= IFNAMSIZ || !fields[1][0]) usage("interface name too long or empty");
     snprintf(p->name, sizeof p->name, "%s", fields[1]);
     parse_direction(fields[2], &p->up, spec);
     parse_direction(fields[3], &p->down, spec);
+    if (n == 5) {
+        unsigned char mac[6];
+        if (!parse_mac(fields[4], mac)) usage("bad MAC in --port (want aa:bb:cc:dd:ee:ff)");
+        learn(mac, nports - 1);
+    }
+}
+
+/* --peer ADDR:PORT,MAC,MAC,...: another host's forwarder and the devices behind it. */
+static void parse_peer(const char *spec) {
+    if (npeers == MAX_PEERS) usage("too many --peer");
+    char *copy = strdup(spec), *save = NULL;
+    if (!copy) die("out of memory");
+    char *where = strtok_r(copy, ",", &save);
+    char *colon = where ? strrchr(where, ':') : NULL;
+    peer_t *pe = &peers[npeers];
+    if (!colon) usage("--peer wants ADDR:PORT,MAC,...");
+    *colon = 0;
+    long port = strtol(colon + 1, NULL, 10);
+    pe->addr.sin_family = AF_INET;
+    pe->addr.sin_port = htons((uint16_t)port);
+    if (port <= 0 || port > 65535 || inet_pton(AF_INET, where, &pe->addr.sin_addr) != 1)
+        usage("--peer wants an IPv4 ADDR:PORT first");
+    snprintf(pe->name, sizeof pe->name, "%s:%ld", where, port);
+    for (char *tok = strtok_r(NULL, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        unsigned char mac[6];
+        if (!parse_mac(tok, mac)) usage("bad MAC in --peer (want aa:bb:cc:dd:ee:ff)");
+        add_remote(mac, npeers);
+    }
+    npeers++;
+    free(copy);
+}
+
+/* The forwarder's socket to the other hosts', in the host's own network namespace. */
+static void open_udp(int port) {
+    udp_fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (udp_fd < 0) die("socket");
+    int size = 8 << 20; /* bursts of a whole TCP window from several devices */
+    if (setsockopt(udp_fd, SOL_SOCKET, SO_RCVBUFFORCE, &size, sizeof size) < 0)
+        setsockopt(udp_fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof size);
+    if (setsockopt(udp_fd, SOL_SOCKET, SO_SNDBUFFORCE, &size, sizeof size) < 0)
+        setsockopt(udp_fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof size);
+    /* A frame and its header pass an underlay MTU of 1500: the kernel fragments it. */
+    int pmtu = IP_PMTUDISC_DONT;
+    setsockopt(udp_fd, IPPROTO_IP, IP_MTU_DISCOVER, &pmtu, sizeof pmtu);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port), .sin_addr = {htonl(INADDR_ANY)}};
+    if (bind(udp_fd, (struct sockaddr *)&a, sizeof a) < 0) {
+        fprintf(stderr, "shoal-linkemu: cannot bind UDP port %d for the links to other hosts: %s\n", port,
+                strerror(errno));
+        exit(2);
+    }
+    socklen_t len = sizeof a;
+    getsockname(udp_fd, (struct sockaddr *)&a, &len);
+    udp_port = ntohs(a.sin_port);
 }
 
 static void enter_netns(const char *path) {
@@ -642,7 +1036,8 @@ static void open_tap(port_t *p) {
      * frame. Their line time is still that of every segment. */
     int hdr = VNET_HDR;
     if (ioctl(fd, TUNSETVNETHDRSZ, &hdr) < 0) die("TUNSETVNETHDRSZ");
-    if (ioctl(fd, TUNSETOFFLOAD, TUN_F_CSUM | TUN_F_TSO4 | TUN_F_TSO6) < 0) die("TUNSETOFFLOAD");
+    if (ioctl(fd, TUNSETOFFLOAD, no_tso ? TUN_F_CSUM : TUN_F_CSUM | TUN_F_TSO4 | TUN_F_TSO6) < 0)
+        die("TUNSETOFFLOAD");
     p->fd = fd;
 }
 
@@ -654,17 +1049,23 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--stats") && i + 1 < argc) stats_path = argv[++i];
         else if (!strcmp(argv[i], "--log") && i + 1 < argc) log_path = argv[++i];
         else if (!strcmp(argv[i], "--seed") && i + 1 < argc) rng_state = strtoull(argv[++i], NULL, 0) | 1;
+        else if (!strcmp(argv[i], "--udp") && i + 1 < argc) udp_port = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--peer") && i + 1 < argc) parse_peer(argv[++i]);
+        else if (!strcmp(argv[i], "--key") && i + 1 < argc) wire_key = strtoull(argv[++i], NULL, 16);
+        else if (!strcmp(argv[i], "--no-tso")) no_tso = 1;
         else {
             fprintf(stderr, "shoal-linkemu: unknown argument %s\n", argv[i]);
             return 2;
         }
     }
-    if (nports < 1) usage("give at least one --port NETNS,IFNAME,UP,DOWN");
+    if (nports < 1) usage("give at least one --port NETNS,IFNAME,UP,DOWN[,MAC]");
+    if (npeers && udp_port <= 0) usage("--peer needs --udp PORT");
     int own = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
     if (own < 0) die("open own network namespace");
     for (int i = 0; i < nports; i++) open_tap(&ports[i]);
+    if (setns(own, CLONE_NEWNET) != 0) die("return to own network namespace");
+    if (udp_port > 0) open_udp(udp_port);
     if (switch_ns) enter_netns(switch_ns);
-    else if (setns(own, CLONE_NEWNET) != 0) die("return to own network namespace");
     close(own);
     if (log_path && !(log_file = fopen(log_path, "w"))) die("open --log file");
     if (log_file) fprintf(log_file, "in_port,out_port,len,arrived_ns,scheduled_ns,delivered_ns\n");
@@ -689,6 +1090,10 @@ int main(int argc, char **argv) {
         struct epoll_event ev = {.events = EPOLLIN, .data.u32 = (uint32_t)i};
         if (epoll_ctl(ep, EPOLL_CTL_ADD, ports[i].fd, &ev) < 0) die("epoll_ctl");
     }
+    if (udp_fd >= 0) {
+        struct epoll_event uev = {.events = EPOLLIN, .data.u32 = (uint32_t)MAX_PORTS + 2};
+        if (epoll_ctl(ep, EPOLL_CTL_ADD, udp_fd, &uev) < 0) die("epoll_ctl");
+    }
     printf("ready\n");
     fflush(stdout);
 
@@ -703,7 +1108,7 @@ int main(int argc, char **argv) {
     epoll_ctl(ep, EPOLL_CTL_ADD, 0, &cev); /* fails harmlessly when stdin is not a pipe */
     char line[256];
     size_t line_len = 0;
-    struct epoll_event events[MAX_PORTS + 2];
+    struct epoll_event events[MAX_PORTS + 3];
     while (!stop_flag) {
         if (stats_flag) {
             stats_flag = 0;
@@ -714,7 +1119,10 @@ int main(int argc, char **argv) {
             run_event(heap_pop());
             now = now_ns();
         }
+        probe_peers(now);
         int timeout = -1;
+        if (npeers) /* until the next probe, in whole milliseconds */
+            timeout = (int)((next_probe_ns - now + 999999) / 1000000);
         if (heap_len) {
             int64_t target = heap[0].t_ns - early_ns;
             if (target <= now) {
@@ -725,7 +1133,7 @@ int main(int argc, char **argv) {
                 armed = target;
             }
         }
-        int n = epoll_wait(ep, events, MAX_PORTS + 2, timeout);
+        int n = epoll_wait(ep, events, MAX_PORTS + 3, timeout);
         if (n < 0) {
             if (errno == EINTR) continue;
             die("epoll_wait");
@@ -754,6 +1162,10 @@ int main(int argc, char **argv) {
                     line_len = strlen(line);
                 }
                 if (line_len == sizeof line - 1) line_len = 0;
+                continue;
+            }
+            if (which == MAX_PORTS + 2) {
+                read_udp();
                 continue;
             }
             if (which != MAX_PORTS) {
