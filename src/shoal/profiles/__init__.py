@@ -430,6 +430,50 @@ def load_os_noise() -> dict[str, OsNoise]:
     return found
 
 
+@dataclass(frozen=True)
+class Background:
+    """What a device keeps doing beside the ranks: CPU work in a frame rhythm (``fps`` frames
+    a second, ``frame_work_s`` reference-core seconds each) and a stream of ``stream_bps``
+    from the head-end, delivered ``multicast`` (one copy per programme on the link),
+    ``unicast`` (one per device) or ``qam`` (carriers of its own: not on the link)."""
+
+    name: str
+    fps: float
+    frame_work_s: float
+    stream_bps: float
+    delivery: str
+    description: str = ""
+    sources: dict[str, str] = field(default_factory=dict)
+
+    def share_of(self, profile: DeviceProfile) -> float:
+        """The share of one of ``profile``'s cores its CPU work takes."""
+        return self.frame_work_s * self.fps / profile.speed
+
+    @property
+    def on_link(self) -> bool:
+        """Whether its stream travels on the devices' link (not on carriers of its own)."""
+        return self.delivery != "qam" and self.stream_bps > 0
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name, "fps": self.fps, "frame_work_s": self.frame_work_s,
+                "stream_bps": self.stream_bps, "delivery": self.delivery}
+
+
+def load_backgrounds() -> dict[str, Background]:
+    """``[backgrounds.NAME]``: built-in, then user files."""
+    from shoal.inputs import schema
+    from shoal.profiles import tables
+
+    found: dict[str, Background] = {}
+    for where, data, text in [(BUILTIN, *_read(BUILTIN))] + [(p, *_read(p)) for p in user_files()]:
+        for name, table in (data.get("backgrounds") or {}).items():
+            checked = schema.validate(tables.BackgroundTable, table, str(where), text,
+                                      at=("backgrounds", name))
+            found[name] = Background(name, checked.fps, checked.frame_work_s, checked.stream_bps,
+                                     checked.delivery, checked.description, checked.sources)
+    return found
+
+
 def load_links(extra: dict | None = None) -> dict[str, LinkType]:
     """All link types, overridden in the same order as profiles."""
     return load_all(extra)[1]

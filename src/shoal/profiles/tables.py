@@ -200,6 +200,36 @@ class OsNoiseTable(Table):
                                   ("cpu_share", self.cpu_source or self.source)) if v}
 
 
+class BackgroundTable(Table):
+    """One ``[backgrounds.NAME]`` table: what a device keeps doing beside the ranks (a set-top
+    box decoding a programme: CPU work in a frame rhythm and a stream from the head-end)."""
+
+    required_hint: ClassVar[str] = ("every background needs fps, frame_work_s, stream_bps and "
+                                    "delivery")
+    fps: Annotated[float, Field(gt=0, le=1000)]
+    # Reference-core seconds of CPU per frame (the kernels' unit, [kernels.NAME]): its share
+    # of a device core follows from the device's speed.
+    frame_work_s: NonNegative
+    stream_bps: NonNegative
+    # multicast: one copy per programme down the plant, every box tuned to it; unicast: one
+    # stream per box (video on demand); qam: the programme rides carriers of its own beside
+    # the data channel (seed 002's MPEG-2 QAM), so only the CPU work is emulated.
+    delivery: Literal["multicast", "unicast", "qam"]
+    description: str = ""
+    source: str = ""
+    fps_source: str = ""
+    frame_work_source: str = ""
+    stream_source: str = ""
+    delivery_source: str = ""
+
+    @property
+    def sources(self) -> dict[str, str]:
+        return {k: v for k, v in (("fps", self.fps_source or self.source),
+                                  ("frame_work_s", self.frame_work_source or self.source),
+                                  ("stream_bps", self.stream_source or self.source),
+                                  ("delivery", self.delivery_source or self.source)) if v}
+
+
 class SwitchTable(Table):
     """One ``[switches.NAME]`` table: what a star of devices shares (counted once)."""
 
