@@ -40,6 +40,20 @@ def add_background(where: argparse._ArgumentGroup) -> None:
                             "Broadband Grid Computing'); [backgrounds.NAME] in the profiles")
 
 
+def add_qos(where: argparse._ArgumentGroup) -> None:
+    """--qos: each emulated profile's upstream service flow on a shared plant."""
+    where.add_argument("--qos", type=typed.typed(_qos, name="qos"), default=None, metavar="PROFILE=RATE,...",
+                       help="the most each device of a profile may send upstream on a shared plant "
+                            "(its DOCSIS service flow), in bit/s, e.g. stb=10M; refused above the "
+                            "upstream channel")
+
+
+def _qos(text: str) -> dict[str, str]:
+    from shoal.cluster import qos
+
+    return qos.parse(text)
+
+
 def _background(text: str) -> dict[str, str]:
     from shoal.cluster import background
 
@@ -74,6 +88,7 @@ def add_where(p: argparse.ArgumentParser, nodes_default: str) -> argparse._Argum
     where = p.add_argument_group("where ranks run (default: this machine)")
     add_cluster_choice(where)
     add_background(where)
+    add_qos(where)
     add_clock(where)
     where.add_argument("--nodes", default=None, type=typed.COUNTS_TEXT,
                        help=f"node counts to sweep on the cluster: 1..4, 1,2,4,6 (default: {nodes_default})")

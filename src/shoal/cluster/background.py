@@ -59,26 +59,15 @@ def with_background(spec: str, backgrounds: dict[str, str]) -> str:
     """An emulate spec with ``@NAME`` on every term of each profile ``backgrounds`` names
     (``8xstb`` and ``{"stb": "mpeg2-sd"}`` give ``8xstb@mpeg2-sd``)."""
     from shoal import profiles
+    from shoal.cluster import terms
 
     known = profiles.load_backgrounds()
-    terms = spec.replace(" ", "").split("+")
-    kinds = [term.split("@")[0].partition("x")[2] for term in terms]
     for kind, name in backgrounds.items():
         if name not in known:
             raise ShoalError(f"--background {kind}={name}: unknown background (known: "
                              f"{', '.join(sorted(known))}; add [backgrounds.{name}] to a profiles file)")
-        if kind not in kinds:
-            raise ShoalError(f"--background {kind}={name}: --emulate {spec} has no {kind} devices; "
-                             f"give the background to one of its profiles: {', '.join(dict.fromkeys(kinds))}")
-    out = []
-    for term, kind in zip(terms, kinds):
-        if kind in backgrounds:
-            if any(word in known for word in term.split("@")[1:]):
-                raise ShoalError(f"--background {kind}={backgrounds[kind]}: --emulate {spec} already "
-                                 f"gives {kind} a background; give it once")
-            term = f"{term}@{backgrounds[kind]}"
-        out.append(term)
-    return "+".join(out)
+    return terms.with_suffix(spec, backgrounds, lambda name: name, lambda word: word in known,
+                             "--background", "a background")
 
 
 def check(nodes: list, where: str) -> None:

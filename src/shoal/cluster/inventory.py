@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from shoal import profiles as _profiles
+from shoal.cluster import qos
 from shoal.errors import ShoalError
 
 MODES = ("emulated", "ssh", "slurm")
@@ -45,6 +46,8 @@ class Node:
     os_noise: _profiles.OsNoise | None = None
     # What it keeps doing beside the ranks (a box decoding a programme; None: nothing).
     background: _profiles.Background | None = None
+    # Its upstream service flow on a shared plant, where --qos set one (bit/s; None: the link's).
+    qos_bps: float | None = None
 
     def describe(self) -> dict[str, Any]:
         described = {"name": self.name, "address": self.address, "slots": self.slots,
@@ -53,6 +56,8 @@ class Node:
             described["os_noise"] = self.os_noise.describe()
         if self.background is not None:
             described["background"] = self.background.describe()
+        if self.qos_bps is not None:
+            described["qos_bps"] = self.qos_bps
         return described
 
 
@@ -141,14 +146,19 @@ _TERM = re.compile(r"^(\d+)x([a-z0-9][a-z0-9-]*)((?:@[^@+]+)*)$")
 
 def _suffixes(spec: str, suffixes: str, known: dict[str, _profiles.OsNoise],
               backgrounds: dict[str, _profiles.Background] | None = None
-              ) -> tuple[str | None, _profiles.OsNoise | None, _profiles.Background | None]:
-    """A term's clock (its text), OS noise profile (of ``known``) and background (of
-    ``backgrounds``), each at most once."""
+              ) -> tuple[str | None, _profiles.OsNoise | None, _profiles.Background | None, float | None]:
+    """A term's clock (its text), OS noise profile (of ``known``), background (of
+    ``backgrounds``) and upstream service flow (``@qos=RATE``, bit/s), each at most once."""
     from shoal.profiles import clock as clocks
 
-    clock, noise, background = None, None, None
+    clock, noise, background, flow = None, None, None, None
     backgrounds = backgrounds or {}
     for word in filter(None, suffixes.split("@")):
+        if word.startswith(qos.SUFFIX):
+            if flow is not None:
+                raise ShoalError(f"--emulate {spec}: @{word}: a term carries one service flow")
+            flow = qos.bits_per_s(word[len(qos.SUFFIX):])
+            continue
         if word in backgrounds:
             if background is not None:
                 raise ShoalError(f"--emulate {spec}: @{word}: a term carries one background")
@@ -169,7 +179,7 @@ def _suffixes(spec: str, suffixes: str, known: dict[str, _profiles.OsNoise],
         if clock is not None:
             raise ShoalError(f"--emulate {spec}: @{word}: a term carries one clock")
         clock = word
-    return clock, noise, background
+    return clock, noise, background, flow
 
 
 def from_emulate(spec: str, link: str | None = None, host_speed: float | None = None) -> Inventory:
@@ -191,7 +201,7 @@ def from_emulate(spec: str, link: str | None = None, host_speed: float | None = 
                              "(e.g. 4xminnowboard, 4xminnowboard+1xnuc, 4xminnowboard@500M, "
                              "2xminnowboard@fedora or 8xstb@mpeg2-sd)")
         count, name = int(match.group(1)), match.group(2)
-        clock, noise, background = _suffixes(spec, match.group(3), known_noise, known_backgrounds)
+        clock, noise, background, flow = _suffixes(spec, match.group(3), known_noise, known_backgrounds)
         if name not in known_profiles:
             raise ShoalError(f"--emulate {spec}: unknown profile {name!r} "
                              f"(known: {', '.join(sorted(known_profiles))})")
@@ -206,11 +216,14 @@ def from_emulate(spec: str, link: str | None = None, host_speed: float | None = 
                                       "--governor" if clock in clocks.GOVERNORS else "--freq")
             known_profiles = {**known_profiles, profile.name: profile}
             name = profile.name
+        device_link = known_links[link or profile.link]
+        if flow is not None:
+            device_link = qos.apply(device_link, flow, f"--emulate {spec}")
         for _ in range(count):
             counters[name] = counters.get(name, 0) + 1
             node_name = f"{name}{counters[name]}"
-            nodes.append(Node(node_name, profile, known_links[link or profile.link],
-                              profile.cores, node_name, noise, background))
+            nodes.append(Node(node_name, profile, device_link, profile.cores, node_name, noise,
+                              background, flow))
     if any(node.background for node in nodes):
         from shoal.cluster import background as backgrounds
 

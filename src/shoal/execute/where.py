@@ -73,6 +73,9 @@ class Where:
     # stb=mpeg2-sd: shoal.cluster.background); folded into ``emulate`` (8xstb@mpeg2-sd), so
     # the devices carry it as they carry their clock.
     background: dict[str, str] | None = None
+    # Each profile's upstream service flow on a shared plant (--qos stb=10M, bit/s as typed:
+    # shoal.cluster.qos); folded into ``emulate`` (8xstb@qos=10M) like ``background``.
+    qos: dict[str, str] | None = None
 
     def __post_init__(self) -> None:
         if self.freq is not None and self.governor is not None:
@@ -87,6 +90,11 @@ class Where:
 
             self.emulate = background.with_background(self.emulate, self.background)
             self.background = None
+        if self.emulate and self.qos:
+            from shoal.cluster import qos
+
+            self.emulate = qos.with_qos(self.emulate, self.qos)
+            self.qos = None
     # A mixed cluster's ranks by device profile (--ranks-per-device stb=1,xeon-blade=8): each
     # device runs its profile's count, as seed 002's one job over boxes and blades did.
     ranks_per_device: dict[str, int] | None = None
@@ -180,6 +188,11 @@ class Where:
             raise ShoalError(f"--background {given} runs beside the ranks of devices emulated here: "
                              "add --emulate SPEC (a cluster already up keeps what it came up with: "
                              "'shoal cluster up --emulate 8xstb@mpeg2-sd')")
+        if self.qos:
+            given = ",".join(f"{k}={v}" for k, v in self.qos.items())
+            raise ShoalError(f"--qos {given} sets the service flows of devices emulated here: add "
+                             "--emulate SPEC (a cluster already up keeps its own: 'shoal cluster up "
+                             "--emulate 8xstb@qos=10M')")
 
     def _validate_clock(self) -> None:
         """--freq is an emulated device's; --governor also this machine's (it must offer it)."""

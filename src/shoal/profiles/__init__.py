@@ -83,16 +83,24 @@ class LinkType:
     # them (its modem's upstream buffer): a frame that finds it full is dropped. 0: the
     # emulator's own queue (200 ms at the cap, at least 256 KiB).
     device_buffer_B: float = 0.0
+    # On a shared medium, the upstream channel's rate where it differs from the downstream's
+    # (rate_bps): DOCSIS 3.0 bonds more channels down than up. 0: rate_bps both ways.
+    upstream_channel_bps: float = 0.0
+
+    @property
+    def up_channel_bps(self) -> float:
+        """The rate of the upstream channel all devices share (a shared medium), else rate_bps."""
+        return self.upstream_channel_bps if self.shared and self.upstream_channel_bps else self.rate_bps
 
     @property
     def upstream_bps(self) -> float:
-        """The rate one device sends at: its own cap on a shared medium, else the link's."""
-        return self.device_rate_bps if self.shared and self.device_rate_bps else self.rate_bps
+        """The rate one device sends at: its own cap on a shared medium, else the upstream's."""
+        return self.device_rate_bps if self.shared and self.device_rate_bps else self.up_channel_bps
 
     @property
     def capped(self) -> bool:
         """Whether one device sends below the channel's rate (a shared medium with a cap)."""
-        return self.upstream_bps < self.rate_bps
+        return self.upstream_bps < self.up_channel_bps
 
     @property
     def grant_wait_s(self) -> float:

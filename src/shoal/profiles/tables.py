@@ -146,6 +146,7 @@ class LinkTable(Table):
     shared: bool = False
     grant_interval_s: NonNegative = 0.0
     device_rate_bps: NonNegative = 0.0
+    upstream_channel_bps: NonNegative = 0.0
     device_buffer_B: NonNegative = 0.0
     rate_source: str = ""
     latency_source: str = ""
@@ -156,6 +157,7 @@ class LinkTable(Table):
     grant_interval_source: str = ""
     device_rate_source: str = ""
     device_buffer_source: str = ""
+    upstream_channel_source: str = ""
 
     @model_validator(mode="after")
     def _consistent(self) -> "LinkTable":
@@ -168,9 +170,14 @@ class LinkTable(Table):
         if self.device_buffer_B and not self.device_rate_bps:
             raise ValueError("device_buffer_B is the buffer of a capped device on a shared medium: "
                              "give device_rate_bps too, or leave it out")
-        if self.device_rate_bps > self.rate_bps:
-            raise ValueError(f"needs device_rate_bps <= rate_bps (one device cannot send faster than "
-                             f"the channel), got {self.device_rate_bps:g} and {self.rate_bps:g}")
+        if self.upstream_channel_bps and not self.shared:
+            raise ValueError("upstream_channel_bps is the upstream channel of a shared medium: give "
+                             "shared = true or leave it out (a port of its own runs at rate_bps)")
+        channel = self.upstream_channel_bps or self.rate_bps
+        name = "upstream_channel_bps" if self.upstream_channel_bps else "rate_bps"
+        if self.device_rate_bps > channel:
+            raise ValueError(f"needs device_rate_bps <= {name} (one device cannot send faster than "
+                             f"the channel), got {self.device_rate_bps:g} and {channel:g}")
         return self
 
     @property
