@@ -35,6 +35,13 @@ from shoal.cluster import state
 from shoal.errors import ShoalError
 
 TARGET = "background"
+# A decoder shows a frame from its buffer, not the moment it is due: MPEG-2 Main Profile at
+# Main Level gives the stream a buffer of 1835008 bits (ISO/IEC 13818-2, Table 8-13,
+# vbv_buffer_size), 0.49 s at 3.75 Mbit/s. A frame finished within it is on time; it also
+# absorbs a device core's CPU period, up to 0.16 s at a set-top box's budget, in which a
+# computing rank may use the quota before the decoder wakes.
+VBV_BITS = 1835008
+BUFFER_MAX_S = 1.0
 PORT = 5004  # MPEG transport streams over UDP/RTP usually go to this port
 CORE = 0     # the core a background shares: the one a device's first rank runs on
 
@@ -142,7 +149,8 @@ def start(cluster_id: str, nodes: list, record: dict, placement: str, dilation: 
         work = background.share_of(node.profile) * float(entry["cpu_fraction"]) * period
         stats = directory / f"background-{node.name}.json"
         argv = [program, "decode", "--port", str(PORT), "--period-s", f"{period:.9f}",
-                "--work-s", f"{work:.9f}", "--stats", str(stats)]
+                "--work-s", f"{work:.9f}", "--buffer-s", f"{buffer_s(background) * dilation:.9f}",
+                "--stats", str(stats)]
         if background.on_link and background.delivery == "multicast":
             index = programmes.setdefault(background.name, len(programmes))
             argv += ["--group", group(index)]
@@ -169,6 +177,13 @@ def start(cluster_id: str, nodes: list, record: dict, placement: str, dilation: 
                      "rate_bps": rate, "stats": str(stats)})
     if sent:
         record["background_streams"] = sent
+
+
+def buffer_s(background) -> float:
+    """Device seconds a decoder may finish a frame after it is due (its stream's buffer):
+    the MPEG-2 MP@ML buffer at the stream's rate, at least two frames, at most a second."""
+    held = VBV_BITS / background.stream_bps if background.stream_bps > 0 else BUFFER_MAX_S
+    return min(BUFFER_MAX_S, max(2 / background.fps, held))
 
 
 def _start(argv: list[str], env: dict[str, str], what: str) -> int:

@@ -1,6 +1,6 @@
 /* shoal-background: a device's work beside its ranks, and the head-end's stream to it.
  *
- *   shoal-background decode --port P [--group G] --period-s T --work-s W --stats FILE
+ *   shoal-background decode --port P [--group G] --period-s T --work-s W [--buffer-s B] --stats FILE
  *   shoal-background send --to ADDR:PORT[,ADDR:PORT...] --rate-bps R --stats FILE
  *
  * decode runs inside a device core's cgroup (shoal/cluster/background.py starts it
@@ -8,9 +8,10 @@
  * stream has delivered from its UDP socket (joined to multicast group G if given)
  * and burns the rest of W seconds of its own CPU time, counted on the thread's CPU clock,
  * so a core held to its quota stretches the frame's wall time rather than shortening
- * its work, as a decoder's fixed work per frame would be. A frame whose work ends
- * after the next frame's start is late; frames whose start has already passed by a
- * whole period are dropped (a decoder that falls behind skips frames).
+ * its work, as a decoder's fixed work per frame would be. A decoder shows a frame from
+ * its buffer B seconds after it is due (B: what the stream's decoder buffer holds), so
+ * a frame is late when its work ends more than B after its due time, and frames due
+ * more than B ago are dropped unworked (a decoder that falls that far behind skips them).
  *
  * send runs in the head: R bits a second to each destination, in datagrams of seven
  * MPEG transport-stream packets (1316 B, how MPEG-2 travels over UDP), destinations
@@ -67,7 +68,7 @@ static void die(const char *what) {
 
 static void usage(void) {
     fprintf(stderr, "usage: shoal-background decode --port P [--group G] --period-s T --work-s W "
-                    "--stats FILE\n       shoal-background send --to ADDR:PORT[,...] --rate-bps R "
+                    "[--buffer-s B] --stats FILE\n       shoal-background send --to ADDR:PORT[,...] --rate-bps R "
                     "--stats FILE\n");
     exit(2);
 }
@@ -112,22 +113,23 @@ static void burn(double from, double work) {
 static int decode(int argc, char **argv) {
     int port = 0;
     const char *group = NULL, *stats = NULL;
-    double period = 0, work = -1;
+    double period = 0, work = -1, buffer = 0;
     for (int i = 0; i < argc; i++) {
         if (i + 1 >= argc) usage();
         if (!strcmp(argv[i], "--port")) port = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--group")) group = argv[++i];
         else if (!strcmp(argv[i], "--period-s")) period = atof(argv[++i]);
         else if (!strcmp(argv[i], "--work-s")) work = atof(argv[++i]);
+        else if (!strcmp(argv[i], "--buffer-s")) buffer = atof(argv[++i]);
         else if (!strcmp(argv[i], "--stats")) stats = argv[++i];
         else usage();
     }
-    if (port <= 0 || port > 65535 || period <= 0 || work < 0 || !stats) usage();
+    if (port <= 0 || port > 65535 || period <= 0 || work < 0 || buffer < 0 || !stats) usage();
     int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0);
     if (fd < 0) die("socket");
-    int one = 1, buffer = 1 << 20;
+    int one = 1, receive_B = 1 << 20;
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buffer, sizeof buffer);
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &receive_B, sizeof receive_B);
     struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons(port),
                                .sin_addr.s_addr = htonl(INADDR_ANY)};
     if (bind(fd, (struct sockaddr *)&addr, sizeof addr) < 0) die("bind");
@@ -163,19 +165,19 @@ static int decode(int argc, char **argv) {
             snprintf(json, sizeof json,
                      "{\"frames\": %llu, \"late\": %llu, \"dropped\": %llu, \"received_B\": %llu, "
                      "\"datagrams\": %llu, \"cpu_s\": %.6f, \"wall_s\": %.6f, \"period_s\": %.9f, "
-                     "\"work_s\": %.9f, \"worst_late_s\": %.6f}\n",
+                     "\"work_s\": %.9f, \"buffer_s\": %.9f, \"worst_late_s\": %.6f}\n",
                      (unsigned long long)frames, (unsigned long long)late,
                      (unsigned long long)dropped, (unsigned long long)received_B,
                      (unsigned long long)datagrams, now_s(CLOCK_THREAD_CPUTIME_ID) - cpu0,
-                     now_s(CLOCK_MONOTONIC) - start, period, work, worst_late_s);
+                     now_s(CLOCK_MONOTONIC) - start, period, work, buffer, worst_late_s);
             write_stats(stats, json);
             stats_asked = 0;
             if (stop_asked) return 0;
         }
         double t = now_s(CLOCK_MONOTONIC);
         if (t < due) { sleep_until(due); continue; }
-        if (t >= due + period) { /* behind by whole frames: skip them */
-            uint64_t behind = (uint64_t)((t - due) / period);
+        if (t >= due + buffer + period) { /* behind by more than the buffer: skip frames */
+            uint64_t behind = (uint64_t)((t - due - buffer) / period);
             dropped += behind;
             due += behind * period;
         }
@@ -191,9 +193,9 @@ static int decode(int argc, char **argv) {
         burn(frame_cpu, work);
         frames++;
         double done = now_s(CLOCK_MONOTONIC);
-        if (done > due + period) {
+        if (done > due + buffer + period) { /* shown after its turn on the screen */
             late++;
-            if (done - (due + period) > worst_late_s) worst_late_s = done - (due + period);
+            if (done - (due + buffer + period) > worst_late_s) worst_late_s = done - (due + buffer + period);
         }
         due += period;
     }
