@@ -190,6 +190,12 @@ class LinkTable(Table):
         return {k: getattr(self, k) for k in type(self).model_fields if not k.endswith("_source")}
 
 
+def own_or_common_sources(table: Table, own: dict[str, str]) -> dict[str, str]:
+    """Each field's source (``own``: field -> the name of its own ``*_source``), else the
+    table's ``source``; fields with neither are left out."""
+    return {field: v for field, name in own.items() if (v := getattr(table, name) or table.source)}
+
+
 class OsNoiseTable(Table):
     """One ``[os_noise.NAME]`` table: what a distribution does beside the ranks on a device."""
 
@@ -203,8 +209,7 @@ class OsNoiseTable(Table):
 
     @property
     def sources(self) -> dict[str, str]:
-        return {k: v for k, v in (("forks_per_s", self.forks_source or self.source),
-                                  ("cpu_share", self.cpu_source or self.source)) if v}
+        return own_or_common_sources(self, {"forks_per_s": "forks_source", "cpu_share": "cpu_source"})
 
 
 class BackgroundTable(Table):
@@ -231,10 +236,8 @@ class BackgroundTable(Table):
 
     @property
     def sources(self) -> dict[str, str]:
-        return {k: v for k, v in (("fps", self.fps_source or self.source),
-                                  ("frame_work_s", self.frame_work_source or self.source),
-                                  ("stream_bps", self.stream_source or self.source),
-                                  ("delivery", self.delivery_source or self.source)) if v}
+        return own_or_common_sources(self, {"fps": "fps_source", "frame_work_s": "frame_work_source",
+                                            "stream_bps": "stream_source", "delivery": "delivery_source"})
 
 
 class SwitchTable(Table):
