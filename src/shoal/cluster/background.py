@@ -42,10 +42,9 @@ TARGET = "background"
 # computing rank may use the quota before the decoder wakes.
 VBV_BITS = 1835008
 BUFFER_MAX_S = 1.0
-# Host seconds between a decoder's wake-ups at least (it then works every frame due). Waking
-# costs this host about 40 us of CPU (timer, scheduler, system calls: measured 40 us a frame
-# against 20.6 us of work at 30 wake-ups a second on a box core), which a box core of 0.006
-# of a host core would pay as a fifth of its budget; 0.1 s stays well inside the buffer.
+# Host seconds between a decoder's wake-ups at least (it then works every frame due): each
+# wake-up's timer, scheduling and system calls cost the host a few microseconds, which a box
+# core of 0.006 of a host core pays at its own scale; 0.1 s stays well inside the buffer.
 WAKE_S = 0.1
 PORT = 5004  # MPEG transport streams over UDP/RTP usually go to this port
 CORE = 0     # the core a background shares: the one a device's first rank runs on
