@@ -44,8 +44,9 @@ def test_the_noise_forks_on_its_schedule_and_never_ahead_of_it():
 
 
 def test_an_unknown_os_noise_profile_is_one_line():
-    with pytest.raises(ShoalError, match=r"@arch is neither a clock .* nor an OS noise profile \(known: "
-                                         r"clear-linux, fedora, yocto; add \[os_noise.arch\]"):
+    with pytest.raises(ShoalError, match=r"@arch is neither a clock .*, an OS noise profile \(known: "
+                                         r"clear-linux, fedora, yocto\) nor a background \(known: "
+                                         r"mpeg2-sd, .*\); add \[os_noise.arch\]"):
         inventory.from_emulate("2xminnowboard@arch")
     nodes = inventory.from_emulate("1xminnowboard@yocto+1xnuc").nodes
     assert nodes[0].describe()["os_noise"] == {"name": "yocto", "forks_per_s": 3.25, "cpu_share": 0.01}

@@ -49,7 +49,7 @@ def call_s(test: str, ranks: int, size_B: int, link: LinkType) -> float:
     wire = linkmodel.wire_bytes(max(1, int(sent / messages))) * messages if sent else 0
     # Each step has a box sending its message at its own rate (a capped box, below the channel's).
     own = linkmodel.wire_bytes(size_B) * steps if sent else 0
-    return max(8 * wire / link.rate_bps, 8 * own / link.upstream_bps) + steps * linkmodel.path(link).latency_s
+    return max(8 * wire / link.up_channel_bps, 8 * own / link.upstream_bps) + steps * linkmodel.path(link).latency_s
 
 
 # Host seconds a point costs beside its modelled calls, a + b * ranks, at D = 2 (the default MPI):

@@ -34,6 +34,10 @@ RESULT_COLUMNS = [
     # and the largest share of its budget a device core was short of while it wanted to run.
     "host_slack", "host_slack_note", "cpu_throttled_s", "cpu_throttled_periods", "cpu_periods",
     "cpu_shortfall",
+    # Emulated devices with a background (--background): "ok", or "short" when the ranks on a
+    # core it shares got less of the budget than they wanted (which devices in the note); the
+    # largest share of a core's budget a background took during the point.
+    "background_slack", "background_note", "background_cpu_share",
 ]
 SAMPLE_COLUMNS = ["point_id", "rep", "time_s"]
 FAILURE_COLUMNS = ["point_id", "config", "nodes", "ranks", "test", "size_B", "reason", "detail"]

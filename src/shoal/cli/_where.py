@@ -30,6 +30,36 @@ def add_cluster_choice(where: argparse._ArgumentGroup) -> None:
     add_host_speed(where)
 
 
+def add_background(where: argparse._ArgumentGroup) -> None:
+    """--background: what emulated devices keep doing beside their ranks."""
+    where.add_argument("--background", type=typed.typed(_background, name="background"),
+                       default=None, metavar="PROFILE=NAME,...",
+                       help="emulated devices of a profile keep doing this beside their ranks, "
+                            "e.g. stb=mpeg2-sd (a box decoding an SD MPEG-2 programme streamed "
+                            "down its plant, as in 'Embedded Processor Virtualization for "
+                            "Broadband Grid Computing'); [backgrounds.NAME] in the profiles")
+
+
+def add_qos(where: argparse._ArgumentGroup) -> None:
+    """--qos: each emulated profile's upstream service flow on a shared plant."""
+    where.add_argument("--qos", type=typed.typed(_qos, name="qos"), default=None, metavar="PROFILE=RATE,...",
+                       help="the most each device of a profile may send upstream on a shared plant "
+                            "(its DOCSIS service flow), in bit/s, e.g. stb=10M; refused above the "
+                            "upstream channel")
+
+
+def _qos(text: str) -> dict[str, str]:
+    from shoal.cluster import qos
+
+    return qos.parse(text)
+
+
+def _background(text: str) -> dict[str, str]:
+    from shoal.cluster import background
+
+    return background.parse(text)
+
+
 def add_host_speed(where: argparse._ArgumentGroup) -> None:
     """--host-speed and --recalibrate: the host core emulated devices are held against."""
     from shoal.inputs.grammar import SPEED
@@ -57,6 +87,8 @@ def add_clock(where: argparse._ArgumentGroup) -> None:
 def add_where(p: argparse.ArgumentParser, nodes_default: str) -> argparse._ArgumentGroup:
     where = p.add_argument_group("where ranks run (default: this machine)")
     add_cluster_choice(where)
+    add_background(where)
+    add_qos(where)
     add_clock(where)
     where.add_argument("--nodes", default=None, type=typed.COUNTS_TEXT,
                        help=f"node counts to sweep on the cluster: 1..4, 1,2,4,6 (default: {nodes_default})")

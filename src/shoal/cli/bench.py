@@ -112,6 +112,7 @@ def _request(args: argparse.Namespace):
         host_speed=args.host_speed,
         recalibrate=args.recalibrate,
         launch=args.launch,
+        background=args.background, qos=args.qos,
         freq=args.freq,
         governor=args.governor,
     )

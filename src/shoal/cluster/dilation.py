@@ -110,7 +110,8 @@ def link(link_type: LinkType, d: float) -> LinkType:
         return link_type
     return replace(link_type, rate_bps=link_type.rate_bps / d, latency_s=link_type.latency_s * d,
                    jitter_s=link_type.jitter_s * d, grant_interval_s=link_type.grant_interval_s * d,
-                   device_rate_bps=link_type.device_rate_bps / d)
+                   device_rate_bps=link_type.device_rate_bps / d,
+                   upstream_channel_bps=link_type.upstream_channel_bps / d)
 
 
 def budget(cpus: float, d: float) -> float:

@@ -183,6 +183,7 @@ class EmulatedCluster:
             self._create(record, layout)
             state.write(record)  # what nsexec reads to enter a device (the OS noise does)
             self._start_os_noise(record)
+            self._start_backgrounds(record)
             # Persistent last: a kill before this write leaves a leftover that any down removes.
             record["persistent"] = self.persistent
             state.write(record)
@@ -615,6 +616,19 @@ class EmulatedCluster:
             process.detach()
             record["nodes"][node.name]["os_noise"] = {**noise.describe(), "pid": process.pid}
 
+    def _start_backgrounds(self, record: dict) -> None:
+        """Each device's background (a box decoding a programme: shoal.cluster.background) on
+        its first core, and the head-end's streams to them; recorded, ended by down."""
+        nodes = [node for node in self.inventory.nodes if node.background is not None]
+        if not nodes:
+            return
+        from shoal.cluster import background
+
+        addresses = {node.name: _address(i) for i, node in enumerate(self.inventory.nodes, start=1)}
+        background.start(self.id, nodes, record, self.placement, self.dilation, self.directory,
+                         addresses)
+        state.write(record)
+
     def _start_dutycycle(self, record: dict) -> None:
         state.write(record)  # the controller reads the devices' budgets from the record
 
@@ -719,8 +733,21 @@ class EmulatedCluster:
         budgets = {name: float(entry.get("cpu_budget") or 0) for name, entry in nodes.items()}
         cores = {name: entry.get("core_cgroups", []) for name, entry in nodes.items()}
         quotas = {name: entry.get("quota_us", 0) / 1e6 for name, entry in nodes.items()}
+        # Devices whose background shares a core with their ranks: (that core, its pid).
+        backgrounds = {name: (int(entry["background"]["core"]), int(entry["background"]["pid"]))
+                       for name, entry in nodes.items() if entry.get("background")}
         return slack.Monitor(groups, len(cpulimit.host_cpus()), budgets, cores=cores,
-                             core_quotas=quotas)
+                             core_quotas=quotas, backgrounds=backgrounds)
+
+    def background_counters(self) -> dict:
+        """What each device's background and the head-end's streams have done so far ({} where
+        no device runs one)."""
+        record = state.read(self.id) or self.record or {}
+        if not any(entry.get("background") for entry in record.get("nodes", {}).values()):
+            return {}
+        from shoal.cluster import background
+
+        return background.counters(record)
 
     def run_on(self, node: str, argv: list[str], check: bool = False,
                timeout: float | None = None) -> proc.Result:
@@ -731,9 +758,15 @@ class EmulatedCluster:
 
     def describe(self) -> dict:
         record = state.read(self.id) or self.record
-        return {"id": self.id, **self.inventory.describe(),
-                "addresses": {n: v.get("address") for n, v in record.get("nodes", {}).items()},
-                "emulation": record.get("emulation", {})}
+        described = {"id": self.id, **self.inventory.describe(),
+                     "addresses": {n: v.get("address") for n, v in record.get("nodes", {}).items()},
+                     "emulation": record.get("emulation", {})}
+        # What the devices run beside their ranks, as started (an attached cluster's too).
+        backgrounds = {n: v["background"] for n, v in record.get("nodes", {}).items() if v.get("background")}
+        if backgrounds:
+            described["backgrounds"] = backgrounds
+            described["background_streams"] = record.get("background_streams", [])
+        return described
 
 
 # /bin/sh, not Python: it runs once per rank, inside the device's CPU budget.

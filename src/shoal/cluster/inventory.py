@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from shoal import profiles as _profiles
+from shoal.cluster import qos
 from shoal.errors import ShoalError
 
 MODES = ("emulated", "ssh", "slurm")
@@ -43,12 +44,20 @@ class Node:
     address: str
     # The distribution's background activity an emulated device carries (None: none).
     os_noise: _profiles.OsNoise | None = None
+    # What it keeps doing beside the ranks (a box decoding a programme; None: nothing).
+    background: _profiles.Background | None = None
+    # Its upstream service flow on a shared plant, where --qos set one (bit/s; None: the link's).
+    qos_bps: float | None = None
 
     def describe(self) -> dict[str, Any]:
         described = {"name": self.name, "address": self.address, "slots": self.slots,
                      "profile": self.profile.name, "link": self.link.name}
         if self.os_noise is not None:
             described["os_noise"] = self.os_noise.describe()
+        if self.background is not None:
+            described["background"] = self.background.describe()
+        if self.qos_bps is not None:
+            described["qos_bps"] = self.qos_bps
         return described
 
 
@@ -129,18 +138,32 @@ def parse(data: dict, where: str = "inventory", text: str = "") -> Inventory:
                      dict(declared.switches))
 
 
-# COUNTxPROFILE, then @-suffixes in either order: a clock (@500M, @powersave: the devices held
-# at one P-state, shoal.profiles.clock) and an OS noise profile (@fedora: [os_noise.NAME]).
+# COUNTxPROFILE, then @-suffixes in any order: a clock (@500M, @powersave: the devices held
+# at one P-state, shoal.profiles.clock), an OS noise profile (@fedora: [os_noise.NAME]) and a
+# background (@mpeg2-sd: [backgrounds.NAME]).
 _TERM = re.compile(r"^(\d+)x([a-z0-9][a-z0-9-]*)((?:@[^@+]+)*)$")
 
 
-def _suffixes(spec: str, suffixes: str, known: dict[str, _profiles.OsNoise]
-              ) -> tuple[str | None, _profiles.OsNoise | None]:
-    """A term's clock (its text) and OS noise profile (of ``known``), each at most once."""
+def _suffixes(spec: str, suffixes: str, known: dict[str, _profiles.OsNoise],
+              backgrounds: dict[str, _profiles.Background] | None = None
+              ) -> tuple[str | None, _profiles.OsNoise | None, _profiles.Background | None, float | None]:
+    """A term's clock (its text), OS noise profile (of ``known``), background (of
+    ``backgrounds``) and upstream service flow (``@qos=RATE``, bit/s), each at most once."""
     from shoal.profiles import clock as clocks
 
-    clock, noise = None, None
+    clock, noise, background, flow = None, None, None, None
+    backgrounds = backgrounds or {}
     for word in filter(None, suffixes.split("@")):
+        if word.startswith(qos.SUFFIX):
+            if flow is not None:
+                raise ShoalError(f"--emulate {spec}: @{word}: a term carries one service flow")
+            flow = qos.bits_per_s(word[len(qos.SUFFIX):])
+            continue
+        if word in backgrounds:
+            if background is not None:
+                raise ShoalError(f"--emulate {spec}: @{word}: a term carries one background")
+            background = backgrounds[word]
+            continue
         if word in known:
             if noise is not None:
                 raise ShoalError(f"--emulate {spec}: @{word}: a term carries one OS noise profile")
@@ -149,13 +172,14 @@ def _suffixes(spec: str, suffixes: str, known: dict[str, _profiles.OsNoise]
         try:
             clocks.parse(word)
         except ShoalError:
-            raise ShoalError(f"--emulate {spec}: @{word} is neither a clock (e.g. @500M, @powersave) nor "
-                             f"an OS noise profile (known: {', '.join(sorted(known))}; add "
-                             f"[os_noise.{word}] to a profiles file)") from None
+            raise ShoalError(f"--emulate {spec}: @{word} is neither a clock (e.g. @500M, @powersave), "
+                             f"an OS noise profile (known: {', '.join(sorted(known))}) nor a "
+                             f"background (known: {', '.join(sorted(backgrounds))}); add "
+                             f"[os_noise.{word}] or [backgrounds.{word}] to a profiles file") from None
         if clock is not None:
             raise ShoalError(f"--emulate {spec}: @{word}: a term carries one clock")
         clock = word
-    return clock, noise
+    return clock, noise, background, flow
 
 
 def from_emulate(spec: str, link: str | None = None, host_speed: float | None = None) -> Inventory:
@@ -165,6 +189,7 @@ def from_emulate(spec: str, link: str | None = None, host_speed: float | None = 
 
     known_profiles, known_links = _profiles.load_all()
     known_noise = _profiles.load_os_noise() if "@" in spec else {}
+    known_backgrounds = _profiles.load_backgrounds() if "@" in spec else {}
     if link is not None and link not in known_links:
         raise ShoalError(f"--link {link}: unknown link type (known: {', '.join(sorted(known_links))})")
     nodes: list[Node] = []
@@ -172,10 +197,11 @@ def from_emulate(spec: str, link: str | None = None, host_speed: float | None = 
     for term in spec.replace(" ", "").split("+"):
         match = _TERM.match(term)
         if not match:
-            raise ShoalError(f"--emulate {spec}: {term!r} is not COUNTxPROFILE[@CLOCK][@OS] (e.g. "
-                             "4xminnowboard, 4xminnowboard+1xnuc, 4xminnowboard@500M or 2xminnowboard@fedora)")
+            raise ShoalError(f"--emulate {spec}: {term!r} is not COUNTxPROFILE[@CLOCK][@OS][@BACKGROUND] "
+                             "(e.g. 4xminnowboard, 4xminnowboard+1xnuc, 4xminnowboard@500M, "
+                             "2xminnowboard@fedora or 8xstb@mpeg2-sd)")
         count, name = int(match.group(1)), match.group(2)
-        clock, noise = _suffixes(spec, match.group(3), known_noise)
+        clock, noise, background, flow = _suffixes(spec, match.group(3), known_noise, known_backgrounds)
         if name not in known_profiles:
             raise ShoalError(f"--emulate {spec}: unknown profile {name!r} "
                              f"(known: {', '.join(sorted(known_profiles))})")
@@ -190,9 +216,16 @@ def from_emulate(spec: str, link: str | None = None, host_speed: float | None = 
                                       "--governor" if clock in clocks.GOVERNORS else "--freq")
             known_profiles = {**known_profiles, profile.name: profile}
             name = profile.name
+        device_link = known_links[link or profile.link]
+        if flow is not None:
+            device_link = qos.apply(device_link, flow, f"--emulate {spec}")
         for _ in range(count):
             counters[name] = counters.get(name, 0) + 1
             node_name = f"{name}{counters[name]}"
-            nodes.append(Node(node_name, profile, known_links[link or profile.link],
-                              profile.cores, node_name, noise))
+            nodes.append(Node(node_name, profile, device_link, profile.cores, node_name, noise,
+                              background, flow))
+    if any(node.background for node in nodes):
+        from shoal.cluster import background as backgrounds
+
+        backgrounds.check(nodes, f"--emulate {spec}")
     return Inventory(nodes, "emulated", f"--emulate {spec}", host_speed, known_profiles)

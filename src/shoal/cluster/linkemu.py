@@ -62,8 +62,10 @@ def direction(link: LinkType | None, channel: int = 0, upstream: bool = False, s
         # The grant wait is part of the link's latency: the rest is delay, half each way.
         delay_s = max(0.0, link.latency_s - link.grant_wait_s) / 2
         grant_ns = round(link.grant_interval_s * 1e9) if upstream else 0
+        if upstream:   # the upstream channel (slower than the downstream where fewer are bonded)
+            rate_bps = link.up_channel_bps
         if upstream and link.capped:
-            rate_bps, capped = link.upstream_bps, f"/{link.rate_bps:.6g}"
+            rate_bps, capped = link.upstream_bps, f"/{link.up_channel_bps:.6g}"
     text = (f"{rate_bps:.6g}/{round(delay_s * 1e9)}/"
             f"{round(link.jitter_s / 2 * 1e9)}/{link.loss:.9g}/{limit}")
     return text + (f"/{grant_ns}/{channel}{capped}" if channel else "")

@@ -139,7 +139,7 @@ class Medium:
         self.draw = random.Random(seed) if seed is not None and self.grant_s else None
         self.rest_s = path(link).latency_s - self.grant_s  # the delay beyond the grant wait
         self.channel_free = 0.0
-        self.channel = Channel(link.rate_bps) if link.capped else None
+        self.channel = Channel(link.up_channel_bps) if link.capped else None
         self.device_free = [0.0] * devices
 
     def send(self, src: int, t: float, payload_B: int) -> float:
@@ -154,7 +154,7 @@ class Medium:
         if self.channel is not None:
             end = self.channel.carry(start, wire, self.link.upstream_bps, prune_before=t)
         elif self.link.shared:
-            end = self.channel_free = max(start, self.channel_free) + wire / self.link.rate_bps
+            end = self.channel_free = max(start, self.channel_free) + wire / self.link.up_channel_bps
         else:
             end = start + wire / self.link.rate_bps
         self.device_free[src] = end

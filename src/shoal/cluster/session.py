@@ -169,6 +169,13 @@ class Cluster:
             return self.emulated.slack_monitor()
         return contextlib.nullcontext()
 
+    def background_counters(self) -> dict:
+        """What the devices' backgrounds have done since the cluster came up (decoded, late and
+        dropped frames, stream bytes: ``cluster.background.counters``); {} where none runs."""
+        if self.emulated is not None:
+            return self.emulated.background_counters()
+        return {}
+
     def default_wait(self, ranks_per_node: int = 1, names: list[str] | None = None) -> str | None:
         """The libshoalwait mode ranks run under when none is asked for (None: not loaded),
         with ``ranks_per_node`` ranks on the first nodes or the nodes ``names``."""

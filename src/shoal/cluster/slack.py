@@ -208,10 +208,58 @@ def devices_over(samples: list[Sample], core_quotas: dict[str, float]) -> dict[s
     return devices
 
 
+def backgrounds_over(samples: list[Sample], core_quotas: dict[str, float],
+                     backgrounds: dict[str, tuple[int, int]]) -> dict[str, dict]:
+    """Per device that runs a background (``backgrounds``: device -> (its core, its pid)): the
+    share of that core's budget the background took over a stretch, and what the ranks on the
+    core lost to it.
+
+    The ranks lose the background's CPU when the core's budget was not enough for both: when
+    the ranks and the background together wanted (run time + run delay) at least the core's
+    quota in the periods it was active, the ranks would have had what the background used
+    (``ranks_lost``: its share of the budget). Ranks that wanted less (waiting for messages)
+    lose nothing to it. Wake-up delays are not counted: on a set-top box core a decoder that
+    preempts a rank 30 times a second would make them a quarter of the budget. Pairs of
+    samples between which a task ended are left out, as in ``devices_over``.
+    """
+    sums: dict[str, dict[str, float]] = {}
+    for a, b in zip(samples, samples[1:]):
+        for name, (core, pid) in backgrounds.items():
+            quota = core_quotas.get(name)
+            if not quota or core >= len(b.cores.get(name, [])) or core >= len(a.cores.get(name, [])):
+                continue
+            x, y = a.cores[name][core], b.cores[name][core]
+            if set(x.tasks) - set(y.tasks):
+                continue  # a task ended in between
+            delivery = core_delivery(x, y, quota)
+            total = sums.setdefault(name, {})
+            for tid, (run_s, delay_s, put_on) in y.tasks.items():
+                run0, delay0, put_on0 = x.tasks.get(tid, (0.0, 0.0, 0))
+                kind = "background" if tid == pid else "ranks"
+                total[f"{kind}_cpu_s"] = total.get(f"{kind}_cpu_s", 0.0) + run_s - run0
+                total[f"{kind}_runnable_s"] = total.get(f"{kind}_runnable_s", 0.0) + \
+                    (run_s - run0) + (delay_s - delay0)
+                total[f"{kind}_slices"] = total.get(f"{kind}_slices", 0.0) + put_on - put_on0
+            total["budget_s"] = total.get("budget_s", 0.0) + quota * delivery["nr_periods"]
+    out = {}
+    for name, total in sums.items():
+        budget = total.get("budget_s", 0.0)
+        if budget <= 0:
+            continue
+        share = total.get("background_cpu_s", 0.0) / budget
+        wanted = total.get("ranks_runnable_s", 0.0) + total.get("background_runnable_s", 0.0)
+        out[name] = {"share": share, "ranks_cpu_s": total.get("ranks_cpu_s", 0.0),
+                     "ranks_wanted_s": total.get("ranks_runnable_s", 0.0), "budget_s": budget,
+                     "ranks_lost": share if wanted >= budget else 0.0,
+                     "core": backgrounds[name][0]}
+    return out
+
+
 def judge(first: Sample, last: Sample, host_cpus: int,
           budgets: dict[str, float] | None = None, peak_running: int | None = None,
           core_quotas: dict[str, float] | None = None,
-          stretch: list[Sample] | None = None) -> dict:
+          stretch: list[Sample] | None = None,
+          backgrounds: dict[str, tuple[int, int]] | None = None) -> dict:
     """Summarise the stretch between two samples; ``ok`` False when a device was short of CPU."""
     wall = max(1e-9, last.t_mono_s - first.t_mono_s)
     ticks = max(1, (last.busy_ticks - first.busy_ticks) + (last.idle_ticks - first.idle_ticks)
@@ -239,9 +287,13 @@ def judge(first: Sample, last: Sample, host_cpus: int,
     if steal > STEAL_LIMIT:
         reasons.append(f"steal {steal:.0%}")
     shortfall = max((d["shortfall"] for d in devices.values()), default=None)
-    return {"ok": not reasons, "reasons": reasons, "wall_s": wall, "idle": idle, "steal": steal,
-            "contention": contention, "throttled_s": throttled, "peak_running": running,
-            "quota_use": quota_use, "devices": devices, "shortfall": shortfall}
+    verdict = {"ok": not reasons, "reasons": reasons, "wall_s": wall, "idle": idle, "steal": steal,
+               "contention": contention, "throttled_s": throttled, "peak_running": running,
+               "quota_use": quota_use, "devices": devices, "shortfall": shortfall}
+    if backgrounds:
+        verdict["backgrounds"] = backgrounds_over(stretch or [first, last], core_quotas or {},
+                                                  backgrounds)
+    return verdict
 
 
 class Monitor:
@@ -250,8 +302,11 @@ class Monitor:
     def __init__(self, groups: dict[str, list[str]], host_cpus: int,
                  budgets: dict[str, float] | None = None, interval_s: float = INTERVAL_S,
                  proc: Path = Path("/proc"), cores: dict[str, list[list[str]]] | None = None,
-                 core_quotas: dict[str, float] | None = None) -> None:
+                 core_quotas: dict[str, float] | None = None,
+                 backgrounds: dict[str, tuple[int, int]] | None = None) -> None:
         self.groups, self.host_cpus, self.budgets = groups, host_cpus, budgets or {}
+        # per device running a background: (the core it runs on, its pid)
+        self.backgrounds = backgrounds or {}
         # per device: each core's quota per period (s)
         self.cores, self.core_quotas = cores or {}, core_quotas or {}
         self.interval_s, self.proc = interval_s, proc
@@ -296,17 +351,40 @@ class Monitor:
         # A single sample's run queue is noisy: judge by the median of the stretch.
         inside = sorted(s.procs_running for s in stretch)
         peak = inside[len(inside) // 2] if inside else None
-        return judge(first, last, self.host_cpus, self.budgets, peak, self.core_quotas, stretch)
+        return judge(first, last, self.host_cpus, self.budgets, peak, self.core_quotas, stretch,
+                     self.backgrounds)
+
+
+def background_columns(verdict: dict | None) -> dict:
+    """The results.csv columns of the devices' backgrounds over one point: "short" when the
+    ranks on a core that runs one got less than they wanted of the budget by more than
+    ``SHORTFALL_LIMIT`` (which devices in the note), the largest share of a core's budget a
+    background took; none where no device runs one or the point has no verdict (a run made
+    before these columns existed resumes with its own header)."""
+    backgrounds = (verdict or {}).get("backgrounds")
+    if not backgrounds:
+        return {}
+    short = sorted((name for name, b in backgrounds.items() if b["ranks_lost"] > SHORTFALL_LIMIT),
+                   key=lambda name: -backgrounds[name]["ranks_lost"])
+    note = ""
+    if short:
+        worst = backgrounds[short[0]]
+        note = (f"{len(short)} of {len(backgrounds)} devices' ranks short beside their background; "
+                f"{short[0]} core {worst['core']}: its ranks wanted all of the core's budget and "
+                f"its background took {worst['share']:.0%} of it")
+    return {"background_slack": "short" if short else "ok", "background_note": note,
+            "background_cpu_share": max(b["share"] for b in backgrounds.values())}
 
 
 def row_columns(verdict: dict | None) -> dict:
     """The results.csv columns of one point's verdict: the flag, why, and the devices'
-    throttling and CPU shortfall over the point (SI: seconds, fractions)."""
+    throttling and CPU shortfall over the point (SI: seconds, fractions); then the
+    backgrounds' (``background_columns``)."""
     if verdict is None:
         return {"host_slack": "", "host_slack_note": "", "cpu_throttled_s": "",
                 "cpu_throttled_periods": "", "cpu_periods": "", "cpu_shortfall": ""}
     devices = verdict.get("devices", {}).values()
-    return {"host_slack": "ok" if verdict["ok"] else "short",
+    return {**background_columns(verdict), "host_slack": "ok" if verdict["ok"] else "short",
             "host_slack_note": "; ".join(verdict["reasons"]),
             "cpu_throttled_s": sum(d["throttled_s"] for d in devices) if devices else verdict["throttled_s"],
             "cpu_throttled_periods": sum(d["nr_throttled"] for d in devices) if devices else "",

@@ -87,16 +87,16 @@ class Plant:
         if self.capped:  # paced at the device's cap, then its turn on the channel
             done = start + bits / link.upstream_bps
             self.device_free[src] = done
-            self.at(done - bits / link.rate_bps, self._on_channel, bits, dst, delivered, args)
+            self.at(done - bits / link.up_channel_bps, self._on_channel, bits, dst, delivered, args)
             return
         if link.shared:
             start = max(start, self.up_free)
-            self.up_free = start + bits / link.rate_bps
-        self.device_free[src] = end = start + bits / link.rate_bps
+            self.up_free = start + bits / link.up_channel_bps
+        self.device_free[src] = end = start + bits / link.upstream_bps
         self.at(end + self.delay_s, self._downstream, bits, dst, delivered, args)
 
     def _on_channel(self, t: float, bits: float, dst: int, delivered, args) -> None:
-        self.up_free = max(self.up_free, t) + bits / self.link.rate_bps
+        self.up_free = max(self.up_free, t) + bits / self.link.up_channel_bps
         self.at(self.up_free + self.delay_s, self._downstream, bits, dst, delivered, args)
 
     def _downstream(self, t: float, bits: float, dst: int, delivered, args) -> None:

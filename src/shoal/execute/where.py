@@ -69,6 +69,13 @@ class Where:
     # is the kernel's, set for the run where permitted (shoal.cluster.governor).
     freq: float | None = None
     governor: str | None = None
+    # What emulated devices keep doing beside their ranks, by device profile (--background
+    # stb=mpeg2-sd: shoal.cluster.background); folded into ``emulate`` (8xstb@mpeg2-sd), so
+    # the devices carry it as they carry their clock.
+    background: dict[str, str] | None = None
+    # Each profile's upstream service flow on a shared plant (--qos stb=10M, bit/s as typed:
+    # shoal.cluster.qos); folded into ``emulate`` (8xstb@qos=10M) like ``background``.
+    qos: dict[str, str] | None = None
 
     def __post_init__(self) -> None:
         if self.freq is not None and self.governor is not None:
@@ -78,6 +85,16 @@ class Where:
 
             self.emulate = clock.with_clock(self.emulate, clock.text(self.freq or self.governor))
             self.freq = self.governor = None
+        if self.emulate and self.background:
+            from shoal.cluster import background
+
+            self.emulate = background.with_background(self.emulate, self.background)
+            self.background = None
+        if self.emulate and self.qos:
+            from shoal.cluster import qos
+
+            self.emulate = qos.with_qos(self.emulate, self.qos)
+            self.qos = None
     # A mixed cluster's ranks by device profile (--ranks-per-device stb=1,xeon-blade=8): each
     # device runs its profile's count, as seed 002's one job over boxes and blades did.
     ranks_per_device: dict[str, int] | None = None
@@ -166,6 +183,16 @@ class Where:
             parse_mode(self.wait)
         self._validate_launch()
         self._validate_clock()
+        if self.background:   # folded into --emulate when there is one
+            given = ",".join(f"{k}={v}" for k, v in self.background.items())
+            raise ShoalError(f"--background {given} runs beside the ranks of devices emulated here: "
+                             "add --emulate SPEC (a cluster already up keeps what it came up with: "
+                             "'shoal cluster up --emulate 8xstb@mpeg2-sd')")
+        if self.qos:
+            given = ",".join(f"{k}={v}" for k, v in self.qos.items())
+            raise ShoalError(f"--qos {given} sets the service flows of devices emulated here: add "
+                             "--emulate SPEC (a cluster already up keeps its own: 'shoal cluster up "
+                             "--emulate 8xstb@qos=10M')")
 
     def _validate_clock(self) -> None:
         """--freq is an emulated device's; --governor also this machine's (it must offer it)."""
@@ -270,6 +297,10 @@ class Where:
                     run.update_manifest(host_speed=host)
                 with self._governor(run):
                     yield session
+                # Did the boxes keep playing? Their decoders' frames, late and dropped, since up.
+                counters = cluster.background_counters()
+                if run is not None and counters:
+                    run.update_manifest(backgrounds=counters)
 
     @contextlib.contextmanager
     def _governor(self, run: "Run | None") -> Iterator[None]:

@@ -83,16 +83,24 @@ class LinkType:
     # them (its modem's upstream buffer): a frame that finds it full is dropped. 0: the
     # emulator's own queue (200 ms at the cap, at least 256 KiB).
     device_buffer_B: float = 0.0
+    # On a shared medium, the upstream channel's rate where it differs from the downstream's
+    # (rate_bps): DOCSIS 3.0 bonds more channels down than up. 0: rate_bps both ways.
+    upstream_channel_bps: float = 0.0
+
+    @property
+    def up_channel_bps(self) -> float:
+        """The rate of the upstream channel all devices share (a shared medium), else rate_bps."""
+        return self.upstream_channel_bps if self.shared and self.upstream_channel_bps else self.rate_bps
 
     @property
     def upstream_bps(self) -> float:
-        """The rate one device sends at: its own cap on a shared medium, else the link's."""
-        return self.device_rate_bps if self.shared and self.device_rate_bps else self.rate_bps
+        """The rate one device sends at: its own cap on a shared medium, else the upstream's."""
+        return self.device_rate_bps if self.shared and self.device_rate_bps else self.up_channel_bps
 
     @property
     def capped(self) -> bool:
         """Whether one device sends below the channel's rate (a shared medium with a cap)."""
-        return self.upstream_bps < self.rate_bps
+        return self.upstream_bps < self.up_channel_bps
 
     @property
     def grant_wait_s(self) -> float:
@@ -427,6 +435,50 @@ def load_os_noise() -> dict[str, OsNoise]:
             checked = schema.validate(tables.OsNoiseTable, table, str(where), text, at=("os_noise", name))
             found[name] = OsNoise(name, checked.forks_per_s, checked.cpu_share, checked.description,
                                   checked.sources)
+    return found
+
+
+@dataclass(frozen=True)
+class Background:
+    """What a device keeps doing beside the ranks: CPU work in a frame rhythm (``fps`` frames
+    a second, ``frame_work_s`` reference-core seconds each) and a stream of ``stream_bps``
+    from the head-end, delivered ``multicast`` (one copy per programme on the link),
+    ``unicast`` (one per device) or ``qam`` (carriers of its own: not on the link)."""
+
+    name: str
+    fps: float
+    frame_work_s: float
+    stream_bps: float
+    delivery: str
+    description: str = ""
+    sources: dict[str, str] = field(default_factory=dict)
+
+    def share_of(self, profile: DeviceProfile) -> float:
+        """The share of one of ``profile``'s cores its CPU work takes."""
+        return self.frame_work_s * self.fps / profile.speed
+
+    @property
+    def on_link(self) -> bool:
+        """Whether its stream travels on the devices' link (not on carriers of its own)."""
+        return self.delivery != "qam" and self.stream_bps > 0
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name, "fps": self.fps, "frame_work_s": self.frame_work_s,
+                "stream_bps": self.stream_bps, "delivery": self.delivery}
+
+
+def load_backgrounds() -> dict[str, Background]:
+    """``[backgrounds.NAME]``: built-in, then user files."""
+    from shoal.inputs import schema
+    from shoal.profiles import tables
+
+    found: dict[str, Background] = {}
+    for where, data, text in [(BUILTIN, *_read(BUILTIN))] + [(p, *_read(p)) for p in user_files()]:
+        for name, table in (data.get("backgrounds") or {}).items():
+            checked = schema.validate(tables.BackgroundTable, table, str(where), text,
+                                      at=("backgrounds", name))
+            found[name] = Background(name, checked.fps, checked.frame_work_s, checked.stream_bps,
+                                     checked.delivery, checked.description, checked.sources)
     return found
 
 

@@ -102,12 +102,12 @@ def at_clock(profile: "DeviceProfile", clock: float | str, option: str = "--freq
 
 def with_clock(spec: str, clock: str) -> str:
     """An emulate spec with ``@clock`` on every term that has no clock of its own (a term's
-    other suffix, ``@OS``, names an OS noise profile)."""
+    other suffixes, ``@OS`` and ``@BACKGROUND``, name an OS noise profile and a background)."""
     from shoal import profiles
 
-    noise = profiles.load_os_noise()
+    others = {**profiles.load_os_noise(), **profiles.load_backgrounds()}
 
-    def has_clock(term: str) -> bool:
-        return any(word not in noise for word in term.split("@")[1:])
+    def has_clock(term: str) -> bool:   # a service flow (@qos=RATE) is not a clock either
+        return any(word not in others and not word.startswith("qos=") for word in term.split("@")[1:])
 
     return "+".join(term if has_clock(term) else f"{term}@{clock}" for term in spec.replace(" ", "").split("+"))

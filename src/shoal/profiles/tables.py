@@ -146,6 +146,7 @@ class LinkTable(Table):
     shared: bool = False
     grant_interval_s: NonNegative = 0.0
     device_rate_bps: NonNegative = 0.0
+    upstream_channel_bps: NonNegative = 0.0
     device_buffer_B: NonNegative = 0.0
     rate_source: str = ""
     latency_source: str = ""
@@ -156,6 +157,7 @@ class LinkTable(Table):
     grant_interval_source: str = ""
     device_rate_source: str = ""
     device_buffer_source: str = ""
+    upstream_channel_source: str = ""
 
     @model_validator(mode="after")
     def _consistent(self) -> "LinkTable":
@@ -168,9 +170,14 @@ class LinkTable(Table):
         if self.device_buffer_B and not self.device_rate_bps:
             raise ValueError("device_buffer_B is the buffer of a capped device on a shared medium: "
                              "give device_rate_bps too, or leave it out")
-        if self.device_rate_bps > self.rate_bps:
-            raise ValueError(f"needs device_rate_bps <= rate_bps (one device cannot send faster than "
-                             f"the channel), got {self.device_rate_bps:g} and {self.rate_bps:g}")
+        if self.upstream_channel_bps and not self.shared:
+            raise ValueError("upstream_channel_bps is the upstream channel of a shared medium: give "
+                             "shared = true or leave it out (a port of its own runs at rate_bps)")
+        channel = self.upstream_channel_bps or self.rate_bps
+        name = "upstream_channel_bps" if self.upstream_channel_bps else "rate_bps"
+        if self.device_rate_bps > channel:
+            raise ValueError(f"needs device_rate_bps <= {name} (one device cannot send faster than "
+                             f"the channel), got {self.device_rate_bps:g} and {channel:g}")
         return self
 
     @property
@@ -181,6 +188,12 @@ class LinkTable(Table):
     def values(self) -> dict[str, Any]:
         """The link's own fields, without the sources."""
         return {k: getattr(self, k) for k in type(self).model_fields if not k.endswith("_source")}
+
+
+def own_or_common_sources(table: Table, own: dict[str, str]) -> dict[str, str]:
+    """Each field's source (``own``: field -> the name of its own ``*_source``), else the
+    table's ``source``; fields with neither are left out."""
+    return {field: v for field, name in own.items() if (v := getattr(table, name) or table.source)}
 
 
 class OsNoiseTable(Table):
@@ -196,8 +209,35 @@ class OsNoiseTable(Table):
 
     @property
     def sources(self) -> dict[str, str]:
-        return {k: v for k, v in (("forks_per_s", self.forks_source or self.source),
-                                  ("cpu_share", self.cpu_source or self.source)) if v}
+        return own_or_common_sources(self, {"forks_per_s": "forks_source", "cpu_share": "cpu_source"})
+
+
+class BackgroundTable(Table):
+    """One ``[backgrounds.NAME]`` table: what a device keeps doing beside the ranks (a set-top
+    box decoding a programme: CPU work in a frame rhythm and a stream from the head-end)."""
+
+    required_hint: ClassVar[str] = ("every background needs fps, frame_work_s, stream_bps and "
+                                    "delivery")
+    fps: Annotated[float, Field(gt=0, le=1000)]
+    # Reference-core seconds of CPU per frame (the kernels' unit, [kernels.NAME]): its share
+    # of a device core follows from the device's speed.
+    frame_work_s: NonNegative
+    stream_bps: NonNegative
+    # multicast: one copy per programme down the plant, every box tuned to it; unicast: one
+    # stream per box (video on demand); qam: the programme rides carriers of its own beside
+    # the data channel (seed 002's MPEG-2 QAM), so only the CPU work is emulated.
+    delivery: Literal["multicast", "unicast", "qam"]
+    description: str = ""
+    source: str = ""
+    fps_source: str = ""
+    frame_work_source: str = ""
+    stream_source: str = ""
+    delivery_source: str = ""
+
+    @property
+    def sources(self) -> dict[str, str]:
+        return own_or_common_sources(self, {"fps": "fps_source", "frame_work_s": "frame_work_source",
+                                            "stream_bps": "stream_source", "delivery": "delivery_source"})
 
 
 class SwitchTable(Table):

@@ -115,6 +115,13 @@ class StudyRequest:
     # Where the MPI's launch daemons run on an emulated cluster: "box" (the MPI's own, one in
     # every device) or "head" (in the head, starting each rank into its device; --launch).
     launch: str = "box"
+    # What the cluster's emulated devices keep doing beside their ranks, by profile
+    # (--background stb=mpeg2-sd): folded into ``emulate`` by create(); left here only where
+    # there is no emulated cluster, for validate() to refuse.
+    background: dict[str, str] | None = None
+    # Each profile's upstream service flow on a shared plant (--qos stb=10M): folded into
+    # ``emulate`` by create() like ``background``.
+    qos: dict[str, str] | None = None
     # A preset's reference of several devices: fewer where they would raise the study's
     # dilation (shoal.study.blades); False once given on the command line or fitted.
     reference_fallback: bool = False
@@ -152,6 +159,15 @@ class StudyRequest:
             given["emulate"] = clocks.with_clock(given.get("emulate") or DEFAULT_EMULATE, clocks.text(clock))
             given.pop("freq", None)
             given.pop("governor", None)
+        if given.get("background") and not cluster:
+            from shoal.cluster import background
+
+            given["emulate"] = background.with_background(given.get("emulate") or DEFAULT_EMULATE,
+                                                          given.pop("background"))
+        if given.get("qos") and not cluster:
+            from shoal.cluster import qos
+
+            given["emulate"] = qos.with_qos(given.get("emulate") or DEFAULT_EMULATE, given.pop("qos"))
         given["reference"] = Reference.parse(given.get("reference")
                                              or ("host" if cluster else DEFAULT_REFERENCE))
         given["explicit_budget"] = "time_budget_s" in given
@@ -204,7 +220,8 @@ class StudyRequest:
         return Where(mpi=self.mpi, emulate=self.emulate, cluster=self.cluster, attach=self.attach,
                      link=self.link,
                      nodes=self.nodes, dilation=self.dilation, host_speed=self.host_speed,
-                     recalibrate=self.recalibrate, freq=self.freq, governor=self.governor, launch=self.launch)
+                     recalibrate=self.recalibrate, freq=self.freq, governor=self.governor, launch=self.launch,
+                     background=self.background, qos=self.qos)
 
     def layouts(self, cluster_label: str, reference_label: str) -> dict[str, str]:
         """Each configuration's launch layout: box or head on emulated devices, box on real

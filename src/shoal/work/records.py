@@ -25,6 +25,8 @@ RESULT_COLUMNS = [
     # Emulated clusters: did the devices get their CPU budgets during the run (cluster.slack).
     "host_slack", "host_slack_note", "cpu_throttled_s", "cpu_throttled_periods", "cpu_periods",
     "cpu_shortfall",
+    # Devices with a background (--background): did its ranks get their share (cluster.slack).
+    "background_slack", "background_note", "background_cpu_share",
     # Power columns stay empty when power is not measured.
     "power_source", "power_kind", "power_mean_W", "energy_J", "idle_power_W", "energy_net_J",
     "energy_partial", "energy_per_unit_J", "energy_per_B_J", "throughput_per_W", "shared_power_W",
