@@ -69,7 +69,7 @@ def _board_shutting_down(path: Path, mode: str, off_after_s: float | None) -> li
     return [sys.executable, "-c", code]
 
 
-def test_a_shutdown_is_timed_from_the_boards_line_to_its_power_off_and_one_that_hangs_is_cut(tmp_path):
+def test_a_shutdown_is_timed_from_the_boards_line_to_its_power_off(tmp_path):
     rpi3 = boot.load("rpi3")
     rows = []
     disks = {"EU": Path("EU"), "ALLU": Path("ALLU")}

@@ -338,8 +338,9 @@ def cmd_cycle(args) -> int:
         return 0 if not failed else 1
     from rich.console import Console
 
-    t = render.narrow_table(["config", "shutdown", "cycles", "failed", "T_btl+knl", "T_usi", "E_usi\n(modelled)",
-                             "T_sdn", "E_sdn\n(modelled)"], left=("config", "shutdown"),
+    timed = bool(args.shutdown)   # then one row per configuration and shutdown, and a table of the shutdowns
+    t = render.narrow_table(["config", *(["shutdown"] if timed else []), "cycles", "failed", "T_btl+knl", "T_usi",
+                             "E_usi\n(modelled)"], left=("config", "shutdown"),
                             title=f"virtual board ({accel}, {spec.cores} cores) as {args.profile}: median (min..max)")
 
     def cell(s, key, fmt):
@@ -348,21 +349,32 @@ def cmd_cycle(args) -> int:
         return f"{fmt(s[f'{key}_median'])} ({fmt(s[f'{key}_min'])}..{fmt(s[f'{key}_max'])})"
 
     for s in summary:
-        t.add_row(s["config"], s["shutdown"], str(s["cycles"]), str(s["failed"]), cell(s, "T_btl_knl_s", render.seconds),
-                  cell(s, "T_usi_s", render.seconds), cell(s, "E_usi_J", render.joules),
-                  cell(s, "T_sdn_s", render.seconds), cell(s, "E_sdn_J", render.joules))
+        t.add_row(s["config"], *([s["shutdown"]] if timed else []), str(s["cycles"]),
+                  str(s["failed"] + s["shutdown_failed"]), cell(s, "T_btl_knl_s", render.seconds),
+                  cell(s, "T_usi_s", render.seconds), cell(s, "E_usi_J", render.joules))
+    tables = [t]
+    shut = result["shutdowns"]
+    if timed:
+        sd = render.narrow_table(["config", "shutdown", "T_sdn", "E_sdn (modelled)", "of graceful"],
+                                 left=("config", "shutdown"), title="the board's own shutdown: median (min..max)")
+        for s in summary:
+            mode = (shut or {}).get("configs", {}).get(s["config"], {}).get("modes", {}).get(s["shutdown"], {})
+            sd.add_row(s["config"], s["shutdown"], cell(s, "T_sdn_s", render.seconds), cell(s, "E_sdn_J", render.joules),
+                       render.percent(mode.get("against_graceful")))
+        tables.append(sd)
     console = Console()
-    console.print(t)
+    for table in tables:
+        console.print(table)
     if reduction:
         console.print(f"EU against ALLU: T_usi {render.percent(reduction['T_usi_reduction'])} shorter, E_usi "
                       f"{render.percent(reduction['E_usi_reduction'])} less (seed 004, RPi3: 43.62 % less energy)",
                       highlight=False)
-    shut = result["shutdowns"]
     for config, c in (shut or {}).get("configs", {}).items():
         against = ", ".join(f"{m} {render.percent(x['against_graceful'])}" for m, x in c["modes"].items()
                             if x["against_graceful"] is not None and m != "graceful")
-        console.print(f"{config} shutdown: {'forced-forced < forced < graceful' if c['ordered'] else 'NOT ordered forced-forced < forced < graceful'}"
-                      + (f"; of graceful's time: {against}" if against else ""), highlight=False)
+        order = "forced-forced < forced < graceful" if c["ordered"] else "NOT forced-forced < forced < graceful"
+        console.print(f"{config} shutdown: {order}" + (f"; of graceful's time: {against}" if against else ""),
+                      highlight=False)
     if shut and shut["eu_graceful_E_reduction"] is not None:
         seed = shut["seed_eu_graceful_E_reduction"]
         console.print(f"EU against ALLU, graceful shutdown: {render.percent(shut['eu_graceful_E_reduction'])} less "
