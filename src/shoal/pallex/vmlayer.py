@@ -55,8 +55,8 @@ def script() -> bytes:
     """What the offline boot runs: each file written whole, made executable."""
     lines = ["set -e"]
     for path, text in FILES.items():
-        assert "SHOAL_LAYER_EOF" not in text
-        lines += [f"cat > {path} <<'SHOAL_LAYER_EOF'", text.rstrip("\n"), "SHOAL_LAYER_EOF", f"chmod 755 {path}"]
+        assert "LAYER_FILE_END" not in text
+        lines += [f"cat > {path} <<'LAYER_FILE_END'", text.rstrip("\n"), "LAYER_FILE_END", f"chmod 755 {path}"]
     return ("\n".join(lines) + "\n").encode()
 
 
