@@ -142,6 +142,16 @@ def test_the_layers_shutdown_hook_runs_the_mode_the_command_line_asks_for(tmp_pa
     assert vmlayer.RC_LOCAL.splitlines()[:3] == vmimage.RC_LOCAL.splitlines()[:3]   # the same signal, first
 
 
+def test_a_guest_clock_that_ran_ahead_leaves_the_split_unknown_and_the_sum_and_t_usi_kept():
+    text = TRANSCRIPT.read_text()
+    report = testbed.sections(text)
+    uptime = float(next(ln for ln in text.splitlines() if ln.startswith("SHOAL-SIGNAL rc-local")).split()[-1])
+    normal = testbed.phases(report, uptime + 1.5, uptime, "rc-local.service")
+    ahead = testbed.phases(report, uptime - 100.0, uptime, "rc-local.service")   # the guest's clock jumped 100 s
+    assert ahead["T_btl_s"] is None and ahead["T_knl_s"] is None and "100.0 s ahead" in ahead["note"]
+    assert ahead["T_usi_s"] == normal["T_usi_s"] and ahead["T_btl_knl_s"] == normal["T_btl_knl_s"] - 101.5
+
+
 def test_summary_and_the_eu_against_allu_reduction():
     rows = [{"config": c, "ok": True, "T_btl_knl_s": 5.0, "T_usi_s": t, "signal_s": 5 + t, "E_usi_J": 2 * t,
              "E_J": 10 + 2 * t} for c, t in (("EU", 4.0), ("ALLU", 8.0), ("EU", 6.0), ("ALLU", 10.0))]

@@ -106,6 +106,12 @@ def phases(report: dict[str, str], signal_host_s: float, signal_uptime_s: float,
     bootloader = signal_host_s - signal_uptime_s
     out = {"T_btl_s": bootloader, "T_knl_s": userspace, "T_btl_knl_s": bootloader + userspace,
            "T_usi_s": end - userspace, "end_unit": end_unit, "note": note}
+    if bootloader < 0:
+        # The guest's clock ran ahead of the host's before userspace (seen on a TCG guest whose QEMU is
+        # held by a CPU quota): its split of power-on to userspace is wrong, the sum and T_usi are not.
+        out.update(T_btl_s=None, T_knl_s=None, note=(note + "; " if note else "") +
+                   f"the guest's clock ran {-bootloader:.1f} s ahead of the host's before userspace: T_btl and "
+                   "T_knl are not known, T_btl+knl and T_usi are")
     if report.get("time"):
         try:
             out["analyze"] = sdanalyze.parse_time(report["time"])
