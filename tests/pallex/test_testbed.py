@@ -4,10 +4,11 @@ a board that prints the virtual board's transcript yields the seed's phases from
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from pathlib import Path
 
-from shoal.pallex import boot, testbed
+from shoal.pallex import boot, testbed, vmimage
 
 # The serial line of one ALLU boot of the virtual board (TCG, load average about 60), as the testbed reads it
 TRANSCRIPT = Path(__file__).with_name("data") / "vm_serial_ALLU.txt"
@@ -26,7 +27,7 @@ def test_a_silent_board_times_out_is_cut_off_and_the_next_cycle_runs(tmp_path):
     disks = {"EU": Path("silent"), "ALLU": Path("talks")}
     rows = []
     testbed.run_cycles(["EU", "ALLU"], 1, disks,
-                       lambda d: silent if d.name == "silent" else _board_printing(TRANSCRIPT),
+                       lambda d, mode: silent if d.name == "silent" else _board_printing(TRANSCRIPT),
                        {"EU": "rc-local.service", "ALLU": "bluetooth.service"}, boot.load("rpi3"),
                        timeout_s=3.0, on_row=rows.append, log_dir=tmp_path)
     assert [r["ok"] for r in rows] == [False, True]
@@ -57,6 +58,98 @@ def test_phases_follow_the_seeds_end_of_userspace_rule():
     assert blame[0].split()[1] == "ifupdown-pre.service" and len(blame) > 20
     e = testbed.modelled_energy(boot.load("rpi3"), "EU", p["T_btl_knl_s"], p["T_usi_s"])
     assert e["energy_kind"] == "modelled" and e["E_J"] == e["E_btl_knl_J"] + e["E_usi_J"]
+
+
+def _board_shutting_down(path: Path, mode: str, off_after_s: float | None) -> list[str]:
+    """A board that prints a saved boot, announces its own shutdown as the layer's shoal-shutdown does,
+    and exits (QEMU powered off) after ``off_after_s``, or never (None)."""
+    code = (f"import sys,time; sys.stdout.write(open({str(path)!r}).read()); "
+            f"print('SHOAL-SIGNAL shutdown {mode} 70.5', flush=True); "
+            f"time.sleep({off_after_s if off_after_s is not None else 3600})")
+    return [sys.executable, "-c", code]
+
+
+def test_a_shutdown_is_timed_from_the_boards_line_to_its_power_off(tmp_path):
+    rpi3 = boot.load("rpi3")
+    rows = []
+    disks = {"EU": Path("EU"), "ALLU": Path("ALLU")}
+    testbed.run_cycles(["EU", "ALLU"], 1, disks,
+                       lambda d, mode: _board_shutting_down(TRANSCRIPT, mode, 0.2 if d.name == "EU" else 0.4),
+                       {"EU": "rc-local.service", "ALLU": "bluetooth.service"}, rpi3, timeout_s=30.0,
+                       on_row=rows.append, log_dir=tmp_path, shutdowns=("forced",))
+    eu, allu = rows
+    assert eu["ok"] and eu["shutdown"] == "forced" and eu["shutdown_ok"] is True
+    assert 0 < eu["T_sdn_s"] < eu["power_off_s"]
+    w_eu = rpi3.userspace["EU"].energy_J / rpi3.userspace["EU"].duration_s
+    assert eu["E_sdn_J"] == w_eu * eu["T_sdn_s"]
+    assert allu["shutdown_ok"] is True and allu["T_sdn_s"] > 0 and allu["config"] == "ALLU"
+    assert (tmp_path / "serial-EU-forced-0.log").exists()
+
+
+def test_a_board_still_on_after_its_shutdown_is_cut_and_its_boot_kept(tmp_path):
+    spec = testbed.CycleSpec("ALLU", 0, 30.0, shutdown="graceful", shutdown_timeout_s=1.0)
+    row = testbed.one_cycle(_board_shutting_down(TRANSCRIPT, "graceful", None), spec, "bluetooth.service",
+                            boot.load("rpi3"))
+    assert row["ok"] and row["T_usi_s"] > 0                      # the boot's phases stay measured
+    assert row["shutdown_ok"] is False and "still on 1 s after 'systemctl poweroff' (graceful)" in row["shutdown_reason"]
+    assert "T_sdn_s" not in row
+
+
+def test_shutdown_modes_against_graceful_and_eu_against_allu():
+    rows = []
+    for config, scale in (("EU", 1.0), ("ALLU", 2.5)):
+        for mode, t in (("graceful", 2.0), ("forced", 0.8), ("forced-forced", 0.05), ("graceful", 3.0)):
+            rows.append({"config": config, "shutdown": mode, "ok": True, "shutdown_ok": True,
+                         "T_sdn_s": t * scale, "E_sdn_J": 1.9 * t * scale})
+    rows.append({"config": "EU", "shutdown": "forced", "ok": True, "shutdown_ok": False, "shutdown_reason": "x"})
+    out = testbed.shutdowns(rows, boot.load("rpi3"))
+    eu = out["configs"]["EU"]
+    assert eu["ordered"] and eu["modes"]["graceful"]["T_sdn_s_median"] == 2.5
+    assert eu["modes"]["forced"]["cycles"] == 1 and eu["modes"]["forced"]["against_graceful"] == 0.8 / 2.5
+    assert out["eu_graceful_E_reduction"] == 1 - 1 / 2.5 and out["seed_eu_graceful_E_reduction"] == 0.439
+    assert (out["seed_forced_forced_bound_s"], out["seed_forced_forced_bound_J"]) == (0.2, 0.7)
+    rows[2]["T_sdn_s"] = 9.0                                    # EU forced-forced now the longest: not ordered
+    assert not testbed.shutdowns(rows, boot.load("rpi3"))["configs"]["EU"]["ordered"]
+    s = {(r["config"], r["shutdown"]): r for r in testbed.summary(rows)}
+    assert (s[("EU", "forced")]["failed"], s[("EU", "forced")]["shutdown_failed"]) == (0, 1)
+    assert s[("ALLU", "graceful")]["T_sdn_s_median"] == 2.5 * 2.5
+
+
+def test_the_layers_shutdown_hook_runs_the_mode_the_command_line_asks_for(tmp_path):
+    """The hook as the board runs it, with /proc/cmdline a file and systemctl one that prints its arguments."""
+    from shoal.pallex import vmlayer
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "systemctl").write_text("#!/bin/sh\necho systemctl \"$@\"\n")
+    (bin_dir / "systemctl").chmod(0o755)
+    expected = {"graceful": "systemctl poweroff", "forced": "systemctl poweroff --force",
+                "forced-forced": "systemctl poweroff --force --force", None: ""}
+    for mode, said in expected.items():
+        cmdline = tmp_path / "cmdline"
+        cmdline.write_text(vmlayer.cmdline(mode) + "\n")
+        hook = tmp_path / "hook"
+        hook.write_text(vmlayer.SHUTDOWN.replace("/proc/cmdline", str(cmdline)))
+        done = subprocess.run(["sh", str(hook)], capture_output=True, text=True, timeout=30,
+                              env={"PATH": f"{bin_dir}:/usr/bin:/bin"})
+        lines = done.stdout.splitlines()
+        assert done.returncode == 0 and done.stderr == ""
+        if mode is None:
+            assert lines == []
+        else:
+            assert lines[0].startswith(f"SHOAL-SIGNAL shutdown {mode} ") and float(lines[0].split()[-1]) > 0
+            assert lines[1] == said
+    assert vmlayer.RC_LOCAL.splitlines()[:3] == vmimage.RC_LOCAL.splitlines()[:3]   # the same signal, first
+
+
+def test_a_guest_clock_that_ran_ahead_leaves_the_split_unknown_and_the_sum_and_t_usi_kept():
+    text = TRANSCRIPT.read_text()
+    report = testbed.sections(text)
+    uptime = float(next(ln for ln in text.splitlines() if ln.startswith("SHOAL-SIGNAL rc-local")).split()[-1])
+    normal = testbed.phases(report, uptime + 1.5, uptime, "rc-local.service")
+    ahead = testbed.phases(report, uptime - 100.0, uptime, "rc-local.service")   # the guest's clock jumped 100 s
+    assert ahead["T_btl_s"] is None and ahead["T_knl_s"] is None and "100.0 s ahead" in ahead["note"]
+    assert ahead["T_usi_s"] == normal["T_usi_s"] and ahead["T_btl_knl_s"] == normal["T_btl_knl_s"] - 101.5
 
 
 def test_summary_and_the_eu_against_allu_reduction():

@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import sys
@@ -35,6 +36,7 @@ def add(sub) -> None:
         _board_args(p)
         p.add_argument("--config", default="ALLU", help="unit configuration to boot (default ALLU: as shipped)")
         if name == "boot":
+            _speed_arg(p)
             p.add_argument("--timeout", type=typed.number(Bounds(1, 3600)), default=120.0,
                            help="seconds to wait for the completion signal (default 120)")
             p.add_argument("--json", action="store_true", help="print the boot as JSON")
@@ -71,6 +73,10 @@ def add(sub) -> None:
     c.add_argument("--cycles", type=typed.whole(1, 1000), default=10, help="cycles per configuration (default 10)")
     c.add_argument("--timeout", type=typed.number(Bounds(1, 3600)), default=120.0,
                    help="seconds from power-on to the completion signal before a cycle counts as failed (default 120)")
+    _speed_arg(c)
+    c.add_argument("--shutdown", default=None, type=_shutdown_modes, metavar="MODES",
+                   help="after each boot the board shuts itself down, once per mode: graceful, forced, "
+                        "forced-forced (comma list; default: the power is cut)")
     c.add_argument("--out", default=None, type=typed.out_dir, help="run directory (default runs/pallex-cycle-...)")
     c.add_argument("--json", action="store_true", help="print the summary as JSON")
     c.set_defaults(func=cmd_cycle)
@@ -80,6 +86,23 @@ def _board_args(p) -> None:
     p.add_argument("--profile", default="rpi3", help="the board's device and boot profile (default rpi3)")
     p.add_argument("--accel", choices=("auto", "kvm", "tcg"), default="auto",
                    help="auto: KVM where a guest really runs on it, else TCG (default)")
+
+
+def _speed_arg(p) -> None:
+    p.add_argument("--board-speed", choices=("profile", "free"), default="profile",
+                   help="profile: measure the guest's core inside it and hold QEMU's CPU until it is as fast "
+                        "as the profile's (default); free: leave QEMU unheld")
+
+
+def _shutdown_modes(text: str) -> tuple[str, ...]:
+    from shoal.pallex import vmlayer
+
+    modes = tuple(m.strip() for m in text.split(",") if m.strip())
+    wrong = [m for m in modes if m not in vmlayer.MODES]
+    if wrong or not modes:
+        raise argparse.ArgumentTypeError(f"{', '.join(wrong) or text!r}: give shutdown modes from "
+                                         f"{', '.join(vmlayer.MODES)} (comma list)")
+    return tuple(dict.fromkeys(modes))
 
 
 def _target_args(p) -> None:
@@ -126,7 +149,7 @@ def cmd_vm_build(args) -> int:
 
 
 def cmd_vm_boot(args) -> int:
-    from shoal.pallex import boot, testbed, unitconfig, vmboard, vmconfig, vmimage
+    from shoal.pallex import boot, cycles, testbed, unitconfig, vmboard, vmconfig, vmimage
 
     img = vmimage.require()
     catalog = unitconfig.load()
@@ -136,12 +159,14 @@ def cmd_vm_boot(args) -> int:
     group, note = vmboard.board_group()
     print(note, file=sys.stderr)
     try:
+        speed, _ = cycles.board_speed_for(args.board_speed, args.profile, img, spec, group,
+                                          lambda n: print(n, file=sys.stderr))
         row = testbed.one_cycle(vmboard.argv(img, spec, disk=disk), testbed.CycleSpec(args.config, 0, args.timeout),
                                 catalog.end_unit(catalog.config(args.config), {"bluetooth.service"}),
                                 boot.load(args.profile), log_dir=_log_dir(args.log_dir), group=group)
     finally:
         vmboard.release_group(group)
-    row.update(accel=accel, accel_reason=why)
+    row.update(accel=accel, accel_reason=why, board_speed=speed.describe() if speed else None)
     if args.json:
         print(json.dumps(row))
     elif row["ok"]:
@@ -283,7 +308,7 @@ def cmd_config_undo(args) -> int:
 
 # -- the testbed -------------------------------------------------------------------------
 def cmd_cycle(args) -> int:
-    from shoal.pallex import cycles
+    from shoal.pallex import cycles, vmspeed
 
     configs = [c for c in args.configs.split(",") if c]
     spec_for = lambda img: _spec(args, img)  # noqa: E731
@@ -291,20 +316,31 @@ def cmd_cycle(args) -> int:
     def on_row(row: dict) -> None:
         state = (f"T_btl+knl {render.seconds(row['T_btl_knl_s'])}, T_usi {render.seconds(row['T_usi_s'])}"
                  if row.get("ok") else f"FAILED: {row['reason']}")
+        if row.get("shutdown_ok"):
+            state += f"; {row['shutdown']} shutdown {render.seconds(row['T_sdn_s'])}"
+        elif row.get("shutdown_ok") is False:
+            state += f"; SHUTDOWN FAILED: {row['shutdown_reason']}"
         print(f"cycle {row['cycle'] + 1}/{args.cycles} {row['config']}: {state}", file=sys.stderr)
 
     result = cycles.run(configs, args.cycles, args.profile, spec_for, args.timeout, args.out,
                         ["shoal", "pallex", "cycle", *sys.argv[3:]], on_row,
-                        on_note=lambda n: print(n, file=sys.stderr))
+                        on_note=lambda n: print(n, file=sys.stderr), board_speed=args.board_speed,
+                        shutdowns=args.shutdown or ())
     summary, reduction, accel, spec, failed = (result["summary"], result["reduction"], result["accel"],
                                                result["spec"], result["failed"])
     record_path = result["run"]
     if args.json:
-        print(json.dumps({"summary": summary, "reduction": reduction, "accel": accel, "run": str(record_path)}))
+        speed, after = result["board_speed"], result["board_speed_after"]
+        print(json.dumps({"summary": summary, "reduction": reduction, "accel": accel, "run": str(record_path),
+                          "shutdowns": result["shutdowns"],
+                          "board_speed": speed.describe() if speed else None,
+                          "board_speed_after": after.speed if after else None}))
         return 0 if not failed else 1
     from rich.console import Console
 
-    t = render.narrow_table(["config", "cycles", "failed", "T_btl+knl", "T_usi", "E_usi\n(modelled)"], left=("config",),
+    timed = bool(args.shutdown)   # then one row per configuration and shutdown, and a table of the shutdowns
+    t = render.narrow_table(["config", *(["shutdown"] if timed else []), "cycles", "failed", "T_btl+knl", "T_usi",
+                             "E_usi\n(modelled)"], left=("config", "shutdown"),
                             title=f"virtual board ({accel}, {spec.cores} cores) as {args.profile}: median (min..max)")
 
     def cell(s, key, fmt):
@@ -313,13 +349,40 @@ def cmd_cycle(args) -> int:
         return f"{fmt(s[f'{key}_median'])} ({fmt(s[f'{key}_min'])}..{fmt(s[f'{key}_max'])})"
 
     for s in summary:
-        t.add_row(s["config"], str(s["cycles"]), str(s["failed"]), cell(s, "T_btl_knl_s", render.seconds),
+        t.add_row(s["config"], *([s["shutdown"]] if timed else []), str(s["cycles"]),
+                  str(s["failed"] + s["shutdown_failed"]), cell(s, "T_btl_knl_s", render.seconds),
                   cell(s, "T_usi_s", render.seconds), cell(s, "E_usi_J", render.joules))
+    tables = [t]
+    shut = result["shutdowns"]
+    if timed:
+        sd = render.narrow_table(["config", "shutdown", "T_sdn", "E_sdn (modelled)", "of graceful"],
+                                 left=("config", "shutdown"), title="the board's own shutdown: median (min..max)")
+        for s in summary:
+            mode = (shut or {}).get("configs", {}).get(s["config"], {}).get("modes", {}).get(s["shutdown"], {})
+            sd.add_row(s["config"], s["shutdown"], cell(s, "T_sdn_s", render.seconds), cell(s, "E_sdn_J", render.joules),
+                       render.percent(mode.get("against_graceful")))
+        tables.append(sd)
     console = Console()
-    console.print(t)
+    for table in tables:
+        console.print(table)
     if reduction:
         console.print(f"EU against ALLU: T_usi {render.percent(reduction['T_usi_reduction'])} shorter, E_usi "
                       f"{render.percent(reduction['E_usi_reduction'])} less (seed 004, RPi3: 43.62 % less energy)",
+                      highlight=False)
+    for config, c in (shut or {}).get("configs", {}).items():
+        against = ", ".join(f"{m} {render.percent(x['against_graceful'])}" for m, x in c["modes"].items()
+                            if x["against_graceful"] is not None and m != "graceful")
+        order = "forced-forced < forced < graceful" if c["ordered"] else "NOT forced-forced < forced < graceful"
+        console.print(f"{config} shutdown: {order}" + (f"; of graceful's time: {against}" if against else ""),
+                      highlight=False)
+    if shut and shut["eu_graceful_E_reduction"] is not None:
+        seed = shut["seed_eu_graceful_E_reduction"]
+        console.print(f"EU against ALLU, graceful shutdown: {render.percent(shut['eu_graceful_E_reduction'])} less "
+                      f"energy (modelled)" + (f"; seed 004 §V-A: {render.percent(seed)} less" if seed else ""),
+                      highlight=False)
+    speed, after = result["board_speed"], result["board_speed_after"]
+    if speed:
+        console.print(vmspeed.describe_verdict(speed) + (f"; after the cycles {after.speed:.3f}" if after else ""),
                       highlight=False)
     console.print(f"run: {record_path}", highlight=False)
     return 0 if not failed else 1

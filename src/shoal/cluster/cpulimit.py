@@ -459,6 +459,16 @@ def create_host_group(layout: CgroupLayout, cluster_id: str, name: str) -> list[
     return groups
 
 
+def hold_group(layout: CgroupLayout, group: Path, cpus: float | None) -> None:
+    """Hold a host group to ``cpus`` host CPUs over all its threads, unpinned (None: no limit):
+    a virtual board's QEMU, every vCPU and its I/O thread in one budget (shoal.pallex.vmspeed)."""
+    if cpus is None:
+        _set_quota(layout, group, None, PERIOD_US)
+    else:
+        quota, period = quota_period(cpus, pinned=False)
+        _set_quota(layout, group, quota, period)
+
+
 def _levels_up(layout: CgroupLayout, cluster_id: str) -> None:
     """shoal's group (weighted) and the cluster's, with the controllers their children need."""
     base = layout.cpu_base

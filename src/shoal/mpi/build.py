@@ -157,12 +157,16 @@ def build_host(target: str) -> Path:
         raise ShoalError(f"native target '{target}' is an MPI program; build it with an MPI")
     compiler = proc.tool("cc", f"to build {target}")
     sources = _sources(tdir, spec)
+    # Sources may come from another target's directory (guestprobe: the workloads' kernels),
+    # whose headers are then found, and keyed, beside them.
+    includes = list(dict.fromkeys([NATIVE_DIR / "common", tdir, *(s.parent.resolve() for s in sources)]))
+    headers = [h for d in includes for h in sorted(d.glob("*.h"))]
     cflags, libs = list(spec.get("cflags", ["-O2"])), list(spec.get("libs", []))
-    output, built = _cached(target, tdir, spec, sources, (cflags, libs, compiler), "host")
+    output, built = _cached(target, tdir, spec, sources + headers, (cflags, libs, compiler), "host")
     if built:
         return output
     tmp_name = _temporary(output)
-    done = proc.run([compiler, *cflags, "-o", tmp_name, *map(str, sources), *libs])
+    done = proc.run([compiler, *cflags, *(f"-I{d}" for d in includes), "-o", tmp_name, *map(str, sources), *libs])
     if not done.ok:
         os.unlink(tmp_name)
         raise ShoalError(f"building {target} failed: {done.error_line('cc')}")

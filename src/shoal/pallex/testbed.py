@@ -39,6 +39,17 @@ class CycleSpec:
     index: int
     timeout_s: float
     report_timeout_s: float = 90.0
+    # graceful | forced | forced-forced: the board shuts itself down after its report (seed 004 §V,
+    # vmlayer); None: the testbed cuts the power
+    shutdown: str | None = None
+    shutdown_timeout_s: float = 120.0
+
+
+# What the cycles table holds, in this order (a failed cycle leaves the later columns empty).
+CYCLE_COLUMNS = ["config", "shutdown", "cycle", "ok", "reason", "signal_s", "guest_uptime_at_signal_s", "T_btl_s",
+                 "T_knl_s", "T_btl_knl_s", "T_usi_s", "end_unit", "note", "E_btl_knl_J", "E_usi_J", "E_J",
+                 "energy_kind", "energy_source", "T_sdn_s", "E_sdn_J", "shutdown_ok", "shutdown_reason",
+                 "config_in_image", "failed_units", "analyze", "qemu_cpu_s", "power_off_s"]
 
 
 def sections(text: str) -> dict[str, str]:
@@ -95,6 +106,12 @@ def phases(report: dict[str, str], signal_host_s: float, signal_uptime_s: float,
     bootloader = signal_host_s - signal_uptime_s
     out = {"T_btl_s": bootloader, "T_knl_s": userspace, "T_btl_knl_s": bootloader + userspace,
            "T_usi_s": end - userspace, "end_unit": end_unit, "note": note}
+    if bootloader < 0:
+        # The guest's clock ran ahead of the host's before userspace (seen on a TCG guest whose QEMU is
+        # held by a CPU quota): its split of power-on to userspace is wrong, the sum and T_usi are not.
+        out.update(T_btl_s=None, T_knl_s=None, note=(note + "; " if note else "") +
+                   f"the guest's clock ran {-bootloader:.1f} s ahead of the host's before userspace: T_btl and "
+                   "T_knl are not known, T_btl+knl and T_usi are")
     if report.get("time"):
         try:
             out["analyze"] = sdanalyze.parse_time(report["time"])
@@ -103,10 +120,15 @@ def phases(report: dict[str, str], signal_host_s: float, signal_uptime_s: float,
     return out
 
 
+def _userspace(profile, config: str):
+    """The boot profile's userspace phase for ``config`` (EU where the profile has no row for it)."""
+    key = config if config in profile.userspace else "EU"
+    return key, profile.userspace[key]
+
+
 def modelled_energy(profile, config: str, t_btl_knl: float, t_usi: float) -> dict:
     """Energy per phase from the boot profile's powers (bootloader+kernel; the configuration's userspace)."""
-    key = config if config in profile.userspace else "EU"
-    u = profile.userspace[key]
+    key, u = _userspace(profile, config)
     w_usi = u.energy_J / u.duration_s
     e_bk = profile.bootloader_kernel_W * t_btl_knl
     return {"E_btl_knl_J": e_bk, "E_usi_J": w_usi * t_usi, "E_J": e_bk + w_usi * t_usi,
@@ -114,11 +136,31 @@ def modelled_energy(profile, config: str, t_btl_knl: float, t_usi: float) -> dic
             f"bootloader+kernel, {w_usi:.3f} W userspace ({key}: {u.source})"}
 
 
+def shutdown_energy(profile, config: str, t_sdn: float) -> float:
+    """Modelled: the configuration's userspace power (its units still run while they are stopped)."""
+    _, u = _userspace(profile, config)
+    return u.energy_J / u.duration_s * t_sdn
+
+
+def _shutdown(boot: vmboard.Boot, spec: CycleSpec, index: int, profile) -> dict:
+    """After the report: the board's own shutdown line, then QEMU's exit (the board is off)."""
+    said = boot.wait_for(f"{vmimage.SIGNAL} shutdown ", time.monotonic() + spec.report_timeout_s, index)
+    if not said:
+        return {"shutdown_ok": False, "shutdown_reason": f"the board did not start its {spec.shutdown} shutdown"}
+    off = boot.wait_closed(time.monotonic() + spec.shutdown_timeout_s)
+    if off is None:
+        return {"shutdown_ok": False, "shutdown_reason": f"still on {spec.shutdown_timeout_s:g} s after "
+                f"'systemctl poweroff' ({spec.shutdown}): power cut"}
+    t = off - said[1].t
+    return {"shutdown_ok": True, "T_sdn_s": t, "E_sdn_J": shutdown_energy(profile, spec.config, t)}
+
+
 def one_cycle(command: list[str], spec: CycleSpec, end_rule: str, profile, log_dir: Path | None = None,
               group: Path | None = None) -> dict:
-    """Algorithm 1's loop body: power on, wait for the signal, read the report, cut the power."""
+    """Algorithm 1's loop body: power on, wait for the signal, read the report, then cut the power or
+    (``spec.shutdown``) time the board's own shutdown until QEMU exits."""
     boot = vmboard.power_on(command, group)
-    row = {"config": spec.config, "cycle": spec.index, "ok": False, "reason": ""}
+    row = {"config": spec.config, "shutdown": spec.shutdown or "cut", "cycle": spec.index, "ok": False, "reason": ""}
     try:
         found = boot.wait_for(f"{vmimage.SIGNAL} rc-local", boot.power_on + spec.timeout_s)
         if not found:
@@ -151,56 +193,96 @@ def one_cycle(command: list[str], spec: CycleSpec, end_rule: str, profile, log_d
         carried = report.get("config", "")
         row["config_in_image"] = json.loads(carried)["config"] if carried.strip().startswith("{") else "ALLU"
         row["ok"] = True
+        if spec.shutdown:
+            row.update(_shutdown(boot, spec, index, profile))
         return row
     finally:
         row["qemu_cpu_s"] = boot.cpu_s()
         row["power_off_s"] = boot.power_off() - boot.power_on
         if log_dir is not None:
-            (log_dir / f"serial-{spec.config}-{spec.index}.log").write_text(boot.text() + "\n")
+            mode = f"-{spec.shutdown}" if spec.shutdown else ""
+            (log_dir / f"serial-{spec.config}{mode}-{spec.index}.log").write_text(boot.text() + "\n")
+
+
+def _spread(values: list[float], key: str) -> dict:
+    return {f"{key}_median": statistics.median(values) if values else None,
+            f"{key}_min": min(values) if values else None, f"{key}_max": max(values) if values else None}
 
 
 def summary(rows: list[dict]) -> list[dict]:
-    """Per configuration: cycles, failures, and median with spread (min..max) of each phase."""
+    """Per configuration and shutdown: cycles, failures, and median with spread (min..max) of each phase."""
     out = []
-    for config in dict.fromkeys(r["config"] for r in rows):
-        ok = [r for r in rows if r["config"] == config and r["ok"]]
-        s = {"config": config, "cycles": sum(r["config"] == config for r in rows), "failed": 0}
-        s["failed"] = s["cycles"] - len(ok)
-        for key in ("T_btl_knl_s", "T_usi_s", "signal_s", "qemu_cpu_s", "E_usi_J", "E_J"):
-            values = [r[key] for r in ok if r.get(key) is not None]
-            s[f"{key}_median"] = statistics.median(values) if values else None
-            s[f"{key}_min"] = min(values) if values else None
-            s[f"{key}_max"] = max(values) if values else None
+    for config, mode in dict.fromkeys((r["config"], r.get("shutdown", "cut")) for r in rows):
+        mine = [r for r in rows if r["config"] == config and r.get("shutdown", "cut") == mode]
+        ok = [r for r in mine if r["ok"]]
+        s = {"config": config, "shutdown": mode, "cycles": len(mine), "failed": len(mine) - len(ok),
+             "shutdown_failed": sum(r.get("shutdown_ok") is False for r in mine)}
+        for key in ("T_btl_knl_s", "T_usi_s", "signal_s", "qemu_cpu_s", "E_usi_J", "E_J", "T_sdn_s", "E_sdn_J"):
+            s.update(_spread([r[key] for r in ok if r.get(key) is not None], key))
         out.append(s)
     return out
 
 
 def reduction(rows: list[dict], better: str = "EU", worse: str = "ALLU") -> dict | None:
-    """EU against ALLU: the reduction of the medians of T_usi and E_usi (seed 004: 43.62 % energy, RPi3)."""
-    by = {r["config"]: r for r in summary(rows)}
-    if better not in by or worse not in by:
+    """EU against ALLU: the reduction of the medians of T_usi and E_usi over every cycle of each, whatever
+    its shutdown (seed 004: 43.62 % energy, RPi3)."""
+    def median(config: str, key: str) -> float | None:
+        values = [r[key] for r in rows if r["config"] == config and r["ok"] and r.get(key) is not None]
+        return statistics.median(values) if values else None
+
+    if not any(r["config"] == better for r in rows) or not any(r["config"] == worse for r in rows):
         return None
-    a, b = by[better], by[worse]
     out = {}
     for key in ("T_usi_s", "E_usi_J"):
-        x, y = a[f"{key}_median"], b[f"{key}_median"]
+        x, y = median(better, key), median(worse, key)
         out[key.split("_")[0] + "_usi_reduction"] = (1 - x / y) if x is not None and y else None
     out["seed_E_usi_reduction_rpi3"] = 0.4362
     return out
 
 
-def run_cycles(configs: list[str], cycles: int, disks: dict[str, Path], make_command: Callable[[Path], list[str]],
-               end_rules: dict[str, str], profile, timeout_s: float, on_row: Callable[[dict], None],
-               log_dir: Path | None = None, group: Path | None = None) -> list[dict]:
-    """Every configuration ``cycles`` times, interleaved (EU, ALLU, EU, ALLU, ...) so that load drifts on
-    the host fall on both alike; ``on_row`` gets each cycle as it ends."""
+# Seed 004 §V-A: EU's graceful shutdown energy below ALLU's, WiFi disconnected (Fig. 10).
+SEED_SHUTDOWN_EU_REDUCTION = {"rpi3": 0.439, "rpi0w": 0.574}
+
+
+def shutdowns(rows: list[dict], profile) -> dict | None:
+    """The shutdown modes measured (Figs. 10-12): per configuration the median T_sdn and E_sdn of each
+    mode, each against graceful, whether forced-forced < forced < graceful, and EU's graceful
+    energy against ALLU's beside the seed's; the boot profile's forced-forced bounds (§V-B) beside."""
+    timed = [r for r in rows if r.get("shutdown_ok")]
+    if not timed:
+        return None
+    out: dict = {"configs": {}}
+    for config in dict.fromkeys(r["config"] for r in timed):
+        modes = {}
+        for mode in dict.fromkeys(r["shutdown"] for r in timed if r["config"] == config):
+            mine = [r for r in timed if r["config"] == config and r["shutdown"] == mode]
+            modes[mode] = {**_spread([r["T_sdn_s"] for r in mine], "T_sdn_s"),
+                           **_spread([r["E_sdn_J"] for r in mine], "E_sdn_J"), "cycles": len(mine)}
+        graceful = modes.get("graceful", {}).get("T_sdn_s_median")
+        for m in modes.values():
+            m["against_graceful"] = m["T_sdn_s_median"] / graceful if graceful else None
+        order = [modes[m]["T_sdn_s_median"] for m in ("forced-forced", "forced", "graceful") if m in modes]
+        out["configs"][config] = {"modes": modes, "ordered": len(order) == 3 and order[0] < order[1] < order[2]}
+    eu, allu = (out["configs"].get(c, {}).get("modes", {}).get("graceful") for c in ("EU", "ALLU"))
+    out["eu_graceful_E_reduction"] = 1 - eu["E_sdn_J_median"] / allu["E_sdn_J_median"] if eu and allu else None
+    out["seed_eu_graceful_E_reduction"] = SEED_SHUTDOWN_EU_REDUCTION.get(profile.device)
+    out["seed_forced_forced_bound_s"], out["seed_forced_forced_bound_J"] = profile.shutdown_s, profile.shutdown_J
+    return out
+
+
+def run_cycles(configs: list[str], cycles: int, disks: dict[str, Path],
+               make_command: Callable[[Path, str | None], list[str]], end_rules: dict[str, str], profile, timeout_s: float, on_row: Callable[[dict], None],
+               log_dir: Path | None = None, group: Path | None = None,
+               shutdowns: tuple[str | None, ...] = (None,)) -> list[dict]:
+    """Every configuration ``cycles`` times with each shutdown (None: the power is cut), interleaved
+    (EU, ALLU, EU, ALLU, ...) so that load drifts on the host fall on all alike; ``on_row`` gets each
+    cycle as it ends."""
     rows = []
     for i in range(cycles):
         for config in configs:
-            row = one_cycle(make_command(disks[config]), CycleSpec(config, i, timeout_s), end_rules[config],
-                            profile, log_dir, group)
-            rows.append(row)
-            on_row(row)
+            for mode in shutdowns:
+                row = one_cycle(make_command(disks[config], mode), CycleSpec(config, i, timeout_s, shutdown=mode),
+                                end_rules[config], profile, log_dir, group)
+                rows.append(row)
+                on_row(row)
     return rows
-
-

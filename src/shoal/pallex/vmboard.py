@@ -54,6 +54,7 @@ class Boot:
     lines: list[Line] = field(default_factory=list)
     _cond: threading.Condition = field(default_factory=threading.Condition)
     closed: bool = False
+    closed_t: float | None = None  # host monotonic seconds when QEMU's output ended (it exited)
 
     def _read(self) -> None:
         assert self.process.stdout is not None
@@ -63,8 +64,18 @@ class Boot:
                 self.lines.append(line)
                 self._cond.notify_all()
         with self._cond:
-            self.closed = True
+            self.closed, self.closed_t = True, time.monotonic()
             self._cond.notify_all()
+
+    def wait_closed(self, deadline: float) -> float | None:
+        """When QEMU exited (its output ended), or None if it still runs at the deadline."""
+        with self._cond:
+            while not self.closed:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return None
+                self._cond.wait(min(left, 0.5))
+            return self.closed_t
 
     def wait_for(self, prefix: str, deadline: float, start: int = 0) -> tuple[int, Line] | None:
         """The first line from index ``start`` that contains ``prefix``, or None at the deadline
@@ -146,8 +157,8 @@ def power_on(command: list[str], group: Path | None = None) -> Boot:
 # -- the board's CPU ---------------------------------------------------------------
 def board_group() -> tuple[Path | None, str]:
     """A cgroup for QEMU beside emulated devices, weighted as they are above the host's other
-    work (``shoal.cluster.cpulimit``), and why not where none can be made. No quota: the guest
-    core's speed is not measured, so there is nothing yet to hold it to."""
+    work (``shoal.cluster.cpulimit``), and why not where none can be made. It starts without a
+    quota; ``vmspeed`` sets the one that makes the guest's core as fast as the board's."""
     from shoal.cluster import cpulimit
 
     layout = cpulimit.detect()

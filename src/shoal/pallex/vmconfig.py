@@ -42,31 +42,36 @@ def _links(text: str) -> dict[str, str]:
 
 
 def _script(p: unitconfig.Plan) -> bytes:
-    """The commands for the board's second disk, padded to whole sectors with a comment."""
+    """The commands for the board's second disk."""
     lines = ["set -e", *(" ".join(cmd) for cmd in p.commands("/")),
              "cat > /etc/" + unitconfig.RECORD_NAME + " <<'EOF'",
              json.dumps({"config": p.config, "plan": p.to_json()}), "EOF"]
-    text = ("\n".join(lines) + "\n").encode()
-    pad = -(len(text) + 2) % 512 + 512
-    return text + b"#" + b" " * (pad - 1) + b"\n"
+    return ("\n".join(lines) + "\n").encode()
 
 
-def apply(img: vmimage.Image, catalog: unitconfig.Catalog, config: str, spec: vmboard.BoardSpec) -> dict:
-    """Make ``config``'s overlay (once) and return its record."""
-    record = record_path(img, config)
-    if record.exists() and img.configured(config).exists():
-        return json.loads(record.read_text())
-    p = plan(img, catalog, config)
-    overlay = img.configured(config)
-    overlay.parent.mkdir(parents=True, exist_ok=True)
-    made = proc.run(["qemu-img", "create", "-q", "-f", "qcow2", "-b", str(img.disk), "-F", "raw", str(overlay)])
+def padded(script: bytes) -> bytes:
+    """A script for the second disk, padded to whole sectors with a comment."""
+    pad = -(len(script) + 2) % 512 + 512
+    return script + b"#" + b" " * (pad - 1) + b"\n"
+
+
+def overlay(base: Path, out: Path) -> None:
+    """A qcow2 copy-on-write disk over ``base`` (raw or qcow2)."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    made = proc.run(["qemu-img", "create", "-q", "-f", "qcow2", "-b", str(base), "-F",
+                     "qcow2" if base.suffix == ".qcow2" else "raw", str(out)])
     if not made.ok:
         raise ShoalError(made.error_line("qemu-img create"))
-    start = time.monotonic()
-    with tempfile.NamedTemporaryFile(suffix=".sh") as script:
-        script.write(_script(p))
-        script.flush()
-        command = vmboard.argv(img, spec, disk=overlay, snapshot=False, extra_disk=Path(script.name),
+
+
+def run_offline(img: vmimage.Image, spec: vmboard.BoardSpec, disk: Path, script: bytes, what: str) -> dict[str, str]:
+    """Boot ``disk`` (written) once with ``init=shoal-offline`` running ``script`` from a second disk,
+    before any systemd; returns the sections it printed (unit links before, output, after). On
+    failure the disk is removed and ShoalError says what the script printed last."""
+    with tempfile.NamedTemporaryFile(suffix=".sh") as second:
+        second.write(padded(script))
+        second.flush()
+        command = vmboard.argv(img, spec, disk=disk, snapshot=False, extra_disk=Path(second.name),
                                network=False, cmdline="console=ttyS0 root=/dev/vda rw quiet "
                                                       "init=/usr/local/sbin/shoal-offline")
         boot = vmboard.power_on(command)
@@ -75,11 +80,23 @@ def apply(img: vmimage.Image, catalog: unitconfig.Catalog, config: str, spec: vm
         boot.process.wait(timeout=30) if boot.process.poll() is None and found else None
         boot.power_off()
     if not found or found[1].text.split()[-1] != "0":
-        overlay.unlink(missing_ok=True)
+        disk.unlink(missing_ok=True)
         out = testbed.sections(boot.text()).get("output", "").strip().splitlines()[-2:]
-        raise ShoalError(f"applying {config} inside the board failed: {' | '.join(out) or 'no answer on the serial line'}"
+        raise ShoalError(f"{what} inside the board failed: {' | '.join(out) or 'no answer on the serial line'}"
                          "; the image is unchanged")
-    parts = testbed.sections(boot.text())
+    return testbed.sections(boot.text())
+
+
+def apply(img: vmimage.Image, catalog: unitconfig.Catalog, config: str, spec: vmboard.BoardSpec) -> dict:
+    """Make ``config``'s overlay (once) and return its record."""
+    record = record_path(img, config)
+    if record.exists() and img.configured(config).exists():
+        return json.loads(record.read_text())
+    p = plan(img, catalog, config)
+    disk = img.configured(config)
+    overlay(img.disk, disk)
+    start = time.monotonic()
+    parts = run_offline(img, spec, disk, _script(p), f"applying {config}")
     result = {"config": config, "plan": p.to_json(), "accel": spec.accel, "apply_s": time.monotonic() - start,
               "links": unitconfig.link_change(_links(parts.get("before", "")), _links(parts.get("after", ""))),
               "output": parts.get("output", "")}

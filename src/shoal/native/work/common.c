@@ -8,6 +8,20 @@
 #include <stdlib.h>
 #include <string.h>
 
+void wk_json_string(const char *s)
+{
+    putchar('"');
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            printf("\\%c", *p);
+        else if (*p < 0x20 || *p >= 0x7f)
+            printf("\\u%04x", *p);
+        else
+            putchar(*p);
+    }
+    putchar('"');
+}
+
 double wk_now(void) { return shoal_now_s(); }
 
 void wk_timed_end(wk_result *res) { res->t_end = shoal_now_s(); }
@@ -63,7 +77,11 @@ void *wk_alloc(size_t n)
     void *p = malloc(n ? n : 1);
     if (!p) {
         fprintf(stderr, "shoal-work: out of memory allocating %zu bytes\n", n);
+#ifdef WK_PROBE_ONLY
+        exit(3);
+#else
         MPI_Abort(MPI_COMM_WORLD, 3);
+#endif
     }
     return p;
 }

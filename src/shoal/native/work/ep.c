@@ -90,6 +90,7 @@ static void ep_batches(long k0, long k1, double *x, ep_sums *s)
 
 static double rel(double a, double b) { return fabs((a - b) / b); }
 
+#ifndef WK_PROBE_ONLY /* the MPI part: left out of shoal-guest-probe */
 static void ep_run(const wk_opts *opts, wk_result *res, MPI_Comm comm)
 {
     int rank, p;
@@ -151,6 +152,8 @@ static void ep_run(const wk_opts *opts, wk_result *res, MPI_Comm comm)
     }
     free(x);
 }
+
+#endif /* WK_PROBE_ONLY */
 
 /* --probe: four batches (2^18 pairs), counted as ep_run counts (two numbers per pair). */
 static void ep_probe(long part, double *units)

@@ -46,20 +46,6 @@ static const char usage[] =
     "  --probe-s S     CPU seconds per kernel and round (default 0.1)\n"
     "  --rounds R      rounds, the kernels interleaved in each (default 3)\n";
 
-static void json_string(const char *s)
-{
-    putchar('"');
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\')
-            printf("\\%c", *p);
-        else if (*p < 0x20 || *p >= 0x7f)
-            printf("\\u%04x", *p);
-        else
-            putchar(*p);
-    }
-    putchar('"');
-}
-
 static const wk_workload *find(const char *name, size_t len)
 {
     for (size_t i = 0; i < NWORKLOADS; i++)
@@ -91,15 +77,15 @@ static void print_list(void)
     for (size_t i = 0; i < NWORKLOADS; i++) {
         const wk_workload *w = workloads[i];
         fputs("  {\"name\":", stdout);
-        json_string(w->name);
+        wk_json_string(w->name);
         fputs(",\"unit\":", stdout);
-        json_string(w->unit);
+        wk_json_string(w->unit);
         fputs(",\"default_size\":", stdout);
-        json_string(w->default_size);
+        wk_json_string(w->default_size);
         fputs(",\"small_size\":", stdout);
-        json_string(w->small_size);
+        wk_json_string(w->small_size);
         fputs(",\"description\":", stdout);
-        json_string(w->description);
+        wk_json_string(w->description);
         printf("}%s\n", i + 1 < NWORKLOADS ? "," : "");
     }
     puts("]");
@@ -113,73 +99,15 @@ static int describe(const char *item)
     fputs("{\"valid\":", stdout);
     if (!w) {
         fputs("false,\"error\":", stdout);
-        json_string(err);
+        wk_json_string(err);
         puts("}");
         return 2;
     }
     fputs("true,\"name\":", stdout);
-    json_string(w->name);
+    wk_json_string(w->name);
     fputs(",\"size\":", stdout);
-    json_string(size);
+    wk_json_string(size);
     printf(",\"memory_per_rank_B\":%.0f}\n", mem);
-    return 0;
-}
-
-static double probe_cpu_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-/* --probe: the named kernels in turn over `rounds` rounds, each round doing the same parts of
- * each kernel (as many as the first round fitted in budget_s of CPU time); one sample (units,
- * CPU s, wall s) per kernel and round. CPU time is the core's own speed: another process on
- * the same CPU lengthens the wall time, not it. */
-static int probe(const char *names, double budget_s, int rounds)
-{
-    enum { MAX = 16 };
-    const wk_workload *chosen[MAX];
-    int n = 0;
-    char *list = strdup(names);
-    for (char *name = strtok(list, ","); name; name = strtok(NULL, ",")) {
-        const wk_workload *w = find(name, strlen(name));
-        if (!w || !w->probe || n == MAX) {
-            fprintf(stderr, "shoal-work: no probe for '%s'\n", name);
-            return 2;
-        }
-        chosen[n++] = w;
-    }
-    free(list);
-    double *units = wk_zalloc(sizeof(double) * 3 * MAX * (size_t)rounds);
-    long parts[MAX] = {0};
-    for (int r = 0; r < rounds; r++)
-        for (int k = 0; k < n; k++) {
-            double *out = units + 3 * ((size_t)k * rounds + r);
-            double c0 = probe_cpu_s(), t0 = shoal_now_s(), done = 0, one;
-            long i = 0;
-            do {
-                chosen[k]->probe(i++, &one);
-                done += one;
-            } while (r == 0 ? probe_cpu_s() - c0 < budget_s : i < parts[k]);
-            parts[k] = i;
-            out[0] = done, out[1] = probe_cpu_s() - c0, out[2] = shoal_now_s() - t0;
-        }
-    fputs("{\"probe\":[", stdout);
-    for (int k = 0; k < n; k++) {
-        fputs(k ? ",{\"name\":" : "{\"name\":", stdout);
-        json_string(chosen[k]->name);
-        fputs(",\"unit\":", stdout);
-        json_string(chosen[k]->unit);
-        fputs(",\"samples\":[", stdout);
-        for (int r = 0; r < rounds; r++) {
-            const double *x = units + 3 * ((size_t)k * rounds + r);
-            printf("%s{\"units\":%.17g,\"cpu_s\":%.9g,\"wall_s\":%.9g}", r ? "," : "", x[0], x[1], x[2]);
-        }
-        fputs("]}", stdout);
-    }
-    puts("]}");
-    free(units);
     return 0;
 }
 
@@ -202,12 +130,12 @@ static void emit_hello(MPI_Comm comm, int nprocs)
     if (nl)
         *nl = 0;
     printf("{\"type\":\"hello\",\"program\":\"shoal-work\",\"ranks\":%d,\"mpi_library\":", nprocs);
-    json_string(lib);
+    wk_json_string(lib);
     fputs(",\"hosts\":[", stdout);
     for (int i = 0; i < nprocs; i++) {
         if (i)
             putchar(',');
-        json_string(all + (size_t)i * MPI_MAX_PROCESSOR_NAME);
+        wk_json_string(all + (size_t)i * MPI_MAX_PROCESSOR_NAME);
     }
     printf("],\"timer_resolution_s\":%.3g}\n", shoal_clock_resolution_s());
     fflush(stdout);
@@ -286,21 +214,21 @@ static void run_one(const wk_workload *w, const char *size, const wk_opts *base,
             t0 = res.t_end - elapsed;
         }
         printf("{\"type\":\"result\",\"workload\":");
-        json_string(w->name);
+        wk_json_string(w->name);
         fputs(",\"size\":", stdout);
-        json_string(size);
+        wk_json_string(size);
         printf(",\"ranks\":%d,\"time_s\":%.9g,\"serial_s\":%.9g", nprocs, elapsed, res.serial_s);
         print_doubles("rank_compute_s", compute, nprocs);
         print_doubles("rank_comm_s", comms, nprocs);
         if (!opts.check)
             print_doubles("rank_cpu_s", cpus, nprocs);
         printf(",\"work\":%.17g,\"unit\":", res.work);
-        json_string(w->unit);
+        wk_json_string(w->unit);
         printf(",\"throughput_per_s\":%.9g", elapsed > 0 ? res.work / elapsed : 0.0);
         fputs(",\"check\":", stdout);
-        json_string(res.check);
+        wk_json_string(res.check);
         fputs(",\"check_detail\":", stdout);
-        json_string(res.check_detail);
+        wk_json_string(res.check_detail);
         printf(",\"digest\":\"%016llx\",\"t_start_mono_s\":%.9f,\"t_end_mono_s\":%.9f",
                (unsigned long long)res.digest, t0, res.t_end);
         printf(",\"extra\":{%s}}\n", res.extra);
@@ -314,10 +242,11 @@ static void run_one(const wk_workload *w, const char *size, const wk_opts *base,
 
 int main(int argc, char **argv)
 {
-    const char *runs = NULL, *describe_item = NULL, *probe_names = NULL;
-    double probe_s = 0.1;
-    int rounds = 3;
+    const char *runs = NULL, *describe_item = NULL;
     wk_opts opts = {.aes = "auto"};
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--probe"))
+            return wk_probe_cli(argc, argv, workloads, NWORKLOADS);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int has_next = i + 1 < argc;
@@ -336,12 +265,6 @@ int main(int argc, char **argv)
             return 0;
         } else if (!strcmp(a, "--describe") && has_next)
             describe_item = argv[++i];
-        else if (!strcmp(a, "--probe") && has_next)
-            probe_names = argv[++i];
-        else if (!strcmp(a, "--probe-s") && has_next)
-            probe_s = atof(argv[++i]);
-        else if (!strcmp(a, "--rounds") && has_next)
-            rounds = atoi(argv[++i]);
         else {
             fprintf(stderr, "shoal-work: unknown or incomplete option '%s'\n%s", a, usage);
             return 2;
@@ -349,13 +272,6 @@ int main(int argc, char **argv)
     }
     if (describe_item)
         return describe(describe_item);
-    if (probe_names) {
-        if (!(probe_s > 0 && probe_s <= 60) || rounds < 1 || rounds > 100) {
-            fputs("shoal-work: --probe-s must be in (0, 60] and --rounds in 1..100\n", stderr);
-            return 2;
-        }
-        return probe(probe_names, probe_s, rounds);
-    }
     if (!runs) {
         fputs(usage, stderr);
         return 2;

@@ -335,6 +335,7 @@ static double distance(int score, int la, int lb)
     return 1.0 - (double)score / (double)(MATCH * shorter);
 }
 
+#ifndef WK_PROBE_ONLY /* the MPI part: left out of shoal-guest-probe */
 static void msa_run(const wk_opts *opts, wk_result *res, MPI_Comm comm)
 {
     int rank, p, n, l;
@@ -473,6 +474,8 @@ static void msa_run(const wk_opts *opts, wk_result *res, MPI_Comm comm)
         free(s.seq[i]);
     free(s.seq), free(s.len);
 }
+
+#endif /* WK_PROBE_ONLY */
 
 /* --probe: the same 24 pairwise alignments of a set of the default length (200) every part. */
 static void msa_probe(long part, double *units)

@@ -170,6 +170,7 @@ static int rt_parse(const char *size, double *mem, char *err, size_t n)
     return 0;
 }
 
+#ifndef WK_PROBE_ONLY /* the MPI part: left out of shoal-guest-probe */
 static void rt_run(const wk_opts *opts, wk_result *res, MPI_Comm comm)
 {
     int rank, p, w, h;
@@ -247,6 +248,8 @@ static void rt_run(const wk_opts *opts, wk_result *res, MPI_Comm comm)
     }
     free(row);
 }
+
+#endif /* WK_PROBE_ONLY */
 
 /* --probe: every 8th row of the 512x512 image, starting at row part mod 8 (the rows of a
  * whole render, in eight equal shares). */

@@ -106,6 +106,7 @@ static void process(const uint8_t *img, int w, int h, int *acc, int nrho, vs_res
     }
 }
 
+#ifndef WK_PROBE_ONLY /* the MPI part: left out of shoal-guest-probe */
 /* Rank 0's view of the farm: frames in flight per worker, results in frame order. */
 typedef struct {
     MPI_Comm comm;
@@ -286,6 +287,8 @@ static void vs_run(const wk_opts *opts, wk_result *res, MPI_Comm comm)
         }
     free(results), free(local), free(fm.slot), free(fm.slot_frame), free(fm.req), free(acc);
 }
+
+#endif /* WK_PROBE_ONLY */
 
 /* --probe: one frame of the default size, made and processed (what one worker does per frame,
  * with the camera's part); always the same frame, so every part costs the same (frames differ

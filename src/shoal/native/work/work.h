@@ -7,10 +7,19 @@
 #ifndef SHOAL_WORK_H
 #define SHOAL_WORK_H
 
-#include <mpi.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdint.h>
+
+/* WK_PROBE_ONLY: the serial kernels alone, for shoal-guest-probe (native/guestprobe), a static
+ * program without MPI that measures a virtual board's core inside its guest on the same kernels
+ * as the host's (docs/pallex.md, "The board's speed"). Each workload file leaves its MPI part out
+ * under it; MPI_Comm stays a name so the descriptor keeps one shape. */
+#ifdef WK_PROBE_ONLY
+typedef struct wk_no_mpi *MPI_Comm;
+#else
+#include <mpi.h>
+#endif
 
 typedef struct {
     const char *size;       /* the workload's size knob, as given */
@@ -61,10 +70,15 @@ typedef struct {
 #define WK_WORKLOAD(name_, unit_, size_, small_, parse_, run_, description_)                     \
     WK_WORKLOAD_PROBED(name_, unit_, size_, small_, parse_, run_, NULL, description_)
 /* The same, for a workload whose kernel defines the reference core (--probe). */
+#ifdef WK_PROBE_ONLY
+#define WK_WORKLOAD_PROBED(name_, unit_, size_, small_, parse_, run_, probe_, description_)      \
+    const wk_workload wk_##name_ = {.name = #name_, .unit = unit_, .probe = probe_}
+#else
 #define WK_WORKLOAD_PROBED(name_, unit_, size_, small_, parse_, run_, probe_, description_)      \
     const wk_workload wk_##name_ = {.name = #name_, .unit = unit_, .default_size = size_,       \
                                     .small_size = small_, .description = description_,           \
                                     .parse = parse_, .run = run_, .probe = probe_}
+#endif
 
 /* Timing helpers: the shoal clock (shoal_clock.h). */
 double wk_now(void);
@@ -89,6 +103,14 @@ void *wk_zalloc(size_t n);
 void wk_write_file(const wk_opts *opts, const char *name, const void *data, size_t n);
 /* Open a text file in the output directory for writing (NULL without one). */
 FILE *wk_open_text(const wk_opts *opts, const char *name);
+
+/* A JSON string literal of s on stdout. */
+void wk_json_string(const char *s);
+
+/* --probe LIST [--probe-s S] [--rounds R] over the kernels of `catalog` (those with a probe):
+ * parses those options from argv[1..] and prints the samples as one JSON line; returns the
+ * exit status (2 for bad input). */
+int wk_probe_cli(int argc, char **argv, const wk_workload *const *catalog, size_t n);
 
 /* Parse "123" or "123K/M/G" into a count; 0 on success. */
 int wk_parse_count(const char *text, long *out);
