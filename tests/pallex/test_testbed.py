@@ -170,3 +170,24 @@ def test_no_image_is_one_line_and_says_how_to_build_it(tmp_path, monkeypatch, ca
         assert cli.main(["pallex", *argv]) == 2
         err = capsys.readouterr().err.strip()
         assert len(err.splitlines()) == 1 and "build it first: shoal pallex vm build" in err, err
+
+
+def test_the_board_layer_is_made_again_when_its_configuration_disk_is_newer(tmp_path, monkeypatch):
+    """A configuration undone and applied again is a new disk: the cached layer over the old one goes."""
+    import os
+
+    from shoal.pallex import vmconfig, vmlayer
+
+    made = []
+    monkeypatch.setattr(vmconfig, "overlay", lambda base, out: out.write_bytes(b"layer over " + bytes(base)))
+    monkeypatch.setattr(vmconfig, "run_offline", lambda img, spec, disk, script, what: made.append(disk.name))
+    img = vmimage.Image(tmp_path, tmp_path / "root.img", tmp_path / "vmlinuz", tmp_path / "initrd.img",
+                        tmp_path / "units.txt")
+    base = img.configured("EU")
+    base.parent.mkdir(parents=True)
+    base.write_bytes(b"EU")
+    first = vmlayer.disk_for(img, base, "EU", None)
+    assert vmlayer.disk_for(img, base, "EU", None) == first and len(made) == 1    # cached
+    later = first.stat().st_mtime_ns + 10**9
+    os.utime(base, ns=(later, later))                                           # EU applied again
+    assert vmlayer.disk_for(img, base, "EU", None) == first and len(made) == 2

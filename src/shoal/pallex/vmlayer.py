@@ -65,10 +65,14 @@ def path(img: vmimage.Image, config: str) -> Path:
 
 
 def disk_for(img: vmimage.Image, config_disk: Path, config: str, spec: vmboard.BoardSpec, on_note=None) -> Path:
-    """The layer over ``config_disk``, made once (one offline boot) and cached."""
+    """The layer over ``config_disk``, made once (one offline boot) and cached; made again
+    when its base was written after it (a configuration undone and applied again makes a
+    new disk, which a copy-on-write layer over the old one would silently misread)."""
     out = path(img, config)
     if out.exists():
-        return out
+        if out.stat().st_mtime_ns >= config_disk.stat().st_mtime_ns:
+            return out
+        out.unlink()
     if on_note:
         on_note(f"writing shoal's shutdown hook on a layer over {config}'s disk (one boot with init=shoal-offline)")
     tmp = out.with_name(out.name + ".making.qcow2")
