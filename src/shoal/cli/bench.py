@@ -12,7 +12,7 @@ from shoal.cli._where import add_energy, add_where
 from shoal.errors import ShoalError
 from shoal.inputs import options as typed
 from shoal.inputs import ranklimit
-from shoal.inputs.grammar import MAX_SLOTS, Bounds
+from shoal.inputs.grammar import Bounds
 from shoal.runs import jsonout
 from shoal.mpi import kinds
 

@@ -10,7 +10,7 @@ from shoal import proc
 from shoal.errors import ShoalError
 from shoal.inputs import options as typed
 from shoal.runs import jsonout
-from shoal.inputs.grammar import MAX_MESSAGE_B, SPEED
+from shoal.inputs.grammar import MAX_MESSAGE_B
 from shoal.mpi import kinds
 
 ORDER = 40

@@ -624,7 +624,8 @@ class EmulatedCluster:
             return
         from shoal.cluster import background
 
-        addresses = {node.name: _address(i) for i, node in enumerate(self.inventory.nodes, start=1)}
+        addresses = {node.name: address_of(self.index(i, node.name))
+                     for i, node in enumerate(self.inventory.nodes, start=1)}
         background.start(self.id, nodes, record, self.placement, self.dilation, self.directory,
                          addresses)
         state.write(record)

@@ -31,7 +31,6 @@ from shoal.errors import ShoalError
 from shoal.mpi.base import MPIInstall
 from shoal.runs.store import Run
 from shoal.wait import lab as wait_lab
-from shoal.wait.modes import parse_mode
 
 EXPERIMENTS = ("E", "F", "G")
 DEFAULT_MODES = ("busy", "degraded", "linear:0,1000,1", "degraded+linear:0,1000,1", "sleep:0",

@@ -17,7 +17,6 @@ import dataclasses
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from shoal import hostfacts
 from shoal import cluster as clusters
