@@ -60,10 +60,10 @@ class HostSpeed:
     # "measured" (this command), "cached" (an earlier measurement, checked), "asked"
     # (--host-speed or an inventory's host_speed).
     source: str
-    # How much slower the median (copy, round) ran than the fastest, on the mix: 1 - median
-    # speed / fastest speed (0 when asked). A host that holds its speed reads a few per cent;
-    # one whose speed moves (throttling, a busy hypervisor) more. A lone slow round does not
-    # move it, and the fastest sample is what the speed is taken from.
+    # How much slower the median of three blocks of consecutive rounds ran than the fastest
+    # block, on the mix, each block read by its fastest samples: 1 - median / fastest (0 when
+    # asked). A host that holds its speed reads under a per cent; one whose speed moves
+    # (throttling, a busy hypervisor) more. The fastest sample is what the speed is taken from.
     spread: float = 0.0
     cpu_model: str = ""
     # Seconds per unit of each kernel on this core (the fastest sample of copies and rounds).
@@ -186,10 +186,15 @@ def from_probes(results: list[dict], source: str = "measured") -> HostSpeed:
         logs = [math.log(kernels[n].unit_s / t) for n, t in times.items()]
         return math.exp(sum(logs) / len(logs))
 
-    mixes = [mix(r) for r in rounds if set(r) == set(fastest)]
+    # The spread compares three blocks of consecutive rounds, each read by its own fastest
+    # samples: one short round in a slow spell says nothing, a block slow throughout does.
+    whole = [r for r in rounds if set(r) == set(fastest)]
+    size = max(1, math.ceil(len(whole) / 3))
+    blocks = [whole[i:i + size] for i in range(0, len(whole), size)]
+    mixes = [mix({n: min(r[n] for r in block) for n in fastest}) for block in blocks]
     spread = 1 - statistics.median(mixes) / max(mixes) if len(mixes) > 1 else 0.0
     return HostSpeed(by_kernel, source, spread, cpu_model(), fastest, len(results),
-                     len(mixes) // max(1, len(results)),
+                     len(whole) // max(1, len(results)),
                      time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
 
 
