@@ -46,8 +46,13 @@ def test_an_unknown_preset_is_refused_with_what_to_do():
     assert presets.QUICK["seed002"]["work_sizes"]["msa"] == "S20-L300,S100-L40"
 
 
+# The full seed002's plan depends on the host's speed (a slower host runs at a larger dilation and
+# fits fewer IMB points): these plans are made for a host of 1.53 reference cores.
+PLAN_HOST_SPEED = 1.53
+
+
 def test_the_full_seed002_is_128_boxes_beside_a_blade_with_what_does_not_fit_planned_as_not_run():
-    request = StudyRequest.create(preset="seed002")
+    request = StudyRequest.create(preset="seed002", host_speed=PLAN_HOST_SPEED)
     study = run.plan(request)  # plans only: nothing starts
     assert (request.emulate, request.nodes, str(request.reference)) == ("128xstb", "8,16,32,64,128", "8xxeon-blade")
     # The seed's 8 blades would raise the study's dilation on this 2-core host: one blade runs,
@@ -95,8 +100,9 @@ def test_the_full_seed002_is_128_boxes_beside_a_blade_with_what_does_not_fit_pla
 
 
 def test_a_larger_imb_budget_runs_more_and_a_bad_one_is_refused():
-    small = run.plan(StudyRequest.create(preset="seed002")).plans[0].not_run
-    large = run.plan(StudyRequest.create(preset="seed002", imb_budget_s=6000.0)).plans[0].not_run
+    small = run.plan(StudyRequest.create(preset="seed002", host_speed=PLAN_HOST_SPEED)).plans[0].not_run
+    large = run.plan(StudyRequest.create(preset="seed002", imb_budget_s=6000.0,
+                                         host_speed=PLAN_HOST_SPEED)).plans[0].not_run
     assert set(large) < set(small)
     with pytest.raises(ShoalError, match=r"^--imb-budget must be a positive number of seconds, got -1$"):
         StudyRequest.create(preset="seed002", imb_budget_s=-1.0).validate()
@@ -126,7 +132,7 @@ def test_the_headline_reads_node_counts_that_start_above_one_and_skip():
 
 
 def test_the_full_seed002_states_its_planned_time_and_what_it_left_out():
-    study = run.plan(StudyRequest.create(preset="seed002"))
+    study = run.plan(StudyRequest.create(preset="seed002", host_speed=PLAN_HOST_SPEED))
     timing = study.timing
     # Two rounds (the warm-up and one counted) of the measured workload rounds: 8 boxes 350 s,
     # 16 boxes 228 s, 32 boxes 165 s, 64 boxes 162 s, 128 boxes 239 s, the blade 36 s.
@@ -145,6 +151,9 @@ def test_the_full_seed002_states_its_planned_time_and_what_it_left_out():
     assert "workloads: 39 min, 2 rounds (the warm-up and 1 counted)" in text
     assert f"left out to fit: {len(timing.imb.not_run)} IMB points (" in text
     assert "59 of 67 at 128 boxes" in text
+    # A slower host runs the plant at a larger dilation: fewer IMB points fit the same 85 minutes.
+    slower = run.plan(StudyRequest.create(preset="seed002", host_speed=0.8)).timing
+    assert set(timing.imb.not_run) < set(slower.imb.not_run) and slower.total_s <= 5100
 
 
 def test_a_study_budget_without_measured_workload_rounds_or_room_for_imb_is_refused():
@@ -153,7 +162,7 @@ def test_a_study_budget_without_measured_workload_rounds_or_room_for_imb_is_refu
                                      sizes="64", workloads="raytrace", study_budget_s=600.0))
     with pytest.raises(ShoalError, match=r"^the study's 1000 s hold no IMB on the plant: its workloads are "
                                          r"planned at 2360 s"):
-        run.plan(StudyRequest.create(preset="seed002", study_budget_s=1000.0))
+        run.plan(StudyRequest.create(preset="seed002", study_budget_s=1000.0, host_speed=PLAN_HOST_SPEED))
 
 
 def test_seed000_is_six_minnowboards_beside_the_nuc_with_mpbench_to_32_mib():
