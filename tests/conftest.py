@@ -125,8 +125,6 @@ ALONE = {
 }
 # Tests that count what the whole host holds, by file or by test.
 APART = {
-    "cluster/test_kill_points.py": "kills `cluster up` at each mkdir and counts what `cluster down` "
-        "leaves of that cluster in the host's cgroups and namespaces",
     "cluster/test_userns.py": "checks that nothing of its clusters is left anywhere the host can see",
     "cluster/test_slurm_hosts.py::test_down_leaves_nothing_even_with_a_job_running":
         "looks for Slurm and munge processes anywhere on the host",
@@ -165,8 +163,8 @@ USER_RUNS = "test_user_tests_as_uid_65534.py"
 # The longest tests (a minute or more each, with their module's fixtures), longest first,
 # started early so that they end with the rest rather than after it (the seed002 study,
 # two and a half minutes, ended a run a minute after the rest when it started third).
-LONGEST = ("study/test_seed002_study.py", USER_RUNS, "cluster/test_host_loss.py", "study/test_study.py",
-           "cluster/test_emulated.py")
+LONGEST = ("study/test_seed002_study.py", USER_RUNS, "cluster/test_kill_points.py", "cluster/test_host_loss.py",
+           "study/test_study.py", "cluster/test_emulated.py")
 
 
 # Files whose module fixture is a whole study: their tests go to one process together

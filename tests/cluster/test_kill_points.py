@@ -1,6 +1,6 @@
-"""A SIGKILL at every directory `cluster up` makes: whatever was made before the kill is
-recorded, and the next `cluster down` removes it (strace's fault injection kills the
-process at the Nth mkdir, as a crash or an OOM kill would)."""
+"""A SIGKILL at every directory `cluster up` makes (each mkdir that does make one): whatever
+was made before the kill is recorded, and the next `cluster down` removes it (strace's fault
+injection kills the process at the Nth mkdir, as a crash or an OOM kill would)."""
 
 from __future__ import annotations
 
@@ -33,31 +33,49 @@ def netns(cluster_id: str) -> set[str]:
     return {name for name in names if name.startswith(f"shoal-{cluster_id}-")}
 
 
-def test_a_kill_at_any_mkdir_of_cluster_up_leaves_nothing_after_down():
+UP = ["-m", "shoal", "cluster", "up", "--emulate", "2xminnowboard", "--no-calibrate", "--host-speed", "1"]
+
+
+def _made_directories(name: str, log: Path) -> list[tuple[str, int]]:
+    """The calls of a whole `cluster up` that made a directory, each as (syscall, its nth
+    call): a call that found its directory there already makes nothing to leave behind."""
+    up = subprocess.run(["strace", "-qq", "-o", str(log), "-e", "trace=mkdir,mkdirat",
+                         sys.executable, *UP, "--name", name], capture_output=True, text=True, timeout=120)
+    assert up.returncode == 0, up.stderr
+    assert state.read(name)["persistent"] and netns(name), "the cluster is up, by its name"
+    down = subprocess.run([sys.executable, "-m", "shoal", "cluster", "down", name],
+                          capture_output=True, text=True, timeout=120)
+    assert down.returncode == 0, down.stderr
+    calls: dict[str, int] = {}
+    made = []
+    for line in log.read_text().splitlines():
+        syscall = line.split("(", 1)[0]
+        if syscall not in ("mkdir", "mkdirat"):
+            continue  # a signal's line
+        calls[syscall] = calls.get(syscall, 0) + 1
+        if line.rstrip().endswith("= 0"):
+            made.append((syscall, calls[syscall]))
+    return made
+
+
+def test_a_kill_at_any_mkdir_of_cluster_up_leaves_nothing_after_down(tmp_path):
     assert shutil.which("strace"), "strace is installed by make setup"
     # Named, so that only what this cluster makes is counted: the cluster id names every
     # namespace, cgroup and record (another suite's clusters come and go on a shared host).
     name = f"k{os.getpid() % 10**6}"
     assert not shoal_cgroups(name) and not netns(name) and state.read(name) is None
-    when = 0
-    while True:  # kill at mkdir #1, #2, ... until cluster up gets through all of them
-        when += 1
-        assert when < 100, "cluster up kept making directories"
+    made = _made_directories(name, tmp_path / "mkdir.log")
+    # Namespace files, the state directory and two devices' cgroups were each a kill point.
+    assert len(made) > 6, made
+    for syscall, when in made:  # killed as it is about to make each directory
         up = subprocess.run(["strace", "-qq", "-o", "/dev/null", "-e", "trace=mkdir,mkdirat",
-                             "-e", f"inject=mkdir,mkdirat:signal=KILL:when={when}",
-                             sys.executable, "-m", "shoal", "cluster", "up", "--emulate", "2xminnowboard",
-                             "--name", name, "--no-calibrate"], capture_output=True, text=True, timeout=120)
-        finished = up.returncode == 0
-        if finished:
-            assert state.read(name)["persistent"] and netns(name), "the cluster is up, by its name"
-        # Its own `down` when it came up; else what the next `down` does with a crashed one.
-        down = subprocess.run([sys.executable, "-m", "shoal", "cluster", "down", *([name] if finished else [])],
+                             "-e", f"inject={syscall}:signal=KILL:when={when}",
+                             sys.executable, *UP, "--name", name], capture_output=True, text=True, timeout=120)
+        assert up.returncode != 0, f"cluster up made fewer directories than before (kill at {syscall} #{when})"
+        # What the next `down` does with a crashed one.
+        down = subprocess.run([sys.executable, "-m", "shoal", "cluster", "down"],
                               capture_output=True, text=True, timeout=120)
         assert down.returncode == 0, down.stderr
-        assert not shoal_cgroups(name), f"cgroups left after a kill at mkdir #{when}"
-        assert not netns(name), f"namespaces left after a kill at mkdir #{when}"
-        assert state.read(name) is None, f"a state record left after a kill at mkdir #{when}"
-        if finished:
-            break
-    # Namespace files, the state directory and two devices' cgroups were each a kill point.
-    assert when > 6
+        assert not shoal_cgroups(name), f"cgroups left after a kill at {syscall} #{when}"
+        assert not netns(name), f"namespaces left after a kill at {syscall} #{when}"
+        assert state.read(name) is None, f"a state record left after a kill at {syscall} #{when}"
