@@ -118,7 +118,12 @@ NEEDS: dict[str, tuple[str, ...]] = {
 
 # Tests that time the host, by file or by test.
 ALONE = {
-    "cluster/test_linkemu.py": "times frames against the link's schedule",
+    # Its refusals, its kill -9 and its power columns time nothing: they run beside others.
+    **{f"cluster/test_linkemu.py::{name}": "times frames against the link's schedule" for name in (
+        "test_mpi_traffic_keeps_the_link_schedule", "test_loss_drops_frames_at_the_links_rate",
+        "test_a_shared_medium_serialises_every_devices_upstream_and_grants_idle_ones",
+        "test_capped_devices_on_a_shared_medium_send_at_their_cap_side_by_side",
+        "test_a_capped_device_holds_only_its_own_buffer_on_a_busy_shared_medium")},
     "wait/test_rhythm.py": "predicts arrivals from their timing",
     "native/test_bench_program.py::test_bandwidth_grows_with_message_size":
         "compares two bandwidths' medians (five test processes on two cores once reversed them)",
