@@ -151,6 +151,12 @@ def test_ranks_short_of_their_core_beside_a_background_are_flagged_not_hidden():
     assert slack.row_columns(verdict)["background_slack"] == "ok"
     # No background anywhere: no columns, so a run made before them resumes with its header.
     assert "background_slack" not in slack.row_columns(slack.judge(first, last, 2))
+    # A core held from user space has no quota to read: the background is said unmeasured.
+    held = slack.judge(first, last, 2, core_quotas={"stb1": 0.0}, stretch=[first, last],
+                       backgrounds={"stb1": (0, decoder)})
+    columns = slack.row_columns(held)
+    assert columns["background_slack"] == "unmeasured" and columns["background_cpu_share"] is None
+    assert columns["background_note"].startswith("1 device's background not measured")
 
 
 def _heavy_background(tmp_path: Path) -> Path:

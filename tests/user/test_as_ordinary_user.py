@@ -44,11 +44,22 @@ def _shoal(tmp_path: Path, *args: str, timeout: float = 600) -> subprocess.Compl
 
 def test_bench_on_emulated_devices_with_a_users_path(tmp_path):
     out = tmp_path / "run"
+    # Each board also keeps decoding a programme (its frames on its first core, the stream
+    # down its link), as the user's devices keep doing their own work beside the ranks.
     proc = _shoal(tmp_path, "bench", "--emulate", "2xminnowboard", "--nodes", "2",
+                  "--background", "minnowboard=mpeg2-sd",
                   "--tests", "mpbench.latency", "--sizes", "8", "--budget", "1", "--power", "model",
                   "--out", str(out))
     assert proc.returncode == 0, proc.stderr
     results = pd.read_csv(out / "results.csv")
+    if cpulimit.detect().version != 0 or os.geteuid() == 0:
+        # Device cores in CPU cgroups: the decoder's share of its core, and what the ranks lost.
+        assert results["background_slack"].isin(["ok", "short"]).all(), results["background_note"]
+        assert (results["background_cpu_share"] > 0).all()
+    else:
+        # Cores held from user space: the run says the background went unmeasured, and why.
+        assert (results["background_slack"] == "unmeasured").all()
+        assert results["background_note"].str.contains("without a CPU cgroup").all()
     minnow = profiles.load()["minnowboard"]
     # Each device's modelled power lies between its idle and busy watts; the shared switch
     # is charged once, at its idle draw.
@@ -57,7 +68,7 @@ def test_bench_on_emulated_devices_with_a_users_path(tmp_path):
     assert results["power_mean_W"].between(2 * minnow.idle_W * 0.999 + switch_W,
                                            2 * minnow.busy_W * 1.001 + switch_W).all()
     manifest = json.loads((out / "manifest.json").read_text())
-    emulation = manifest["clusters"]["2xminnowboard"]["emulation"]
+    emulation = manifest["clusters"]["2xminnowboard@mpeg2-sd"]["emulation"]
     limited = cpulimit.detect().version != 0 or os.geteuid() == 0
     if limited:
         # A cgroup this user may divide: every device is held to its profile's CPU.
@@ -70,6 +81,18 @@ def test_bench_on_emulated_devices_with_a_users_path(tmp_path):
         assert emulation["cpu_limit"] == "user" and emulation["device_speed"] == "profile"
         assert NOT_LIMITED not in proc.stderr
         assert not any(NOT_LIMITED in w for w in emulation["warnings"])
+
+
+def test_waits_are_measured_across_two_emulated_boards(tmp_path):
+    out = tmp_path / "waitlab"
+    proc = _shoal(tmp_path, "waitlab", "--quick", "--mpi", "mpich", "--modes", "busy", "--experiments", "A",
+                  "--emulate", "2xrpi3", "--no-native", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    rows = pd.read_csv(out / "results.csv")
+    assert set(rows["place"]) == {"host", "rpi31->rpi32"} and (rows["status"] == "ok").all()
+    # The receiver's CPU as a share of its board's core: a busy wait fills it.
+    across = rows[rows["place"] == "rpi31->rpi32"].iloc[0]
+    assert across["device_core_load"] > 0.5
 
 
 @contextlib.contextmanager

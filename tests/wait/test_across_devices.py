@@ -14,7 +14,7 @@ from shoal.wait import lab
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="builds emulated devices as root (the ordinary user's "
-                                                  "way is tests/cluster/test_userns.py)")
+                                                  "`waitlab --emulate` is tests/user's)")
 def test_a_across_two_boards_reports_the_receivers_share_of_its_core(mpich, tmp_path):
     run = Run.create("waitlab", ["test"], tmp_path / "run")
     with clusters.open(emulate="2xrpi3", host_speed=1.0, calibrate=False) as where:

@@ -293,6 +293,9 @@ def judge(first: Sample, last: Sample, host_cpus: int,
     if backgrounds:
         verdict["backgrounds"] = backgrounds_over(stretch or [first, last], core_quotas or {},
                                                   backgrounds)
+        # A core held from user space (no CPU cgroup: an ordinary user's) has no quota and no
+        # per-core run delays to read: what its background took is not measured there.
+        verdict["backgrounds_unmeasured"] = sorted(set(backgrounds) - set(verdict["backgrounds"]))
     return verdict
 
 
@@ -359,9 +362,18 @@ def background_columns(verdict: dict | None) -> dict:
     """The results.csv columns of the devices' backgrounds over one point: "short" when the
     ranks on a core that runs one got less than they wanted of the budget by more than
     ``SHORTFALL_LIMIT`` (which devices in the note), the largest share of a core's budget a
-    background took; none where no device runs one or the point has no verdict (a run made
-    before these columns existed resumes with its own header)."""
+    background took; "unmeasured" (and why) where no device's core has a CPU cgroup to read;
+    none where no device runs one or the point has no verdict (a run made before these
+    columns existed resumes with its own header)."""
     backgrounds = (verdict or {}).get("backgrounds")
+    unmeasured = (verdict or {}).get("backgrounds_unmeasured") or []
+    if not backgrounds and unmeasured:
+        return {"background_slack": "unmeasured",
+                "background_note": (f"{len(unmeasured)} " + ("device's background" if len(unmeasured) == 1
+                                                                else "devices' backgrounds")
+                                    + " not measured: their cores are held from user space, without "
+                                      "a CPU cgroup whose run delays show what the ranks lost to them"),
+                "background_cpu_share": None}
     if not backgrounds:
         return {}
     short = sorted((name for name, b in backgrounds.items() if b["ranks_lost"] > SHORTFALL_LIMIT),
