@@ -252,7 +252,7 @@ class EmulatedDevices(Cluster):
                   *argv]
         return Job(mpi, sum(counts), placed, env, hosts=hosts,
                    launcher_exec=self.emulated.launcher, extra_args=extra,
-                   exec_prefix=self.emulated.head_prefix())
+                   exec_prefix=self.emulated.head_prefix(), on_this_host=True)
 
     def _head_job(self, mpi, chosen, counts, argv, env) -> Job:
         """Every rank started by the launcher's daemon in the head namespace, each through
@@ -268,7 +268,7 @@ class EmulatedDevices(Cluster):
                   self.emulated.placement, environment.DEVICE_RANK.name, *argv]
         return Job(mpi, sum(counts), placed, env, launcher_env=dict(head.launcher_env),
                    extra_args=[*head.launcher_args, *extra],
-                   exec_prefix=self.emulated.head_prefix())
+                   exec_prefix=self.emulated.head_prefix(), on_this_host=True)
 
     def _wildcard_env(self, mpi: MPIInstall) -> dict[str, str]:
         return mpi.impl.wildcard_transport()

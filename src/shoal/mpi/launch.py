@@ -78,6 +78,9 @@ class Job:
     # change how it waits. Open MPI forces mpi_yield_when_idle on when it is, whatever
     # the environment says, and a rank then yields its core in every progress call.
     own_cores: bool = False
+    # Every process of the job runs on this machine, though in other namespaces (an emulated
+    # cluster's head and devices): its session files may live in this process's directory.
+    on_this_host: bool = False
 
     def command(self) -> tuple[list[str], dict[str, str]]:
         """Return (argv, environment additions) for the launch."""
@@ -103,9 +106,12 @@ class Job:
         merged.update({k: v for k, v in self.rank_env.items() if k != "LD_PRELOAD"})
         # The MPI's own tools first on PATH, so helpers it spawns are its own.
         merged["PATH"] = f"{self.mpi.bindir}{os.pathsep}{merged.get('PATH', '')}"
-        if self.hosts is None and not self.exec_prefix:
+        if (self.hosts is None and not self.exec_prefix) or self.on_this_host:
             # Every process of the job on this machine: its session files in a directory
             # of this shoal process's own (never another user's leftovers; removed at exit).
+            # In /tmp, a launcher whose pid matches a killed job's finds that job's PMIx
+            # rendezvous socket there (/tmp/ompi.PID/pmix.HOST.tool: every cluster's head is
+            # named alike) and its PMIx server's listener fails to start.
             merged["TMPDIR"] = scratch.directory()
         return merged
 
