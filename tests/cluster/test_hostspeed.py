@@ -116,6 +116,22 @@ def test_a_cached_speed_is_checked_and_measured_again_when_it_disagrees(tmp_path
     assert again.source == "measured" and again.note == "--recalibrate"
 
 
+def test_a_speed_cached_under_load_is_measured_again_when_the_check_reads_faster(tmp_path, monkeypatch):
+    monkeypatch.setenv("SHOAL_CACHE", str(tmp_path / "cache"))
+    # Calibrated while the host was busy: videostream (memory-bound) read 20 % slow.
+    loaded = {k: v / 1.5 * (1.25 if k == "videostream" else 1.0) for k, v in REF.items()}
+    program = _fake_program(tmp_path / "probe", loaded)
+    assert hostspeed.measured(program, 1).by_kernel["videostream"] == pytest.approx(1.2)
+    # Quiet again: load only slows a probe, so a check that reads faster replaces the cache.
+    _fake_program(program, {k: v / 1.5 for k, v in REF.items()})
+    again = hostspeed.measured(program, 1)
+    assert again.source == "measured" and again.by_kernel["videostream"] == pytest.approx(1.5)
+    assert "videostream -20.0%" in again.note
+    # Within CHECK_FASTER of the cached time the cached speed stands.
+    _fake_program(program, {k: v / 1.5 * 0.97 for k, v in REF.items()})
+    assert hostspeed.measured(program, 1).source == "cached"
+
+
 def test_another_host_key_is_not_served_from_the_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("SHOAL_CACHE", str(tmp_path / "cache"))
     program = _fake_program(tmp_path / "probe", {k: v / 1.5 for k, v in REF.items()})
