@@ -33,7 +33,8 @@ def section(findings: dict[str, Findings]) -> Section | None:
                   "seed's source": r["source"]} for r in rows], COLUMNS))
         skipped = f.not_run
         if skipped:
-            out.tables.append(f"<h3>{html.escape(name)}: {len(skipped)} points not run</h3>"
+            out.tables.append(f"<h3>{html.escape(name)}: {len(skipped)} "
+                              f"{'point' if len(skipped) == 1 else 'points'} not run</h3>"
                               + table_html(skipped, ["test", "size_B", "nodes", "reason"]))
     if not out.tables:
         return None

@@ -78,7 +78,8 @@ class Schedule:
         if dropped:
             per = ", ".join(f"{dropped[r]} of {dropped[r] + self.imb.planned.get(r, 0)} at {r} boxes"
                             for r in sorted(dropped))
-            out.append(f"  left out to fit: {len(self.imb.not_run)} IMB points ({per}; "
+            points = "IMB point" if len(self.imb.not_run) == 1 else "IMB points"
+            out.append(f"  left out to fit: {len(self.imb.not_run)} {points} ({per}; "
                        f"{_span(self.imb.dropped_s)}), each in skipped.csv and the report")
         return out
 
