@@ -44,3 +44,16 @@ def test_directories_of_gone_processes_are_removed_and_a_run_removes_its_own(tmp
     assert theirs.parent == base and not theirs.exists()  # removed when that process exited
     assert not left.exists()  # its maker was gone: removed when the next one made its own
     assert Path(scratch.directory()).exists()  # this live process's stays
+
+
+def test_a_process_in_another_pid_namespace_leaves_the_hosts_directories(tmp_path):
+    # An ordinary user's cluster runs shoal in a PID namespace of its own, as that namespace's
+    # root: the host's processes are invisible there, so their directories look orphaned.
+    mine = Path(scratch.directory())
+    code = ("from shoal.mpi import scratch; import os; d = scratch.directory(); print(d, os.getpid())")
+    inside = subprocess.run(["unshare", "--user", "--map-root-user", "--pid", "--fork", "--mount-proc",
+                             sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert inside.returncode == 0, inside.stderr
+    theirs, pid = inside.stdout.split()
+    assert pid == "1" and Path(theirs).parent != mine.parent and "-pidns" in Path(theirs).parent.name
+    assert mine.exists()  # the host's live process keeps its directory

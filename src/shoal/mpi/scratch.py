@@ -31,8 +31,23 @@ def directory() -> str:
     return _made[pid]
 
 
+# The host's PID namespace (PROC_PID_INIT_INO): its processes share one base directory.
+_INIT_PID_NAMESPACE = 0xEFFFFFFC
+
+
+def _namespace_suffix() -> str:
+    """"" in the host's PID namespace, else one naming this one: a process in another (an
+    ordinary user's cluster, whose root may be the host's uid 0) sees none of the host's
+    processes, and would take their directories for those of processes that are gone."""
+    try:
+        inode = os.stat("/proc/self/ns/pid").st_ino
+    except OSError:
+        return ""
+    return "" if inode == _INIT_PID_NAMESPACE else f"-pidns{inode}"
+
+
 def _make(pid: int) -> str:
-    base = os.path.join(tempfile.gettempdir(), f"shoal-{os.geteuid()}")
+    base = os.path.join(tempfile.gettempdir(), f"shoal-{os.geteuid()}{_namespace_suffix()}")
     with contextlib.suppress(FileExistsError):
         os.mkdir(base, 0o700)
     st = os.lstat(base)
