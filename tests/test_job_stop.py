@@ -96,7 +96,7 @@ def test_signal_to_shoal_run_leaves_no_process_of_the_open_mpi_job(openmpi, sign
     assert err.splitlines()[-1] == "shoal: interrupted; the program was stopped"
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="an emulated cluster in the host's namespaces needs root; an ordinary user's emulated cluster (in a user namespace) is tested in tests/user")
+@pytest.mark.skipif(os.geteuid() != 0, reason="an emulated cluster in the host's namespaces needs root; an ordinary user's lives in a PID namespace that the kernel empties with its holder, daemons included (tests/cluster/test_userns.py::test_sigkill_mid_run_leaves_nothing_behind, run by every user)")
 def test_open_mpi_daemons_that_lost_their_parents_are_stopped_with_the_job(openmpi):
     """PRRTE's daemons on emulated devices daemonize into sessions of their own;
     once the processes that started them are gone, only the Open MPI module can

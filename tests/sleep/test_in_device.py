@@ -14,7 +14,7 @@ from shoal.wait.sleepaccuracy import Sweep
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="builds emulated devices as root (the ordinary user's "
-                                                  "way is tests/cluster/test_userns.py)")
+                                                  "`waitlab --emulate` with C is tests/user's)")
 def test_sweep_in_one_device_of_each_profile(tmp_path):
     run = Run.create("waitlab", ["test"], tmp_path / "run")
     with clusters.open(emulate="2xrpi3", host_speed=1.0, calibrate=False) as devices:

@@ -83,9 +83,9 @@ def test_bench_on_emulated_devices_with_a_users_path(tmp_path):
         assert not any(NOT_LIMITED in w for w in emulation["warnings"])
 
 
-def test_waits_are_measured_across_two_emulated_boards(tmp_path):
+def test_waits_are_measured_across_two_emulated_boards_and_sleeps_inside_one(tmp_path):
     out = tmp_path / "waitlab"
-    proc = _shoal(tmp_path, "waitlab", "--quick", "--mpi", "mpich", "--modes", "busy", "--experiments", "A",
+    proc = _shoal(tmp_path, "waitlab", "--quick", "--mpi", "mpich", "--modes", "busy", "--experiments", "A,C",
                   "--emulate", "2xrpi3", "--no-native", "--out", str(out))
     assert proc.returncode == 0, proc.stderr
     rows = pd.read_csv(out / "results.csv")
@@ -93,6 +93,14 @@ def test_waits_are_measured_across_two_emulated_boards(tmp_path):
     # The receiver's CPU as a share of its board's core: a busy wait fills it.
     across = rows[rows["place"] == "rpi31->rpi32"].iloc[0]
     assert across["device_core_load"] > 0.5
+    # C inside a board (its CPU budget, its dilation): the sweep measured sleeps when idle,
+    # and cyclictest, refused real-time there, is a row that says so.
+    sleeps = pd.read_csv(out / "sleep_summary.csv")
+    inside = sleeps[sleeps["device"] == "rpi31"]
+    sweep = inside[(inside["source"] == "sweep") & (inside["load"] == "idle")]
+    assert len(sweep) == 2 and (sweep["status"] == "ok").all()
+    assert (sweep["measures"] > 0).all() and (sweep["lateness_p50_s"] > 0).all()
+    assert inside[inside["source"] == "cyclictest"]["status"].str.startswith("skipped: ").all()
 
 
 @contextlib.contextmanager
