@@ -33,7 +33,8 @@ LAYERS: list[tuple[str, ...]] = [
     ("profiles",),                                 # device, link and switch profiles
     ("runs",),                                     # run directories and the live-run registry
     ("inputs",),                                   # TOML with positions, grammars, one-line errors
-    ("proc", "heldfiles", "hostfacts", "stackfacts", "render", "verbose", "environment", "errors", "__init__"),
+    ("proc", "heldfiles", "hostfacts", "stackfacts", "render", "verbose", "environment", "errors", "jsonfile",
+     "__init__"),
 ]
 
 

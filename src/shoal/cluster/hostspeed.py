@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import platform
 import statistics
 import sys
@@ -28,7 +27,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from shoal import proc
+from shoal import jsonfile, proc
 from shoal.hostfacts import cpu_model
 from shoal.errors import ShoalError
 from shoal.profiles import HOST, MIX, DeviceProfile, reference_kernels
@@ -237,10 +236,7 @@ def _write_cache(key: dict, speed: HostSpeed) -> None:
     newest = sorted(entries.items(), key=lambda kv: str(kv[1].get("measured_utc", "")))[-CACHE_ENTRIES:]
     entries = dict(newest)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}")
-        tmp.write_text(json.dumps(entries, indent=1))
-        os.replace(tmp, path)
+        jsonfile.replace(path, entries)
     except OSError:
         pass  # an unwritable cache costs a measurement next time, nothing else
 

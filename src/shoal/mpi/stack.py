@@ -4,9 +4,9 @@ native programs (seed 000 §5.4 compares MPICH builds as well as operating syste
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
+from shoal import jsonfile
 from shoal.mpi import build
 from shoal.mpi.base import MPIInstall
 
@@ -27,8 +27,5 @@ def _build_facts(mpi: MPIInstall) -> dict[str, str]:
         pass
     facts = mpi.impl.build_facts(mpi)
     if facts:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(facts, indent=1) + "\n")
-        os.replace(tmp, path)
+        jsonfile.replace(path, facts)
     return facts

@@ -12,11 +12,11 @@ keeps the defaults.
 from __future__ import annotations
 
 import json
-import os
 import platform
 from pathlib import Path
 from typing import Any
 
+from shoal import jsonfile
 from shoal.hostfacts import cpu_model
 from shoal.wait.calibration import Calibration
 
@@ -91,10 +91,7 @@ def _write(place: str, record: dict[str, Any] | None) -> None:
     else:
         entries[place] = record
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}")
-        tmp.write_text(json.dumps(entries, indent=1))
-        os.replace(tmp, path)
+        jsonfile.replace(path, entries)
     except OSError as exc:
         from shoal import environment
         from shoal.errors import ShoalError
