@@ -144,6 +144,24 @@ def test_timeout_stops_the_whole_tree():
     assert _with_marker(marker) == []
 
 
+def test_a_reason_to_stop_stops_the_whole_tree_and_output_before_it_is_kept():
+    marker = _marker()
+    asked = []
+
+    def stop_if():
+        asked.append(time.monotonic())
+        return "h2: ssh did not answer" if len(asked) >= 2 else None
+
+    with pytest.raises(proc.CommandStopped, match="was stopped: h2: ssh did not answer") as stopped:
+        proc.run([sys.executable, "-c", TREE, marker], timeout=600, stop_if=stop_if)
+    assert stopped.value.reason == "h2: ssh did not answer" and len(asked) == 2
+    assert _with_marker(marker) == []
+    # Asked between reads, a command that ends keeps all it printed; never asked once it ended.
+    done = proc.run([sys.executable, "-c", "import sys, time; print('a'); sys.stdout.flush(); "
+                     "time.sleep(1.5); print('b')"], stop_if=lambda: None)
+    assert done.ok and done.stdout.split() == ["a", "b"]
+
+
 def test_process_handle_stops_what_it_started_and_keeps_stderr_tail():
     marker = _marker()
     with proc.start([sys.executable, "-c", TREE, marker], stdout=proc.PIPE) as process:

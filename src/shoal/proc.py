@@ -86,6 +86,19 @@ class CommandTimeout(ShoalError):
     """A command did not finish in time; it was stopped with everything it started."""
 
 
+class CommandStopped(ShoalError):
+    """A command was stopped, with everything it started, because ``run(stop_if=...)`` gave a
+    reason (a host it ran on stopped answering); the message says why."""
+
+    def __init__(self, message: str, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+# How often run(stop_if=...) asks whether to stop the command.
+STOP_POLL_S = 1.0
+
+
 class Terminated(KeyboardInterrupt):
     """SIGTERM or SIGHUP reached shoal. A KeyboardInterrupt, so every cleanup
     written for Ctrl-C (stop the job, keep what is measured) runs for it too."""
@@ -222,7 +235,8 @@ def run(argv: list[str], *, env: dict[str, str] | None = None,
         capture: bool = True, text: bool = True, timeout: float | None = None,
         check: bool = False, what: str | None = None, cwd: str | None = None,
         show: bool = True, show_env: dict[str, str] | None = None,
-        also: Also | None = None, leaves: tuple[str, ...] = ()) -> Result:
+        also: Also | None = None, leaves: tuple[str, ...] = (),
+        stop_if: Callable[[], str | None] | None = None) -> Result:
     """Run a command to completion.
 
     ``env`` replaces the environment (default: shoal's own), ``env_add`` is
@@ -232,7 +246,8 @@ def run(argv: list[str], *, env: dict[str, str] | None = None,
     non-zero exit into CommandFailed (``what`` names the command in both).
     ``show_env`` is what --verbose prints as the added environment when the
     caller passes a whole ``env`` (default ``env_add``). ``also`` and ``leaves``:
-    as for ``start()``.
+    as for ``start()``. ``stop_if``: asked every ``STOP_POLL_S`` while the command runs; a
+    reason it returns stops the command and raises CommandStopped.
     """
     argv = _resolve(argv)
     if show:
@@ -245,17 +260,45 @@ def run(argv: list[str], *, env: dict[str, str] | None = None,
     with start(argv, env=env, env_add=env_add, cwd=cwd, text=text, show=False, also=also, leaves=leaves,
                stdin=PIPE if input is not None else None, stdout=out,
                stderr=out) as process:
+        name = what or os.path.basename(argv[0])
         try:
-            stdout, stderr = process.popen.communicate(input, timeout=timeout)
+            stdout, stderr = _communicate(process.popen, input, timeout, stop_if)
         except subprocess.TimeoutExpired:
             process.stop()
             tail = _tail_text(_drain(process), 3)
-            name = what or os.path.basename(argv[0])
             raise CommandTimeout(f"{name} did not finish within {timeout:g} s and was stopped"
                                  + (f"; it last said: {tail}" if tail else "")) from None
+        except _StopAsked as asked:
+            process.stop()
+            _drain(process)
+            raise CommandStopped(f"{name} was stopped: {asked.reason}", asked.reason) from None
     result = Result(argv, process.returncode, stdout if capture else "",
                     stderr if capture else "")
     return _checked(result, check, what)
+
+
+class _StopAsked(Exception):
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+
+def _communicate(popen: subprocess.Popen, input: Any, timeout: float | None,
+                 stop_if: Callable[[], str | None] | None) -> tuple[Any, Any]:
+    """``popen.communicate``, asking ``stop_if`` every STOP_POLL_S (a retried communicate
+    loses no output)."""
+    if stop_if is None:
+        return popen.communicate(input, timeout=timeout)
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        left = None if deadline is None else deadline - time.monotonic()
+        try:
+            return popen.communicate(input, timeout=STOP_POLL_S if left is None else max(0.0, min(STOP_POLL_S, left)))
+        except subprocess.TimeoutExpired:
+            if deadline is not None and time.monotonic() >= deadline:
+                raise
+        reason = stop_if()
+        if reason:
+            raise _StopAsked(reason)
 
 
 def _drain(process: "Process") -> Any:

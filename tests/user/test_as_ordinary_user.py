@@ -1,7 +1,8 @@
 """What an ordinary user can do, done the way they do it.
 
-CI runs these as uid 65534 (tests/test_user_tests_as_uid_65534.py), once inside a cgroup
-delegated to that user and once without one; as root they check the same
+CI runs these as uid 65534 (tests/test_user_tests_as_uid_65534.py): all of them without a
+cgroup, and those marked ``cgroup`` (what they check turns on whether the user has a cgroup
+to divide) once more inside a cgroup delegated to that user; as root they check the same
 things on root's path. PATH lacks /usr/sbin (Debian's default for ordinary
 users) and holds a directory nobody may read.
 """
@@ -42,6 +43,7 @@ def _shoal(tmp_path: Path, *args: str, timeout: float = 600) -> subprocess.Compl
     return proc
 
 
+@pytest.mark.cgroup
 def test_bench_on_emulated_devices_with_a_users_path(tmp_path):
     out = tmp_path / "run"
     # Each board also keeps decoding a programme (its frames on its first core, the stream
@@ -83,6 +85,7 @@ def test_bench_on_emulated_devices_with_a_users_path(tmp_path):
         assert not any(NOT_LIMITED in w for w in emulation["warnings"])
 
 
+@pytest.mark.cgroup
 def test_waits_are_measured_across_two_emulated_boards_and_sleeps_inside_one(tmp_path):
     out = tmp_path / "waitlab"
     proc = _shoal(tmp_path, "waitlab", "--quick", "--mpi", "mpich", "--modes", "busy", "--experiments", "A,C",
@@ -115,6 +118,7 @@ def _cluster_up(tmp_path: Path, spec: str, name: str) -> Iterator[subprocess.Com
         assert down.returncode == 0 and f"removed {name}" in down.stdout, down.stderr
 
 
+@pytest.mark.cgroup
 def test_emulated_device_cpu_is_limited_to_its_profile_where_a_cgroup_allows(tmp_path):
     name = f"l{os.getpid() % 100000}"
     with _cluster_up(tmp_path, "1xminnowboard", name) as up:
@@ -244,6 +248,7 @@ def test_one_cluster_brought_up_once_serves_bench_work_dsm_and_study(tmp_path):
 
 
 
+@pytest.mark.cgroup
 def test_device_memory_is_held_to_its_profile_where_a_memory_cgroup_allows_and_said_where_not(tmp_path):
     from shoal.cluster import memlimit
 
@@ -268,6 +273,7 @@ def test_device_memory_is_held_to_its_profile_where_a_memory_cgroup_allows_and_s
         assert down.returncode == 0 and f"removed {name}" in down.stdout, down.stderr
 
 
+@pytest.mark.cgroup
 def test_the_cpus_this_command_can_use_are_read_whatever_the_user_may_read(tmp_path, monkeypatch):
     """The capacity dilation is chosen for (cpulimit.cpu_capacity): this command's CPUs and its
     cgroup's quota; files or directories this user may not read count as no limit."""

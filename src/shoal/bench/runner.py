@@ -210,4 +210,4 @@ def _config(the_plan: Plan, session: Session, placement: Placement) -> Config:
     node_names = names or where.node_names(placement.nodes)
     return Config(label=placement.label, nodes=placement.nodes, ranks=placement.ranks,
                   make_job=make_job, wait_mode=wait_label, node_names=node_names,
-                  clock=session.clock, with_shared=placement.with_shared)
+                  clock=session.clock, with_shared=placement.with_shared, lost=session.lost)

@@ -93,6 +93,8 @@ class Config:
     clock: DeviceClock = field(default_factory=DeviceClock)
     # Whether the switches the nodes' links go through are charged (not to a lone reference machine).
     with_shared: bool = True
+    # A host of the job that stopped answering ("ADDRESS: why"), else None (Session.lost).
+    lost: Callable[[], "str | None"] = lambda: None
 
 
 class EnergyMeter(Protocol):
@@ -188,8 +190,14 @@ class Sweep:
         try:
             while True:
                 try:
-                    line = lines.get(timeout=max(0.05, deadline - time.monotonic()))
+                    line = lines.get(timeout=max(0.05, min(deadline - time.monotonic(), proc.STOP_POLL_S)))
                 except queue.Empty:
+                    lost = config.lost()
+                    if lost:
+                        process.stop()
+                        return finished, ("lost", f"a host stopped answering: {lost}")
+                    if time.monotonic() < deadline:
+                        continue
                     process.stop()
                     return finished, ("timeout", f"no result within {timeout_s:.0f} s")
                 if line is None:  # stdout closed: the job ended

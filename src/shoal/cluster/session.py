@@ -17,7 +17,7 @@ from typing import Any
 
 from shoal import environment
 from shoal.cluster import inventory as _inventory
-from shoal.cluster import hostspeed, remote, rules
+from shoal.cluster import hostspeed, liveness, remote, rules
 from shoal.cluster import emulated as _emulated
 from shoal.cluster.emulated import SUBNET, EmulatedCluster
 from shoal.cluster.spread import SpreadCluster
@@ -168,6 +168,11 @@ class Cluster:
         if self.emulated is not None:
             return self.emulated.slack_monitor()
         return contextlib.nullcontext()
+
+    def liveness(self):
+        """A context manager whose ``lost()`` names a host that stopped answering while the
+        run went on (``liveness.Watch``); only real hosts reached over ssh are asked."""
+        return liveness.NoWatch()
 
     def background_counters(self) -> dict:
         """What the devices' backgrounds have done since the cluster came up (decoded, late and
@@ -372,6 +377,9 @@ class SshHosts(Cluster):
     def _launcher(self) -> str | None:
         return remote.ssh_override()
 
+    def liveness(self):
+        return liveness.Watch([n.address for n in self.nodes])
+
     def check_ready(self, mpi: MPIInstall, program: str | None = None) -> None:
         self._stacks = {}
         problems = remote.preflight(self.inventory, mpi, program, self._stacks)
@@ -400,6 +408,11 @@ class SlurmAllocation(SshHosts):
 
     def check_ready(self, mpi: MPIInstall, program: str | None = None) -> None:
         """Slurm already placed the job on hosts it manages."""
+
+    def liveness(self):
+        # Slurm watches its own nodes (a node that fails ends the job step); its hosts need
+        # not take ssh.
+        return liveness.NoWatch()
 
     def describe(self) -> dict[str, Any]:
         # Its hosts need not take ssh; their stacks are not read (the launching host's is).

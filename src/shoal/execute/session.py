@@ -3,7 +3,8 @@ it needs, decided once.
 
 ``Where`` is what was asked; ``Where.open(run)`` gives a ``Session`` for the run's
 life: the cluster (brought up and down), the energy meter of its nodes (None unless
-``--power``), the monitor of whether emulated devices got their CPU, the host speed
+``--power``), the monitor of whether emulated devices got their CPU, the watch on
+whether real hosts still answer, the host speed
 the devices are held against, and the device clock. The clock is the one place host
 time becomes device time: an emulated cluster runs D times slower than real time
 (shoal.cluster.dilation), so a time measured on the host is divided by D, a rate
@@ -71,6 +72,13 @@ class Session:
     meter: "Meter | None" = None
     # Whether emulated devices got their CPU budgets (cluster.slack.Monitor), None elsewhere.
     slack: Any = None
+    # Whether real hosts still answer (cluster.liveness.Watch), None where nothing is asked.
+    liveness: Any = None
+
+    def lost(self) -> str | None:
+        """A host that stopped answering during the run ("ADDRESS: why"), else None: a job
+        on it is stopped at once rather than at its timeout."""
+        return self.liveness.lost() if self.liveness is not None else None
 
     @property
     def clock(self) -> DeviceClock:

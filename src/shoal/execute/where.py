@@ -280,7 +280,7 @@ class Where:
              at_once: list[tuple[str, ...]] | None = None) -> Iterator["Session"]:
         """The session these ranks run in: the cluster brought up (and down after the block),
         the energy meter of its nodes (with ``power``; it writes to ``run``), the slack
-        monitor, the host speed (recorded in ``run``'s manifest) and the device clock.
+        monitor, the watch on real hosts' answers, the host speed (recorded in ``run``'s manifest) and the device clock.
         ``at_once``: the sets of emulated devices that compute at the same time (None: all)."""
         from shoal import cluster as clusters
         from shoal.execute.meter import energy_meter
@@ -290,8 +290,9 @@ class Where:
                            attach_to=self.attach, dilation=self.dilation, at_once=at_once,
                            host_speed=self.host_speed, recalibrate=self.recalibrate,
                            mpi=self.mpi) as cluster:
-            with energy_meter(self, cluster, run) as meter, cluster.slack_monitor() as slack:
-                session = Session(cluster, meter, slack)
+            with energy_meter(self, cluster, run) as meter, cluster.slack_monitor() as slack, \
+                    cluster.liveness() as watch:
+                session = Session(cluster, meter, slack, watch)
                 host = session.host_speed_record()
                 if run is not None and host is not None:
                     run.update_manifest(host_speed=host)

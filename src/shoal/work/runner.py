@@ -220,11 +220,13 @@ def measure_batch(run: Run, plans: list[Plan], placement: Placement, rep: int, s
     why = None
     try:
         result = proc.run(cmd, env=job.popen_env(), show_env=env_add, timeout=timeout_s,
-                          leaves=job.leaves, what="the workload job")
+                          leaves=job.leaves, what="the workload job", stop_if=session.lost)
         found = {(r["workload"], r["size"]): r for r in _result_records(result.stdout)}
         why = ("crashed", result.tail() or f"exit status {result.returncode}, no result printed")
     except proc.CommandTimeout:
         why = ("timeout", f"no result within {timeout_s:.0f} s")
+    except proc.CommandStopped as stopped:
+        why = ("lost", f"a host stopped answering: {stopped.reason}")
     rows: list[dict[str, Any] | None] = []
     for the_plan in plans:
         record = found.get((the_plan.workload.name, the_plan.size))
