@@ -85,6 +85,7 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "cluster/test_emulated.py": ("mpi", "netns"),
     "cluster/test_head_launch.py": ("mpi", "netns"),
     "cluster/test_host_loss.py": ("mpi", "netns"),
+    "cluster/test_plantcast.py::test_every_byte_arrives_on_a_plant_that_loses_datagrams": ("mpi", "netns"),
     "cluster/test_kill_points.py": ("mpi", "netns"),
     "cluster/test_linkemu.py": ("mpi", "netns"),
     "cluster/test_multihost.py": ("netns",),

@@ -98,6 +98,23 @@ WAIT_SEND_EAGER_B = Variable("SHOAL_WAIT_SEND_EAGER_B", "libshoalwait: blocking 
 WAIT_ALLTOALL = Variable("SHOAL_WAIT_ALLTOALL", "libshoalwait: auto (MPI_Alltoall in the shape "
                          "of the MPI's blocking call), pairwise, bruck, or mpi (its nonblocking "
                          "form)", "auto", reader="native")
+PLANTCAST = Variable("SHOAL_PLANTCAST", "libshoalplantcast: the multicast GROUP:PORT a large "
+                     "MPI_Bcast goes down (set by --bcast multicast)", "unset: broadcasts by the MPI",
+                     reader="native")
+PLANTCAST_IF = Variable("SHOAL_PLANTCAST_IF", "libshoalplantcast: the interface the group is on",
+                        "eth0", reader="native")
+PLANTCAST_RATE_BPS = Variable("SHOAL_PLANTCAST_RATE_BPS", "libshoalplantcast: the root's pace "
+                              "(bit/s of host time: its upstream's rate over the dilation)",
+                              "0: unpaced", reader="native")
+PLANTCAST_MIN_B = Variable("SHOAL_PLANTCAST_MIN_B", "libshoalplantcast: the smallest broadcast sent "
+                           "as multicast (B)", "8192", reader="native")
+PLANTCAST_IDLE_S = Variable("SHOAL_PLANTCAST_IDLE_S", "libshoalplantcast: how long a rank waits for "
+                            "the next datagram of a round once one came (s)", "0.5", reader="native")
+PLANTCAST_WAIT_S = Variable("SHOAL_PLANTCAST_WAIT_S", "libshoalplantcast: how long a rank waits for "
+                            "a round's first datagram (s)", "60", reader="native")
+PLANTCAST_STATS = Variable("SHOAL_PLANTCAST_STATS", "libshoalplantcast: a directory where each rank "
+                           "writes plantcast-RANK.json at MPI_Finalize (broadcasts, rounds, chunks "
+                           "sent again)", "unset", reader="native")
 BENCH_CORRUPT = Variable("SHOAL_BENCH_CORRUPT", "tests only: this rank of the benchmark program "
                          "flips a sent byte (to test --check)", "none", reader="native")
 BENCH_CRASH = Variable("SHOAL_BENCH_CRASH", "tests only: this rank of the benchmark program "
@@ -108,7 +125,8 @@ BENCH_CRASH = Variable("SHOAL_BENCH_CRASH", "tests only: this rank of the benchm
 ALL = (MPI, CACHE, RUNS, PROFILES, SSH, STATE_DIR, CGROUP_ROOT, USERNS, USERNS_INSIDE,
        USERNS_OWNER, DEVICE_CORE, DEVICE_RANK, LINK_EMULATOR, SYSFS_ROOT, PROC_ROOT, POWER_FASTPOLL, WAIT, WAIT_CLASSES, WAIT_TELEMETRY,
        WAIT_SLACK_NS, WAIT_FLOOR_NS, WAIT_CALIBRATION, WAIT_WAKE, WAIT_SEND_EAGER_B, WAIT_ALLTOALL,
-       BENCH_CORRUPT, BENCH_CRASH)
+       PLANTCAST, PLANTCAST_IF, PLANTCAST_RATE_BPS, PLANTCAST_MIN_B, PLANTCAST_IDLE_S, PLANTCAST_WAIT_S,
+       PLANTCAST_STATS, BENCH_CORRUPT, BENCH_CRASH)
 #: libshoalwait's variables: passed to ranks, and recorded with benchmark runs.
 WAIT_VARIABLES = (WAIT, WAIT_CLASSES, WAIT_TELEMETRY, WAIT_SLACK_NS, WAIT_FLOOR_NS, WAIT_WAKE,
                   WAIT_SEND_EAGER_B, WAIT_ALLTOALL)

@@ -69,6 +69,11 @@ def test_an_mpi_job_under_the_allocation_runs_across_both_hosts(slurm, tmp_path)
     assert sorted(next(iter(manifest["jobs"].values()))["hosts"]) == ["shoal-h1", "shoal-h2"]
     results = json.loads(done.stdout)["results"]
     assert sorted(r["size_B"] for r in results) == [1, 65536]
+    # Each host's stack, read there by an srun task and named as Slurm names the host.
+    (cluster,) = manifest["clusters"].values()
+    stacks = cluster["node_stacks"]
+    assert sorted(stacks) == ["shoal-h1", "shoal-h2"], stacks
+    assert all(stack["kernel"] == os.uname().release for stack in stacks.values()), stacks
 
 
 def test_srun_starts_the_ranks_of_an_mpi_program_on_both_hosts(slurm, mpich, tmp_path):

@@ -108,7 +108,17 @@ def add_where(p: argparse.ArgumentParser, nodes_default: str) -> argparse._Argum
                             "device (default), or head, daemons in the head that start each rank "
                             "into its device (as the OERTE of 'Embedded Processor Virtualization for "
                             "Broadband Grid Computing' does; docs/cluster.md)")
+    add_bcast(where)
     return where
+
+
+def add_bcast(where: argparse._ArgumentGroup) -> None:
+    """--bcast: how a large MPI_Bcast travels on emulated devices."""
+    where.add_argument("--bcast", default="mpi", choices=("mpi", "multicast"),
+                       help="emulated clusters: mpi, the MPI's own broadcast (default), or multicast, "
+                            "an MPI_Bcast of 8 KiB or more on MPI_COMM_WORLD sent down the medium "
+                            "once as UDP multicast, lost datagrams sent again (as the seed's "
+                            "plant-overlay idea; docs/cluster.md)")
 
 
 def _dilation(text: str) -> float:

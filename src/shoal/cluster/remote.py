@@ -141,6 +141,32 @@ def allocation_hosts() -> list[str]:
     return expand_nodelist(nodelist)
 
 
+def slurm_stacks(hosts: list[str], timeout: float = 120.0) -> dict[str, dict]:
+    """Each allocation host's stack (shoal.stackfacts), read there by one ``srun`` task per
+    host, as the job's ranks will run; a host that printed nothing usable says why."""
+    srun = proc.find("srun")
+    if not srun:
+        return {h: {"unknown": "srun not found here"} for h in hosts}
+    # SLURMD_NODENAME: the name Slurm knows the host by (its hostname may differ).
+    script = f'echo "$SLURMD_NODENAME $({shlex.quote(sys.executable)} -m shoal.stackfacts 2>/dev/null)"'
+    argv = [srun, f"--nodes={len(hosts)}", "--ntasks-per-node=1", f"--nodelist={','.join(hosts)}",
+            "sh", "-c", script]
+    try:
+        done = proc.run(argv, timeout=timeout)
+    except proc.CommandTimeout:
+        return {h: {"unknown": f"srun did not finish within {timeout:.0f} s"} for h in hosts}
+    stacks: dict[str, dict] = {h: {"unknown": "srun ran nothing there: " + (done.tail(1) or "no message")}
+                               for h in hosts}
+    for line in done.stdout.splitlines():
+        name, _, facts = line.strip().partition(" ")
+        if name in stacks:
+            try:
+                stacks[name] = json.loads(facts)
+            except ValueError:
+                stacks[name] = {"unknown": "shoal.stackfacts printed no JSON there"}
+    return stacks
+
+
 def slurm_inventory(inventory: Inventory) -> Inventory:
     """The allocation's hosts in order; each takes its inventory entry, else the first node's profile."""
     by_name = {n.name: n for n in inventory.nodes}

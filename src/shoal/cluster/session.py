@@ -70,6 +70,8 @@ class Cluster:
         self.inventory = inventory
         self.emulated: EmulatedCluster | None = None  # set by emulated devices
         self.preflight: list[str] = []
+        # How a job's large MPI_Bcast travels: "mpi" or "multicast" (shoal.cluster.plantcast).
+        self.bcast = "mpi"
 
     @property
     def nodes(self) -> list[_inventory.Node]:
@@ -126,6 +128,11 @@ class Cluster:
             job = self._job(mpi, chosen, counts, list(argv), dict(rank_env or {}))
         if wildcard:
             job.rank_env.update(self._wildcard_env(mpi))
+        if self.bcast == "multicast":
+            from shoal.cluster import plantcast
+
+            job.rank_env = plantcast.preloaded(job.rank_env, plantcast.rank_env(
+                mpi, [node.link for node in chosen], self.dilation))
         return job
 
     def _head_job(self, mpi: MPIInstall, chosen: list, counts: list[int], argv: list[str],
@@ -407,16 +414,14 @@ class SlurmAllocation(SshHosts):
         return None
 
     def check_ready(self, mpi: MPIInstall, program: str | None = None) -> None:
-        """Slurm already placed the job on hosts it manages."""
+        """Slurm already placed the job on hosts it manages: each host's stack is read there,
+        by one srun task per host."""
+        self._stacks = remote.slurm_stacks([n.address for n in self.nodes])
 
     def liveness(self):
         # Slurm watches its own nodes (a node that fails ends the job step); its hosts need
         # not take ssh.
         return liveness.NoWatch()
-
-    def describe(self) -> dict[str, Any]:
-        # Its hosts need not take ssh; their stacks are not read (the launching host's is).
-        return {**Cluster.describe(self), "node_stacks": "not read: Slurm hosts are not reached by ssh"}
 
 
 def open(emulate: str | None = None, link: str | None = None, inventory: str | None = None,

@@ -63,6 +63,9 @@ class Where:
     # Where the MPI's launch daemons run: "box" (its own launch, one on every node) or
     # "head" (emulated clusters: in the head, starting each rank into its device).
     launch: str = "box"
+    # How a large MPI_Bcast travels: "mpi" (the MPI's own tree) or "multicast" (emulated
+    # clusters: down the medium once, shoal.cluster.plantcast).
+    bcast: str = "mpi"
     # The clock: ``freq`` (Hz) holds emulated devices at that P-state, ``governor``
     # (performance, powersave) at their highest or lowest; both are folded into ``emulate``
     # (4xminnowboard@500M), so the devices carry their clock. On this machine ``governor``
@@ -183,6 +186,9 @@ class Where:
             parse_mode(self.wait)
         self._validate_launch()
         self._validate_clock()
+        from shoal.cluster import plantcast
+
+        plantcast.refuse_unless_emulated(plantcast.check(self.bcast), self.kind)
         if self.background:   # folded into --emulate when there is one
             given = ",".join(f"{k}={v}" for k, v in self.background.items())
             raise ShoalError(f"--background {given} runs beside the ranks of devices emulated here: "
@@ -290,6 +296,7 @@ class Where:
                            attach_to=self.attach, dilation=self.dilation, at_once=at_once,
                            host_speed=self.host_speed, recalibrate=self.recalibrate,
                            mpi=self.mpi) as cluster:
+            cluster.bcast = self.bcast
             with energy_meter(self, cluster, run) as meter, cluster.slack_monitor() as slack, \
                     cluster.liveness() as watch:
                 session = Session(cluster, meter, slack, watch)
