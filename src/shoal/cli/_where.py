@@ -117,8 +117,9 @@ def add_bcast(where: argparse._ArgumentGroup) -> None:
     where.add_argument("--bcast", default="mpi", choices=("mpi", "multicast"),
                        help="emulated clusters: mpi, the MPI's own broadcast (default), or multicast, "
                             "an MPI_Bcast of 8 KiB or more on MPI_COMM_WORLD sent down the medium "
-                            "once as UDP multicast, lost datagrams sent again (as the seed's "
-                            "plant-overlay idea; docs/cluster.md)")
+                            "once as UDP multicast, lost datagrams sent again (the overlay "
+                            "'Embedded Processor Virtualization for Broadband Grid Computing' "
+                            "plans for the cable plant; docs/cluster.md)")
 
 
 def _dilation(text: str) -> float:

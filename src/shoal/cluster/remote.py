@@ -141,6 +141,9 @@ def allocation_hosts() -> list[str]:
     return expand_nodelist(nodelist)
 
 
+_SRUN_LABEL = re.compile(r"^\s*(\d+): ?(.*)$")
+
+
 def slurm_stacks(hosts: list[str], timeout: float = 120.0) -> dict[str, dict]:
     """Each allocation host's stack (shoal.stackfacts), read there by one ``srun`` task per
     host, as the job's ranks will run; a host that printed nothing usable says why."""
@@ -149,16 +152,23 @@ def slurm_stacks(hosts: list[str], timeout: float = 120.0) -> dict[str, dict]:
         return {h: {"unknown": "srun not found here"} for h in hosts}
     # SLURMD_NODENAME: the name Slurm knows the host by (its hostname may differ).
     script = f'echo "$SLURMD_NODENAME $({shlex.quote(sys.executable)} -m shoal.stackfacts 2>/dev/null)"'
+    # --label: srun passes a task's output on in pieces of 1 KiB, and unlabelled the pieces of
+    # two tasks' long lines can interleave; labelled, each task's are put back in order.
     argv = [srun, f"--nodes={len(hosts)}", "--ntasks-per-node=1", f"--nodelist={','.join(hosts)}",
-            "sh", "-c", script]
+            "--label", "sh", "-c", script]
     try:
         done = proc.run(argv, timeout=timeout)
     except proc.CommandTimeout:
         return {h: {"unknown": f"srun did not finish within {timeout:.0f} s"} for h in hosts}
     stacks: dict[str, dict] = {h: {"unknown": "srun ran nothing there: " + (done.tail(1) or "no message")}
                                for h in hosts}
+    pieces: dict[int, list[str]] = {}
     for line in done.stdout.splitlines():
-        name, _, facts = line.strip().partition(" ")
+        labelled = _SRUN_LABEL.match(line)
+        if labelled:
+            pieces.setdefault(int(labelled[1]), []).append(labelled[2])
+    for parts in pieces.values():
+        name, _, facts = "".join(parts).strip().partition(" ")
         if name in stacks:
             try:
                 stacks[name] = json.loads(facts)
