@@ -49,6 +49,7 @@
 #define MAGIC 0x53504331u /* "SPC1" */
 #define CHUNK_B 1400      /* a datagram's payload: with its header, UDP and IP, inside 1500 */
 #define END_COPIES 3
+#define BATCH 64 /* datagrams read at one wake-up */
 #define TAG_ASK 1  /* a rank's bitmap of the chunks it lacks, to the root */
 #define TAG_FILL 2 /* those chunks, back from the root */
 #define WIRE_OVERHEAD_B 42 /* UDP, IP and Ethernet headers: what the pace counts beside the datagram */
@@ -245,11 +246,42 @@ static void send_all(const char *buf, size_t len, size_t chunks)
     }
 }
 
+/* One datagram into place if it belongs to this broadcast; 1 at its END marker. */
+static int take(const char *datagram, size_t got, char *buf, size_t len, unsigned char *have, size_t chunks,
+                size_t *held)
+{
+    struct header h;
+    if (got < sizeof h)
+        return 0;
+    memcpy(&h, datagram, sizeof h);
+    if (ntohl(h.magic) != MAGIC || ntohl(h.job) != pc.job || ntohl(h.seq) != pc.seq || ntohl(h.total) != len)
+        return 0; /* another job's, or an earlier broadcast's */
+    if (ntohl(h.kind) == END)
+        return 1;
+    uint32_t offset = ntohl(h.offset);
+    size_t i = offset / CHUNK_B, n = got - sizeof h;
+    if (offset % CHUNK_B || i >= chunks || n != chunk_len(len, i))
+        return 0;
+    if (!(have[i / 8] & (1u << (i % 8)))) {
+        memcpy(buf + offset, datagram + sizeof h, n);
+        have[i / 8] |= (unsigned char)(1u << (i % 8));
+        (*held)++;
+    }
+    return 0;
+}
+
 /* Any other rank: datagrams of this broadcast into ``buf`` until it has every chunk, the
- * END arrives, or the datagrams stop (what is missing then comes point to point). */
+ * END arrives, or the datagrams stop (what is missing then comes point to point). They are
+ * read in batches, with a sleep between batches while more arrive at the root's pace: a
+ * set-top box's core may run a millisecond in 161 (its budget at D = 2), and a wake-up per
+ * datagram would spend it. */
 static void receive_all(char *buf, size_t len, unsigned char *have, size_t chunks, size_t *held)
 {
-    static char datagram[sizeof(struct header) + CHUNK_B];
+    static char datagrams[BATCH][sizeof(struct header) + CHUNK_B];
+    struct mmsghdr msgs[BATCH];
+    struct iovec parts[BATCH];
+    double gap_s = pc.rate_bps > 0 ? 8.0 * (double)(sizeof(struct header) + CHUNK_B + WIRE_OVERHEAD_B) / pc.rate_bps
+                                   : 0.0;
     int heard = 0;
     while (*held < chunks) {
         struct pollfd p = {.fd = pc.fd, .events = POLLIN};
@@ -258,26 +290,23 @@ static void receive_all(char *buf, size_t len, unsigned char *have, size_t chunk
             continue;
         if (ready <= 0)
             return;
-        ssize_t got = recv(pc.fd, datagram, sizeof datagram, 0);
-        if (got < (ssize_t)sizeof(struct header))
-            continue;
-        struct header h;
-        memcpy(&h, datagram, sizeof h);
-        if (ntohl(h.magic) != MAGIC || ntohl(h.job) != pc.job || ntohl(h.seq) != pc.seq ||
-            ntohl(h.total) != len)
-            continue; /* another job's, or an earlier broadcast's */
-        if (ntohl(h.kind) == END)
-            return;
         heard = 1;
-        uint32_t offset = ntohl(h.offset);
-        size_t i = offset / CHUNK_B, n = (size_t)got - sizeof h;
-        if (offset % CHUNK_B || i >= chunks || n != chunk_len(len, i))
-            continue;
-        if (!(have[i / 8] & (1u << (i % 8)))) {
-            memcpy(buf + offset, datagram + sizeof h, n);
-            have[i / 8] |= (unsigned char)(1u << (i % 8));
-            (*held)++;
-        }
+        int got;
+        do {
+            memset(msgs, 0, sizeof msgs);
+            for (int k = 0; k < BATCH; k++) {
+                parts[k] = (struct iovec){datagrams[k], sizeof datagrams[k]};
+                msgs[k].msg_hdr.msg_iov = &parts[k];
+                msgs[k].msg_hdr.msg_iovlen = 1;
+            }
+            got = recvmmsg(pc.fd, msgs, BATCH, MSG_DONTWAIT, NULL);
+            for (int k = 0; k < got; k++)
+                if (take(datagrams[k], msgs[k].msg_len, buf, len, have, chunks, held))
+                    return;
+        } while (got == BATCH && *held < chunks);
+        size_t left = chunks - *held;
+        if (gap_s > 0 && left > 0)
+            sleep_until(now_s() + gap_s * (double)(left < BATCH / 2 ? left : BATCH / 2));
     }
 }
 
