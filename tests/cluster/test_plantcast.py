@@ -62,3 +62,17 @@ def test_every_byte_arrives_on_a_plant_that_loses_datagrams(tmp_path):
     assert all(r["bcasts"] > 0 and r["bytes"] == r["bcasts"] * 65536 and r["fallbacks"] == 0 for r in ranks)
     assert sum(r["resent_chunks"] for r in ranks) > 0
     assert json.loads((out / "manifest.json").read_text())["request"]["bcast"] == "multicast"
+
+
+def test_a_cluster_spread_over_hosts_refuses_multicast_before_anything_starts():
+    from shoal.cluster import inventory as inventories
+    from shoal.cluster.session import SpreadDevices
+    from shoal.cluster.spread import SpreadCluster
+    from shoal.mpi import discover
+
+    spread = SpreadCluster({"id": "s1", "dilation": 1.0, "shares": {"h1": 1, "h2": 1}},
+                           inventories.from_emulate("2xminnowboard"))
+    devices = SpreadDevices(spread)
+    devices.bcast = "multicast"
+    with pytest.raises(ShoalError, match="--bcast multicast needs the devices on one host"):
+        devices.job(discover.resolve("mpich"), 2, ["true"])

@@ -335,6 +335,10 @@ class SpreadDevices(Cluster):
         return self.spread.dilation
 
     def _job(self, mpi, chosen, counts, argv, env) -> Job:
+        if self.bcast == "multicast":
+            # The hosts' forwarders keep group frames on their own host.
+            raise ShoalError("--bcast multicast needs the devices on one host: a cluster spread "
+                             "over hosts carries no multicast between them; leave --bcast out")
         transport, extra = transport_env(mpi)
         env.update(transport)
         return Job(mpi, sum(counts), argv, env, hosts=[HostSlots(n.name, c) for n, c in zip(chosen, counts)],
