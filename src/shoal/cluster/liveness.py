@@ -7,8 +7,8 @@ seconds, as the launcher reaches it; a host that misses ``MISSES`` answers in a 
 lost, and the run stops the job at once (and then ends, saying which host, with its
 finished points kept: shoal.execute.lifecycle.still_ready).
 
-Each question is one ssh login running ``true``: on a small board a few tens of
-milliseconds of CPU every ``INTERVAL_S``, under 1 % of a core.
+Each question is one ssh login running ``true``: on a small board some tens of
+milliseconds of CPU every ``INTERVAL_S`` (an estimate), under 1 % of a core.
 """
 
 from __future__ import annotations
