@@ -113,8 +113,8 @@ PLANTCAST_IDLE_S = Variable("SHOAL_PLANTCAST_IDLE_S", "libshoalplantcast: how lo
 PLANTCAST_WAIT_S = Variable("SHOAL_PLANTCAST_WAIT_S", "libshoalplantcast: how long a rank waits for "
                             "a round's first datagram (s)", "60", reader="native")
 PLANTCAST_STATS = Variable("SHOAL_PLANTCAST_STATS", "libshoalplantcast: a directory where each rank "
-                           "writes plantcast-RANK.json at MPI_Finalize (broadcasts, rounds, chunks "
-                           "sent again)", "unset", reader="native")
+                           "writes plantcast-RANK.json at MPI_Finalize (broadcasts, ranks repaired, "
+                           "chunks sent again)", "unset", reader="native")
 BENCH_CORRUPT = Variable("SHOAL_BENCH_CORRUPT", "tests only: this rank of the benchmark program "
                          "flips a sent byte (to test --check)", "none", reader="native")
 BENCH_CRASH = Variable("SHOAL_BENCH_CRASH", "tests only: this rank of the benchmark program "

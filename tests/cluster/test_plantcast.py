@@ -17,9 +17,13 @@ from shoal.errors import ShoalError
 
 
 def test_the_root_is_paced_at_a_boxs_service_flow_on_the_plant_and_at_the_link_elsewhere():
-    links = profiles.load_links()
-    assert plantcast.upstream_bps(links["docsis-27m"]) == 5.12e6
-    assert plantcast.upstream_bps(links["ethernet-100m"]) == 100e6
+    from shoal.mpi import discover
+
+    links, mpich = profiles.load_links(), discover.resolve("mpich")
+    pace = environment.PLANTCAST_RATE_BPS.name
+    # The pace in host time: the device's upstream over the dilation.
+    assert float(plantcast.rank_env(mpich, [links["docsis-27m"]], 1.0)[pace]) == 5.12e6
+    assert float(plantcast.rank_env(mpich, [links["ethernet-100m"]], 2.0)[pace]) == 100e6 / 2
 
 
 def test_the_library_goes_ahead_of_what_the_job_preloads():

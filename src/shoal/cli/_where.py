@@ -114,7 +114,9 @@ def add_where(p: argparse.ArgumentParser, nodes_default: str) -> argparse._Argum
 
 def add_bcast(where: argparse._ArgumentGroup) -> None:
     """--bcast: how a large MPI_Bcast travels on emulated devices."""
-    where.add_argument("--bcast", default="mpi", choices=("mpi", "multicast"),
+    from shoal.cluster import plantcast
+
+    where.add_argument("--bcast", default="mpi", choices=plantcast.MODES,
                        help="emulated clusters: mpi, the MPI's own broadcast (default), or multicast, "
                             "an MPI_Bcast of 8 KiB or more on MPI_COMM_WORLD sent down the medium "
                             "once as UDP multicast, lost datagrams sent again (the overlay "

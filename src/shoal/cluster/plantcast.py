@@ -6,8 +6,8 @@ along a tree of point-to-point transfers, N - 1 copies for N devices (on a plant
 up the shared upstream and down again). With ``--bcast multicast`` every rank of a job on
 an emulated cluster runs with libshoalplantcast preloaded (``shoal/native/plantcast``):
 an MPI_Bcast on MPI_COMM_WORLD of at least ``MIN_B`` bytes goes as UDP multicast from its
-root, paced at the root's upstream rate, and what any rank missed is sent again until
-every rank has every byte. The programs are unchanged.
+root, paced at the root's upstream rate, and what a rank missed is sent to it again,
+point to point, so every rank has every byte. The programs are unchanged.
 
 Only emulated clusters: their devices' links are shoal's own, so the group and the
 pace are known; a real network's multicast is its administrator's to allow.
@@ -15,26 +15,26 @@ pace are known; a real network's multicast is its administrator's to allow.
 
 from __future__ import annotations
 
-import os
-
 from shoal import environment
 from shoal.errors import ShoalError
+from shoal.mpi.launch import preload_first
 
 MODES = ("mpi", "multicast")
 TARGET = "plantcast"
 # Administratively scoped (RFC 2365), beside the backgrounds' programmes (239.77.0.x).
 GROUP = "239.77.1.1"
 PORT = 47100
-# Smaller broadcasts go by the MPI: a datagram round and its repair check cost more than
-# a small message's tree.
+# Smaller broadcasts go by the MPI: the datagrams and the gather that checks them cost more
+# than a small message's tree.
 MIN_B = 8192
-# How long a rank waits for the next datagram of a round once one came, and for the first,
-# in device seconds (the root may reach its broadcast late).
+# How long a rank waits for the next datagram of a broadcast once one came, and for the
+# first, in device seconds (the root may reach its broadcast late).
 IDLE_S = 0.5
 WAIT_S = 60.0
 
 
 def check(mode: str) -> str:
+    """``mode`` if it is one of MODES (a request read back from a manifest is not parsed)."""
     if mode not in MODES:
         raise ShoalError(f"--bcast {mode}: use one of {', '.join(MODES)}")
     return mode
@@ -47,13 +47,6 @@ def refuse_unless_emulated(mode: str, kind: str) -> None:
                          "use --emulate SPEC or --attach ID (on real hosts or this machine, leave it out)")
 
 
-def upstream_bps(link) -> float:
-    """The most a device sends per second on ``link``: its service flow on a shared medium,
-    else the channel or link rate."""
-    channel = link.upstream_channel_bps or link.rate_bps
-    return min(link.device_rate_bps or channel, channel)
-
-
 def rank_env(mpi, links: list, dilation: float) -> dict[str, str]:
     """The ranks' environment: the library first in LD_PRELOAD (its MPI_Bcast ahead of
     libshoalwait's and the MPI's), the group, and the root's pace: the slowest upstream of
@@ -61,12 +54,12 @@ def rank_env(mpi, links: list, dilation: float) -> dict[str, str]:
     from shoal.mpi import build
 
     library = build.build(TARGET, mpi)
-    rate = min(upstream_bps(link) for link in links) / dilation
+    rate = min(link.upstream_bps for link in links) / dilation
     env = {environment.PLANTCAST.name: f"{GROUP}:{PORT}", environment.PLANTCAST_IF.name: "eth0",
            environment.PLANTCAST_RATE_BPS.name: f"{rate:.6g}", environment.PLANTCAST_MIN_B.name: str(MIN_B),
            environment.PLANTCAST_IDLE_S.name: f"{IDLE_S * dilation:g}",
            environment.PLANTCAST_WAIT_S.name: f"{WAIT_S * dilation:g}"}
-    # Counts of rounds and chunks sent again, where the user asks for them.
+    # Counts of broadcasts, repairs and chunks sent again, where the user asks for them.
     if environment.PLANTCAST_STATS.is_set():
         env[environment.PLANTCAST_STATS.name] = str(environment.PLANTCAST_STATS.get())
     return env | {"LD_PRELOAD": str(library)}
@@ -74,7 +67,4 @@ def rank_env(mpi, links: list, dilation: float) -> dict[str, str]:
 
 def preloaded(job_env: dict[str, str], env: dict[str, str]) -> dict[str, str]:
     """``job_env`` with ``env`` added, the library ahead of whatever the job preloads."""
-    before = job_env.get("LD_PRELOAD") or os.environ.get("LD_PRELOAD", "")
-    merged = {**job_env, **env}
-    merged["LD_PRELOAD"] = ":".join(p for p in (env["LD_PRELOAD"], before) if p)
-    return merged
+    return {**job_env, **env, "LD_PRELOAD": preload_first(env["LD_PRELOAD"], job_env.get("LD_PRELOAD"))}

@@ -35,6 +35,13 @@ def startup_grace_s(ranks: int) -> float:
     return STARTUP_GRACE_S + STARTUP_GRACE_PER_RANK_S * max(0, ranks)
 
 
+def preload_first(library: str | Path, preloaded: str | None = None) -> str:
+    """An LD_PRELOAD with ``library`` ahead of ``preloaded`` (default: this environment's, what
+    the user already preloads), so that its MPI_* win over those behind it."""
+    behind = (os.environ.get("LD_PRELOAD", "") if preloaded is None else preloaded).strip()
+    return f"{library}:{behind}" if behind else str(library)
+
+
 @dataclass(frozen=True)
 class HostSlots:
     """A host as the launcher reaches it, and how many ranks it takes."""

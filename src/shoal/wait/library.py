@@ -16,7 +16,7 @@ from typing import Mapping
 
 from shoal import environment
 from shoal.mpi.base import MPIInstall
-from shoal.mpi.launch import Job
+from shoal.mpi.launch import Job, preload_first
 from shoal.wait.modes import parse_classes, parse_mode
 
 TARGET = "shoalwait"
@@ -42,7 +42,7 @@ def wait_env(mode: str, mpi: MPIInstall, telemetry_dir: Path | str | None = None
     from shoal.wait import tuning
 
     tuned = tuning.for_launch(parse_mode(mode), place, slack_given=slack_ns is not None, given=given)
-    env = {"LD_PRELOAD": _preload(library_for(mpi)), environment.WAIT.name: tuned.mode, **tuned.env}
+    env = {"LD_PRELOAD": preload_first(library_for(mpi)), environment.WAIT.name: tuned.mode, **tuned.env}
     if classes is not None:
         env[environment.WAIT_CLASSES.name] = parse_classes(classes)
     if telemetry_dir is not None:
@@ -72,12 +72,6 @@ def same_algorithms(mpi: MPIInstall, chosen: Mapping[str, str]) -> dict[str, str
                   f"({environment.WAIT_CLASSES.name}=p2p,send keeps them blocking)",
                   file=sys.stderr)
     return twins
-
-
-def _preload(lib: Path) -> str:
-    # Keep what the user already preloads; ours first so its MPI_* win.
-    existing = os.environ.get("LD_PRELOAD", "").strip()
-    return f"{lib}:{existing}" if existing else str(lib)
 
 
 def apply(job: Job, mode: str, telemetry_dir: Path | str | None = None,
