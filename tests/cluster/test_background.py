@@ -21,7 +21,8 @@ from shoal import cluster, profiles
 from shoal.cluster import background, inventory, linkemu, slack, state
 from shoal.errors import ShoalError
 
-host_namespaces = pytest.mark.skipif(os.geteuid() != 0, reason="clusters in the host's namespaces need root; an ordinary user's (in a user namespace) are tested in tests/user")
+host_namespaces = pytest.mark.skipif(os.geteuid() != 0, reason="clusters in the host's namespaces need root; an ordinary user's boards keep decoding "
+                                   "(--background minnowboard=mpeg2-sd) in tests/user/test_as_ordinary_user.py::test_bench_on_emulated_devices_with_a_users_path")
 
 
 def _counters(process: subprocess.Popen, path: Path) -> dict:

@@ -20,7 +20,9 @@ from shoal.cluster.emulated import EmulatedCluster
 from shoal.profiles import link_from_table
 from tests.cluster.owners import start_owner
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="TAP ports in the host's namespaces need root; an ordinary user's emulated cluster, forwarder included, is tested in tests/user")
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="TAP ports in the host's namespaces need root; an ordinary user's forwarder carries "
+                                "the shaped 100 Mbit/s link measured in tests/user/test_as_ordinary_user.py::"
+                                "test_cluster_up_is_seen_by_status_used_by_attach_and_removed_by_down")
 
 
 def _cluster(n: int, link_table: dict, tmp_path=None) -> session.Cluster:

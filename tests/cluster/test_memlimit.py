@@ -106,7 +106,8 @@ def test_v2_where_memory_is_not_delegated_limits_nothing_and_says_why(tmp_path, 
     assert memlimit.detect(cpulimit.CgroupLayout(0, None, None)).version == 0
 
 
-host_namespaces = pytest.mark.skipif(os.geteuid() != 0, reason="clusters in the host's namespaces need root; an ordinary user's (in a user namespace) are tested in tests/user")
+host_namespaces = pytest.mark.skipif(os.geteuid() != 0, reason="clusters in the host's namespaces need root; an ordinary user's device memory (held or said not held) is "
+                                   "tests/user/test_as_ordinary_user.py::test_device_memory_is_held_to_its_profile_where_a_memory_cgroup_allows_and_said_where_not")
 
 ALLOCATE = "import sys; b = bytearray(int(sys.argv[1]) * 2**20); b[::4096] = b'x' * len(b[::4096]); print('ok')"
 

@@ -13,8 +13,9 @@ from shoal.wait import cyclictest, experiment_c, sleepaccuracy
 from shoal.wait.sleepaccuracy import Sweep
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="builds emulated devices as root (the ordinary user's "
-                                                  "`waitlab --emulate` with C is tests/user's)")
+@pytest.mark.skipif(os.geteuid() != 0, reason="builds emulated devices in the host's namespaces, as root; the ordinary "
+                    "user's `waitlab --emulate 2xrpi3` (C inside a board) runs in "
+                    "tests/user/test_as_ordinary_user.py::test_waits_are_measured_across_two_emulated_boards_and_sleeps_inside_one")
 def test_sweep_in_one_device_of_each_profile(tmp_path):
     run = Run.create("waitlab", ["test"], tmp_path / "run")
     with clusters.open(emulate="2xrpi3", host_speed=1.0, calibrate=False) as devices:

@@ -13,8 +13,9 @@ from shoal.runs.store import Run
 from shoal.wait import lab
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="builds emulated devices as root (the ordinary user's "
-                                                  "`waitlab --emulate` is tests/user's)")
+@pytest.mark.skipif(os.geteuid() != 0, reason="builds emulated devices in the host's namespaces, as root; the ordinary "
+                    "user's `waitlab --emulate 2xrpi3` (A across the boards) runs in "
+                    "tests/user/test_as_ordinary_user.py::test_waits_are_measured_across_two_emulated_boards_and_sleeps_inside_one")
 def test_a_across_two_boards_reports_the_receivers_share_of_its_core(mpich, tmp_path):
     run = Run.create("waitlab", ["test"], tmp_path / "run")
     with clusters.open(emulate="2xrpi3", host_speed=1.0, calibrate=False) as where:
