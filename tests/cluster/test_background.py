@@ -158,6 +158,12 @@ def test_ranks_short_of_their_core_beside_a_background_are_flagged_not_hidden():
     columns = slack.row_columns(held)
     assert columns["background_slack"] == "unmeasured" and columns["background_cpu_share"] is None
     assert columns["background_note"].startswith("1 device's background not measured")
+    # A core in a cgroup with no pair of samples to judge (a task ended between the only two)
+    # has no verdict: blank, not said to be held from user space.
+    gone = _sample(1.0, _core({decoder: (0.002, 0.0, 30)}, 10))
+    blank = slack.row_columns(slack.judge(first, gone, 2, core_quotas={"stb1": quota}, stretch=[first, gone],
+                                          backgrounds={"stb1": (0, decoder)}))
+    assert "background_slack" not in blank
 
 
 def _heavy_background(tmp_path: Path) -> Path:

@@ -50,7 +50,10 @@ def test_bench_on_emulated_devices_with_a_users_path(tmp_path):
     # down its link), as the user's devices keep doing their own work beside the ranks.
     proc = _shoal(tmp_path, "bench", "--emulate", "2xminnowboard", "--nodes", "2",
                   "--background", "minnowboard=mpeg2-sd",
-                  "--tests", "mpbench.latency", "--sizes", "8", "--budget", "1", "--power", "model",
+                  "--tests", "mpbench.latency", "--sizes", "8", "--power", "model",
+                  # Repetitions of 0.1 s, ten at least: the point spans several of the slack
+                  # monitor's samples (0.25 s apart), whatever the host's speed.
+                  "--rep-time", "0.1", "--min-reps", "10", "--budget", "3",
                   "--out", str(out))
     assert proc.returncode == 0, proc.stderr
     results = pd.read_csv(out / "results.csv")

@@ -294,8 +294,11 @@ def judge(first: Sample, last: Sample, host_cpus: int,
         verdict["backgrounds"] = backgrounds_over(stretch or [first, last], core_quotas or {},
                                                   backgrounds)
         # A core held from user space (no CPU cgroup: an ordinary user's) has no quota and no
-        # per-core run delays to read: what its background took is not measured there.
-        verdict["backgrounds_unmeasured"] = sorted(set(backgrounds) - set(verdict["backgrounds"]))
+        # per-core run delays to read: what its background took is not measured there. A core
+        # in a cgroup whose stretch held no pair of samples to judge (a point shorter than the
+        # sampling interval) has no verdict, as its delivery has none.
+        verdict["backgrounds_unmeasured"] = sorted(name for name in backgrounds
+                                                   if not (core_quotas or {}).get(name))
     return verdict
 
 
