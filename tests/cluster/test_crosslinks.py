@@ -5,9 +5,11 @@ themselves exchanging frames between two Slurm hosts: test_multihost.py.)"""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
-from shoal.cluster import chrony, crosslinks
+from shoal.cluster import chrony, crosslinks, inventory, linkemu
 from shoal.cluster.emulated import address_of, mac_of
 from shoal.errors import ShoalError
 
@@ -82,6 +84,79 @@ def test_frames_late_or_lost_between_hosts_flag_the_stretch_of_a_run_that_had_th
     judged = crosslinks.judge(before, after)
     assert judged["flagged"] and (judged["frames"], judged["late"], judged["lost"]) == (50, 3, 1)
     assert "3 of 50 frames" in judged["why"] and "a1 on h1" in judged["why"]
+
+
+def _placed(counts: dict[str, int], extra: dict[str, int] | None = None) -> dict[str, list]:
+    """Set-top boxes on docsis-27m (a shared medium) per host, and NUCs on their own ports."""
+    stb, nuc = (inventory.from_emulate("1xstb").nodes[0], inventory.from_emulate("1xnuc").nodes[0])
+    placed, number = {}, 1
+    for host in counts:
+        placed[host] = []
+        for kind, node in ((counts, stb), (extra or {}, nuc)):
+            for _ in range(kind.get(host, 0)):
+                placed[host].append(dataclasses.replace(node, name=f"{node.profile.name}{number}"))
+                number += 1
+    return placed
+
+
+def test_a_medium_split_over_hosts_is_kept_on_the_host_with_most_of_its_devices():
+    placed = _placed({"h1": 2, "h2": 3, "h3": 0}, extra={"h3": 1})
+    split = crosslinks.split_media(placed, 2.0)
+    # docsis-27m: 5 ms of latency, 3 ms of it the grant wait: 1 ms of delay each way; half
+    # of that at D = 2 is the lookahead.
+    assert split == {"docsis-27m": {"owner": "h2", "lookahead_ns": 1_000_000, "hosts": ["h1", "h2"],
+                                    "devices": ["stb1", "stb2"]}}
+    assert crosslinks.split_media(_placed({"h1": 2, "h2": 2}), 1.0)["docsis-27m"]["owner"] == "h1"
+    assert crosslinks.split_media(_placed({"h1": 4, "h2": 0}, extra={"h2": 2}), 1.0) == {}
+
+
+def test_the_owner_runs_the_links_of_the_other_hosts_devices_and_they_relay_to_it():
+    placed = _placed({"h1": 2, "h2": 1, "h3": 0}, extra={"h3": 1})
+    shares = {h: [n.name for n in nodes] for h, nodes in placed.items()}
+    links = {n.name: n.link for nodes in placed.values() for n in nodes}
+    plan = crosslinks.plan("plant", shares, ADDRESSES, crosslinks.split_media(placed, 1.0))
+    port = plan["port"]
+    owner = crosslinks.ShareLinks.from_plan(plan, "h1", mac_of, links.__getitem__)
+    assert [(p.proxy, p.id, p.mac, p.link.name) for p in owner.proxies] == [
+        (f"10.99.0.12:{port}", 3, mac_of(3), "docsis-27m")]
+    assert owner.relayed == {} and owner.peers.lookahead_ns == 500_000
+    # What goes to h2 is its head only: its box's frames are the owner's own (a proxy).
+    assert owner.peers.others[0].macs == (mac_of(plan["hosts"]["h2"]["indices"]["head"]),)
+    member = crosslinks.ShareLinks.from_plan(plan, "h2", mac_of, links.__getitem__)
+    assert member.proxies == () and member.relayed == {"stb3": f"10.99.0.11:{port}"}
+    assert member.peers.lookahead_ns == 0 and "--lookahead" not in member.peers.arguments()
+    # On h2 and h3 alike, frames for the relayed box go to the owner.
+    for share in (member, crosslinks.ShareLinks.from_plan(plan, "h3", mac_of, links.__getitem__)):
+        assert mac_of(3) in share.peers.others[0].macs
+        assert all(mac_of(3) not in p.macs for p in share.peers.others[1:])
+    ports = [linkemu.Port("/run/netns/x", "eth0", None, relay=member.relayed["stb3"], id=3),
+             *owner.proxies]
+    args = linkemu.argv(ports, None, None)[1:]
+    assert args[:2] == ["--port", "/run/netns/x,eth0,0/0/0/0/0,0/0/0/0/0"]
+    assert args[2] == "--proxy" and args[3].startswith(f"10.99.0.12:{port},3,") and args[3].endswith(mac_of(3))
+    assert args[4:] == ["--relay", f"0,3,10.99.0.11:{port}"]
+
+
+def test_a_split_medium_whose_lookahead_is_below_the_underlay_is_refused_with_the_d_that_fits():
+    split = crosslinks.split_media(_placed({"h1": 2, "h2": 1}), 1.0)
+    delays = {("h1", "h2"): 300e-6, ("h2", "h1"): 450e-6}
+    crosslinks.check_split(split, delays, 1.0)  # the slower view, 450 us, within 500 us
+    with pytest.raises(ShoalError) as refused:
+        crosslinks.check_split(split, {**delays, ("h2", "h1"): 700e-6}, 1.0)
+    said = str(refused.value)
+    assert "docsis-27m" in said and "on h1" in said and "device on h2" in said
+    assert "500 us" in said and "700 us" in said and "--dilation 2" in said
+
+
+def test_frames_relayed_for_a_split_medium_late_or_lost_flag_the_run():
+    plan = crosslinks.plan("plant", SHARES, ADDRESSES)
+    stats = {"ports": [{"name": "eth0", "relay": {"peer": "x", "id": 3, "frames_in": 40, "late": 2,
+                                                   "late_max_ns": 7000, "lost": 1, "frames_out": 40}},
+                       {"name": "eth0"}], "split_late": 4}
+    table = crosslinks.by_device({"h2": crosslinks.counted(stats)}, plan, mac_of)
+    assert table["b1"] == {"host": "h2", "frames": 40, "late": 2, "lost": 1, "late_max_s": 7e-6}
+    assert table["split medium on h2"]["late"] == 4
+    assert crosslinks.judge({}, table)["flagged"]
 
 
 def test_chrony_tracking_is_read_as_named_numbers():

@@ -2,7 +2,9 @@
 allocation, ``cluster up --hosts slurm`` starts one agent per host with srun, each host builds
 its share of the devices in its own namespaces at one dilation, its devices reach the other
 host's through the forwarders (one address plan, frames over UDP, counted per sending device),
-the underlay and the hosts' clocks are measured and recorded, and ``cluster down`` leaves
+a cable plant split over both keeps one channel on the host holding most of its boxes (the
+other relays its boxes' frames there), the underlay and the hosts' clocks are measured and
+recorded, and ``cluster down`` leaves
 nothing on either host, even after one host's agent was lost; a host that cannot build its
 share, or a link faster than the underlay, is named, and nothing is kept. (Kill points at
 random moments of up and down: benchmarks/multihost_kill_points.py; ping-pong across hosts
@@ -168,6 +170,16 @@ def test_up_spreads_the_devices_over_both_hosts_and_down_leaves_nothing_even_of_
     refused = allocation.hosts.run(_in(one, "head", REFUSED.format(address=record["nodes"]["stb3"]["address"])),
                                    node="shoal-h1", timeout=90, check=False)
     assert refused.stdout.split() == ["refused"], refused.stderr
+    # The plant is one medium over both hosts: host 1 holds as many of its boxes as host 2
+    # and comes first, so its forwarder runs the links of stb3 and stb4 too, and host 2's
+    # relays their frames. Host 2's head reaching stb4, on its own host, goes through host 1.
+    assert record["links"]["split"] == {"docsis-27m": {
+        "owner": "shoal-h1", "hosts": ["shoal-h1", "shoal-h2"], "devices": ["stb3", "stb4"],
+        "lookahead_ns": round(record["dilation"] * 0.5e6)}}
+    two = record["shares"]["shoal-h2"]["id"]
+    refused = allocation.hosts.run(_in(two, "head", REFUSED.format(address=record["nodes"]["stb4"]["address"])),
+                                   node="shoal-h2", timeout=90, check=False)
+    assert refused.stdout.split() == ["refused"], refused.stderr
     counted = {}
     for host in ("shoal-h1", "shoal-h2"):
         for report in agent.read_reports(allocation.shoal("cluster", "agent", "links", "--id", name,
@@ -178,6 +190,12 @@ def test_up_spreads_the_devices_over_both_hosts_and_down_leaves_nothing_even_of_
     # stb3's reset at host 1, and host 1's head's connection attempts and data at host 2.
     assert table["stb3"]["host"] == "shoal-h2" and table["stb3"]["frames"] >= 1
     assert table["shoal-head"]["host"] == "shoal-h1" and table["shoal-head"]["frames"] >= 4
+    # stb4's reset relayed to host 1 and host 2's head's attempts sent there, both through the
+    # plant's channel on host 1, and each attempt delivered back to stb4 on host 2.
+    relayed = {h: counted[h]["relayed"].get(str(record["links"]["hosts"]["shoal-h2"]["indices"]["stb4"]))
+               for h in counted}
+    assert relayed["shoal-h1"]["frames"] >= 1 and relayed["shoal-h2"]["frames"] >= 1, relayed
+    assert table["shoal-head-2"]["frames"] >= 1
     assert all(row["lost"] == 0 for row in table.values())  # one machine's underlay loses nothing
     # The launcher helper MPI launchers call as ssh, run from the cluster's head on host 1,
     # starts a command in a device of its own host, and through an srun step in one of host 2.

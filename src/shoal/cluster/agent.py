@@ -133,7 +133,7 @@ def up(host: str, plan: dict) -> int:
         if links:
             from shoal.cluster.emulated import mac_of
 
-            cluster.links_across = crosslinks.ShareLinks.from_plan(links, host, mac_of)
+            cluster.links_across = crosslinks.ShareLinks.from_plan(links, host, mac_of, _links_of(plan))
         cluster.up()
     except ShoalError as exc:  # refused, or failed: up removed whatever it had made
         say(host, error=str(exc), down=True)
@@ -159,6 +159,18 @@ def up(host: str, plan: dict) -> int:
         with proc.signals_held():
             cluster.down()
             say(host, down=True)
+
+
+def _links_of(plan: dict):
+    """A device's link type, whichever host's share it is in (a split medium's owner runs
+    the links of the other hosts' devices on it)."""
+    from shoal.cluster.emulated import inventory_from_description
+
+    links = {}
+    for other, share in plan["hosts"].items():
+        for node in inventory_from_description(share["inventory"], f"host {other}'s share").nodes:
+            links[node.name] = node.link
+    return links.__getitem__
 
 
 def _write_launcher(cluster, plan: dict) -> str:

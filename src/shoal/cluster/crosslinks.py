@@ -9,10 +9,18 @@ on its host and knows, per other host, its underlay address and the MACs of the 
 behind it (``linkemu.Peers``); linkemu.c says how frames cross and are delivered at the
 emulated time.
 
+A shared medium (a cable plant) whose devices land on several hosts stays one channel
+(``split_media``): the host holding most of its devices owns it, and its forwarder runs the
+links of the medium's devices on the other hosts too (proxies), whose forwarders relay their
+frames to it and deliver what it sends back. So every frame of such a device crosses the
+underlay twice, and the owner handles the channel a lookahead after the model's time (half
+the medium's downstream delay) so that relayed frames take their turns in the model's order.
+
 The forwarders measure the underlay as they start (probes, NTP's four stamps): its round-trip
 time and each pair of hosts' clock offset. ``check`` refuses a cluster in which some link
 between hosts has an emulated latency below the underlay's one-way delay over D: its frames
-would arrive after the time the link model delivers them.
+would arrive after the time the link model delivers them; ``check_split`` one whose split
+medium's lookahead is below it.
 """
 
 from __future__ import annotations
@@ -21,10 +29,11 @@ import hashlib
 import math
 import secrets
 import socket
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from shoal.cluster import linkemu
 from shoal.errors import ShoalError
+from shoal.profiles import LinkType
 
 HEAD = "shoal-head"
 # UDP ports the forwarders choose from, one per cluster (from its id): above the registered
@@ -54,10 +63,12 @@ def underlay_address(host: str, given: str | None = None) -> str:
                          "give its address in the hosts file") from None
 
 
-def plan(cluster_id: str, shares: dict[str, list[str]], addresses: dict[str, str]) -> dict:
+def plan(cluster_id: str, shares: dict[str, list[str]], addresses: dict[str, str],
+         split: dict[str, dict] | None = None) -> dict:
     """The links part of the agents' plan: per host with devices (``shares``: host -> its
     devices, in the inventory's order) its underlay address and its members' indices; the
-    port and the key. Devices are numbered in the inventory's order from 1, the heads after."""
+    port and the key; the shared media split over hosts (``split_media``). Devices are
+    numbered in the inventory's order from 1, the heads after."""
     indices: dict[str, dict[str, int]] = {}
     number = 1
     for host, devices in shares.items():
@@ -69,7 +80,35 @@ def plan(cluster_id: str, shares: dict[str, list[str]], addresses: dict[str, str
         indices[host]["head"] = 0 if position == 0 else number
         number += position > 0
     return {"port": port_of(cluster_id), "key": secrets.token_hex(8),
-            "hosts": {h: {"address": addresses[h], "indices": indices[h]} for h in shares}}
+            "hosts": {h: {"address": addresses[h], "indices": indices[h]} for h in shares},
+            "split": split or {}}
+
+
+def lookahead_s(link: LinkType, d: float) -> float:
+    """How long after the model's time a split medium's owner handles its channel, in host
+    time: half the medium's downstream delay. A frame relayed to the owner then has that long
+    to arrive, and the owner's answer the other half to arrive back before its delivery."""
+    return linkemu.channel_delay_s(link) / 2 * d
+
+
+def split_media(placed: dict[str, list], d: float) -> dict[str, dict]:
+    """The shared media whose devices landed on several hosts (``placed``: host -> its
+    inventory nodes), each kept one channel on the host holding most of its devices (the first
+    of equals): per medium its owner, the lookahead and the devices relayed to it."""
+    media: dict[str, dict[str, list]] = {}
+    for host, nodes in placed.items():
+        for node in nodes:
+            if node.link.shared:
+                media.setdefault(node.link.name, {}).setdefault(host, []).append(node)
+    split = {}
+    for name, by_host in media.items():
+        if len(by_host) < 2:
+            continue
+        owner = max(by_host, key=lambda h: len(by_host[h]))  # the first of equals
+        split[name] = {"owner": owner, "lookahead_ns": round(lookahead_s(by_host[owner][0].link, d) * 1e9),
+                       "hosts": list(by_host),
+                       "devices": [n.name for h, nodes in by_host.items() if h != owner for n in nodes]}
+    return split
 
 
 @dataclass(frozen=True)
@@ -81,22 +120,45 @@ class ShareLinks:
     index: dict[str, int]   # this share's members ("head" and its devices) -> index
     names: dict[int, str]   # every member of the cluster: index -> host name
     peers: linkemu.Peers
+    # A split shared medium: the devices of other hosts whose links run here (proxies, as
+    # forwarder ports with their link types undilated), and this share's devices whose
+    # links run on their medium's owner (device -> the owner's "ADDR:PORT").
+    proxies: tuple[linkemu.Port, ...] = ()
+    relayed: dict[str, str] = field(default_factory=dict)
 
     @classmethod
-    def from_plan(cls, links: dict, host: str, mac_of) -> "ShareLinks":
-        """``mac_of``: index -> MAC (the emulated cluster's)."""
+    def from_plan(cls, links: dict, host: str, mac_of, link_of=None) -> "ShareLinks":
+        """``mac_of``: index -> MAC (the emulated cluster's); ``link_of``: a device's name ->
+        its link type (needed where this host owns a split medium)."""
+        port = int(links["port"])
         names = {}
         for position, (other, entry) in enumerate(links["hosts"].items()):
             for name, index in entry["indices"].items():
                 names[index] = head_name(position) if name == "head" else name
-        others = tuple(linkemu.Peer(entry["address"], int(links["port"]),
-                                    tuple(mac_of(i) for i in entry["indices"].values()))
+        split = links.get("split") or {}
+        owner_of = {name: medium["owner"] for medium in split.values() for name in medium["devices"]}
+        members = [(other, name, index) for other, entry in links["hosts"].items()
+                   for name, index in entry["indices"].items()]
+
+        def home(other: str, name: str) -> str:  # the host whose forwarder runs its links
+            return owner_of.get(name, other) if name != "head" else other
+
+        address = {other: f"{entry['address']}:{port}" for other, entry in links["hosts"].items()}
+        others = tuple(linkemu.Peer(entry["address"], port,
+                                    tuple(mac_of(i) for h, n, i in members if home(h, n) == other))
                        for other, entry in links["hosts"].items() if other != host)
+        proxies = tuple(linkemu.Port("", "", link_of(name), mac=mac_of(index), proxy=address[other], id=index)
+                        for other, name, index in members if other != host and home(other, name) == host)
+        relayed = {name: address[home(host, name)] for h, name, _ in members
+                   if h == host and home(host, name) != host}
+        lookahead = min((m["lookahead_ns"] for m in split.values() if m["owner"] == host), default=0)
         return cls(host, dict(links["hosts"][host]["indices"]), names,
-                   linkemu.Peers(int(links["port"]), links["key"], others))
+                   linkemu.Peers(port, links["key"], others, lookahead), proxies, relayed)
 
     def describe(self) -> dict:
-        return {"udp_port": self.peers.port, "peers": [f"{p.address}:{p.port}" for p in self.peers.others]}
+        return {"udp_port": self.peers.port, "peers": [f"{p.address}:{p.port}" for p in self.peers.others],
+                "proxies": [p.id for p in self.proxies], "relayed": sorted(self.relayed),
+                "lookahead_s": self.peers.lookahead_ns / 1e9}
 
 
 # -- the underlay, as the forwarders measured it -----------------------------------------
@@ -165,6 +227,27 @@ def check(pairs: list[tuple[str, str, str, str, float]], delays: dict[tuple[str,
         "or keep those devices on one host")
 
 
+def check_split(split: dict[str, dict], delays: dict[tuple[str, str], float], d: float) -> None:
+    """Refuse a split medium whose lookahead (half its downstream delay, in host time) is below
+    the underlay's one-way delay between its owner and another of its hosts: frames relayed to
+    the owner would miss their turns, and its answers their delivery times."""
+    for name, medium in split.items():
+        owner = medium["owner"]
+        lookahead = medium["lookahead_ns"] / 1e9
+        for other in medium["hosts"]:
+            seen = [delays[k] for k in ((owner, other), (other, owner)) if k in delays]
+            one_way = max(seen, default=None)
+            if other == owner or one_way is None or lookahead >= one_way:
+                continue
+            fits = math.ceil(one_way / (lookahead / d) - 1e-9) if lookahead > 0 else math.inf
+            raise ShoalError(
+                f"the shared medium {name} is split over hosts and kept one channel on {owner}: a frame "
+                f"of a device on {other} has half the medium's downstream delay ({_us(lookahead / d)} of "
+                f"device time, {_us(lookahead)} at D = {d:g}) to reach {owner} and as long to come back, "
+                f"below the underlay's one-way delay ({_us(one_way)}); D = {fits:g} fits "
+                f"(--dilation {fits:g}), or keep the medium's devices on one host")
+
+
 def _us(seconds: float) -> str:
     return f"{seconds * 1e6:.3g} us"
 
@@ -179,7 +262,16 @@ def counted(stats: dict) -> dict:
                for r in stats.get("remotes", [])}
     peers = {p["address"]: {"frames_out": p["frames_out"], "frames_in": p["frames_in"],
                             "send_errors": p["send_errors"]} for p in stats.get("peers", [])}
-    return {"devices": devices, "peers": peers, "foreign_datagrams": stats.get("foreign_datagrams", 0)}
+    # A split medium's devices, by their index: frames relayed to the owner (counted there)
+    # and back to the device's host (counted there), late when past their turn or delivery.
+    relayed = {}
+    for port in stats.get("ports", []):
+        way = port.get("proxy") or port.get("relay")
+        if way:
+            relayed[str(way["id"])] = {"frames": way["frames_in"], "late": way["late"], "lost": way["lost"],
+                                       "late_max_s": way["late_max_ns"] / 1e9}
+    return {"devices": devices, "peers": peers, "foreign_datagrams": stats.get("foreign_datagrams", 0),
+            "relayed": relayed, "split_late": stats.get("split_late", 0)}
 
 
 def by_device(reports: dict[str, dict | None], links: dict, mac_of) -> dict[str, dict]:
@@ -188,15 +280,25 @@ def by_device(reports: dict[str, dict | None], links: dict, mac_of) -> dict[str,
     names = {mac_of(i): (head_name(position) if name == "head" else name, host)
              for position, (host, entry) in enumerate(links["hosts"].items())
              for name, i in entry["indices"].items()}
+    by_index = {str(i): names[mac_of(i)] for entry in links["hosts"].values() for i in entry["indices"].values()}
     table: dict[str, dict] = {}
-    for counts in reports.values():
-        for mac, c in ((counts or {}).get("devices") or {}).items():
-            name, host = names.get(mac, (mac, "?"))
-            row = table.setdefault(name, {"host": host, "frames": 0, "late": 0, "lost": 0, "late_max_s": 0.0})
-            row["frames"] += c["frames"]
-            row["late"] += c["late"]
-            row["lost"] += c["lost"]
-            row["late_max_s"] = max(row["late_max_s"], c["late_max_s"])
+
+    def add(name: str, host: str, c: dict) -> None:
+        row = table.setdefault(name, {"host": host, "frames": 0, "late": 0, "lost": 0, "late_max_s": 0.0})
+        row["frames"] += c["frames"]
+        row["late"] += c["late"]
+        row["lost"] += c["lost"]
+        row["late_max_s"] = max(row["late_max_s"], c["late_max_s"])
+
+    for where, counts in reports.items():
+        counts = counts or {}
+        for mac, c in (counts.get("devices") or {}).items():
+            add(*names.get(mac, (mac, "?")), c)
+        for index, c in (counts.get("relayed") or {}).items():
+            add(*by_index.get(index, (index, "?")), c)
+        if counts.get("split_late"):  # frames that reached a split medium's switch after their turn
+            add(f"split medium on {where}", where, {"frames": 0, "late": counts["split_late"], "lost": 0,
+                                                    "late_max_s": 0.0})
     return table
 
 

@@ -15,6 +15,7 @@ MPI launchers call instead of ssh.
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
 import math
 import os
@@ -335,11 +336,21 @@ class EmulatedCluster:
 
     def _start_forwarder(self, record: dict, jobs: list, links: dict) -> None:
         """Every device's eth0 a TAP port of shoal-linkemu, running in the switch namespace."""
-        members = [links.get(name) for name, _ in jobs[1:]]
+        across = self.links_across
+        # A shared medium split over hosts: its owner runs the links of the other hosts'
+        # devices on it (proxies), and a device whose links run there is only relayed here.
+        relayed = across.relayed if across else {}
+        proxies = [dataclasses.replace(p, link=dilation.link(p.link, self.dilation))
+                   for p in (across.proxies if across else ())]
+        names = [name for name, _ in jobs[1:]]
+        members = [None if name in relayed else links.get(name) for name in names]
+        channels = linkemu.shared_channels(members + [p.link for p in proxies])
         ports = [linkemu.Port(str(state.NETNS_DIR / self.netns(name)), "eth0", link, *medium,
-                              mac=mac_of(self.index(position, name)))
-                 for position, ((name, _), link, medium) in enumerate(zip(jobs[1:], members,
-                                                                          linkemu.shared_channels(members)))]
+                              mac=None if name in relayed else mac_of(self.index(position, name)),
+                              relay=relayed.get(name), id=self.index(position, name))
+                 for position, (name, link, medium) in enumerate(zip(names, members, channels))]
+        ports += [dataclasses.replace(p, up_channel=up, down_channel=down, sharing=sharing)
+                  for p, (up, down, sharing) in zip(proxies, channels[len(names):])]
 
         def spawned(entry: dict) -> None:
             record["forwarder"] = entry  # named before it creates anything

@@ -59,8 +59,7 @@ def direction(link: LinkType | None, channel: int = 0, upstream: bool = False, s
     grant_ns = 0
     rate_bps, capped = link.rate_bps, ""
     if channel:
-        # The grant wait is part of the link's latency: the rest is delay, half each way.
-        delay_s = max(0.0, link.latency_s - link.grant_wait_s) / 2
+        delay_s = channel_delay_s(link)
         grant_ns = round(link.grant_interval_s * 1e9) if upstream else 0
         if upstream:   # the upstream channel (slower than the downstream where fewer are bonded)
             rate_bps = link.up_channel_bps
@@ -69,6 +68,12 @@ def direction(link: LinkType | None, channel: int = 0, upstream: bool = False, s
     text = (f"{rate_bps:.6g}/{round(delay_s * 1e9)}/"
             f"{round(link.jitter_s / 2 * 1e9)}/{link.loss:.9g}/{limit}")
     return text + (f"/{grant_ns}/{channel}{capped}" if channel else "")
+
+
+def channel_delay_s(link: LinkType) -> float:
+    """Each way's delay on a shared medium: the grant wait is part of the link's latency,
+    the rest is delay, half each way."""
+    return max(0.0, link.latency_s - link.grant_wait_s) / 2
 
 
 @dataclass(frozen=True)
@@ -83,8 +88,19 @@ class Port:
     sharing: int = 1
     # The device's MAC, learned at start (None: learned from its first frame).
     mac: str | None = None
+    # A device of a shared medium split over hosts (linkemu.c): on the medium's owner, a
+    # proxy (``netns_path`` unused) of the device behind the peer ``proxy`` ("ADDR:PORT"),
+    # numbered ``id`` there; on the device's host, relayed (``relay``: the owner's
+    # "ADDR:PORT") with no link of its own here.
+    proxy: str | None = None
+    relay: str | None = None
+    id: int = 0
 
     def argument(self) -> str:
+        if self.proxy:
+            up = direction(self.link, self.up_channel, True, self.sharing)
+            down = direction(self.link, self.down_channel, False, self.sharing)
+            return f"{self.proxy},{self.id},{up},{down},{self.mac}"
         if "," in self.netns_path or "," in self.ifname:
             raise ShoalError(f"forwarder port {self.netns_path}: paths with ',' are not supported")
         up = direction(self.link, self.up_channel, True, self.sharing)
@@ -113,12 +129,17 @@ class Peers:
     port: int
     key: str
     others: tuple[Peer, ...]
+    # A shared medium split over hosts, owned here: how long after the model's time what
+    # touches its channel runs (so frames relayed from other hosts are in time; 0: none).
+    lookahead_ns: int = 0
 
     def arguments(self) -> list[str]:
         # One frame per datagram: the devices hand over no TCP super-frames (--no-tso).
         args = ["--udp", str(self.port), "--key", self.key, "--no-tso"]
         for peer in self.others:
             args += ["--peer", peer.argument()]
+        if self.lookahead_ns:
+            args += ["--lookahead", str(self.lookahead_ns)]
         return args
 
 
@@ -150,7 +171,10 @@ def argv(ports: list[Port], switch_netns: str | None, stats: Path | None,
     if seed is not None:
         args += ["--seed", str(seed)]
     for port in ports:
-        args += ["--port", port.argument()]
+        args += ["--proxy" if port.proxy else "--port", port.argument()]
+    for number, port in enumerate(ports):  # a proxy counts: the forwarder numbers every port
+        if port.relay:
+            args += ["--relay", f"{number},{port.id},{port.relay}"]
     return args
 
 

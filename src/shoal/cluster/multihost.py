@@ -162,7 +162,8 @@ def up(engine: hostengine.Engine, inventory: Inventory, cluster_id: str, host_sp
     links = None
     if len(shares) > 1:  # devices on several hosts: their forwarders are linked
         links = crosslinks.plan(cluster_id, {h: [n.name for n in placed[h]] for h in shares},
-                                {h: crosslinks.underlay_address(h, engine.addresses.get(h)) for h in shares})
+                                {h: crosslinks.underlay_address(h, engine.addresses.get(h)) for h in shares},
+                                crosslinks.split_media({h: placed[h] for h in shares}, d))
     record = {"id": cluster_id, "owner_pid": os.getpid(), "owner_start": sysns.process_start_time(os.getpid()),
               "persistent": True, "created": time.time(), "dilation": d, "netns": [], "uts": [], "cgroups": [],
               "inventory": described, "nodes": {}, "hosts": engine.describe(), "launchers": [],
@@ -179,7 +180,7 @@ def up(engine: hostengine.Engine, inventory: Inventory, cluster_id: str, host_sp
                                        "hosts": shares, "engine": engine.describe(),
                                        **({"links": links} if links else {})})
         if links:
-            _check_underlay(record, placed, inventory, d)
+            _check_underlay(record, placed, d)
             state.write(record)
     except BaseException:
         with proc.signals_held():
@@ -274,9 +275,10 @@ def _start_agents(engine: hostengine.Engine, record: dict, plan: dict) -> None:
     state.write(record)
 
 
-def _check_underlay(record: dict, placed: dict[str, list[Node]], inventory: Inventory, d: float) -> None:
+def _check_underlay(record: dict, placed: dict[str, list[Node]], d: float) -> None:
     """Refuse a link between hosts whose latency is below the underlay's one-way delay over
-    D (``crosslinks.check``); record each host's clock offset against the first host."""
+    D (``crosslinks.check``), and a split medium whose lookahead is (``check_split``); record
+    each host's clock offset against the first host."""
     underlay = record["time"].get("underlay", {})
     delays = {(a, b): view["one_way_s"] for a, views in underlay.items() for b, view in views.items()}
     hosts = [h for h in record["shares"]]
@@ -294,13 +296,8 @@ def _check_underlay(record: dict, placed: dict[str, list[Node]], inventory: Inve
     record["time"]["clock_offset_s"] = {first: 0.0, **{h: v["clock_offset_s"]
                                                        for h, v in underlay.get(first, {}).items()}}
     record["time"]["underlay_one_way_s"] = max(delays.values(), default=0.0)
-    split = sorted({n.link.name for n in inventory.nodes if n.link.shared
-                    and sum(any(m.link.name == n.link.name for m in placed[h]) for h in hosts) > 1})
-    if split:  # each host's forwarder has its own channel of the medium
-        record["emulation"].setdefault("warnings", []).append(
-            f"the shared medium {', '.join(split)} is split over hosts: each host's part has a channel of "
-            "its own, so the plant carries more than one channel's rate")
     crosslinks.check(pairs, delays, d)
+    crosslinks.check_split(record["links"].get("split", {}), delays, d)
 
 
 def _alive(entry: dict) -> bool:

@@ -67,6 +67,19 @@
  * --no-tso makes the devices hand over one frame per Ethernet frame (no TCP
  * super-frames), so each fits one datagram. A fifth field of --port, the
  * port's MAC, is learned at start (no frame is flooded before the device speaks).
+ *
+ * A shared medium split over hosts keeps one channel: the forwarder of one host
+ * (the medium's owner) runs both directions of every device on it, and the
+ * others relay. --proxy ADDR:PORT,ID,UP,DOWN,MAC on the owner is a port without
+ * a TAP whose device lives behind that peer (ID: its number there); --relay
+ * N,ID,ADDR:PORT on the device's host sends every frame read from port N to the
+ * owner at once, stamped with when it was read, and delivers what the owner
+ * sends back for ID at the time the owner's model says. The owner handles
+ * everything that touches a split channel --lookahead NS after the time it
+ * computes with, so a frame relayed from another host is still in time for its
+ * turn (its order on the channel is that of the model's times, not of arrival):
+ * the underlay's one-way delay must stay below NS, and NS plus that delay below
+ * the medium's downstream delay; frames that arrive later are counted late.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -139,6 +152,13 @@ typedef struct {
     char netns[512];
     direction_t up, down;
     uint64_t write_errors;
+    /* A split shared medium: a proxy (on the medium's owner: fd -1, the device behind
+     * peer `peer` as `id`) or a relay (the device is here, its links run by peer `peer`). */
+    int proxy, relay, peer;
+    uint32_t id, seq_out, next_seq;
+    uint64_t relayed_in, relayed_late, relayed_lost;
+    int64_t relayed_late_max_ns;
+    char peer_name[64];
 } port_t;
 
 typedef struct frame {
@@ -150,13 +170,15 @@ typedef struct frame {
     int64_t first_ns;      /* when its first segment reached the switch */
     int64_t arrived_ns;
     int remote;            /* from another host: the sending device's entry in remotes (-1: local) */
+    int switched_later;    /* its switching already put off by the lookahead (a split channel) */
     unsigned char data[FRAME_MAX];
 } frame_t;
 
-enum { EV_SWITCH = 0, EV_DELIVER = 1, EV_CHANNEL = 2 };
+enum { EV_SWITCH = 0, EV_DELIVER = 1, EV_CHANNEL = 2, EV_INGRESS = 3 };
 
 typedef struct {
-    int64_t t_ns;
+    int64_t t_ns;          /* when it runs */
+    int64_t at_ns;         /* the model's time it stands for (t_ns less a split channel's lookahead) */
     uint64_t seq;          /* ties keep insertion order */
     frame_t *frame;
     int port;              /* output port for EV_DELIVER, input port for EV_CHANNEL */
@@ -187,7 +209,7 @@ static int64_t host_ns;
 
 /* ---- links across hosts: state ------------------------------------------------------ */
 
-enum { MSG_FRAME = 1, MSG_PROBE = 2, MSG_REPLY = 3 };
+enum { MSG_FRAME = 1, MSG_PROBE = 2, MSG_REPLY = 3, MSG_RELAY = 4, MSG_DELIVER = 5 };
 
 /* Every datagram starts with this (little-endian on the wire). */
 typedef struct __attribute__((packed)) {
@@ -207,6 +229,15 @@ typedef struct __attribute__((packed)) {
     wire_head_t h;
     int64_t mono[3], real[3]; /* sent by the prober, received and answered by the peer */
 } wire_probe_t;
+
+/* A split medium's frame: to its owner as read from a device (MSG_RELAY, t: when it was
+ * read), or back to the device's host (MSG_DELIVER, t: when to deliver it). */
+typedef struct __attribute__((packed)) {
+    wire_head_t h;
+    uint32_t id;           /* the device, as both hosts number it */
+    uint32_t seq;          /* per device and way, from 1 */
+    int64_t t_ns;          /* on the sender's monotonic clock */
+} wire_relay_t;
 
 typedef struct {
     struct sockaddr_in addr;
@@ -237,6 +268,11 @@ static uint32_t seq_out[MAX_PORTS][MAX_PEERS];
 static uint64_t remote_out[MAX_PORTS];
 static int no_tso;
 static int64_t next_probe_ns;
+/* A split shared medium's lookahead (--lookahead), and its channels (those of a proxy). */
+static int64_t lookahead_ns;
+static int split_channel[MAX_CHANNELS + 1], any_split_down;
+static uint64_t split_late; /* frames that reached a split channel's switch after their turn */
+_Static_assert(sizeof(wire_relay_t) == sizeof(wire_frame_t), "relayed frames share the frame header's buffer");
 
 static void die(const char *what) {
     fprintf(stderr, "shoal-linkemu: %s: %s\n", what, strerror(errno));
@@ -283,12 +319,12 @@ static inline int ev_less(const event_t *a, const event_t *b) {
     return a->t_ns < b->t_ns || (a->t_ns == b->t_ns && a->seq < b->seq);
 }
 
-static void heap_push(int64_t t, frame_t *f, int port, int kind) {
+static void heap_push_at(int64_t t, int64_t at, frame_t *f, int port, int kind) {
     if (heap_len == heap_cap) {
         heap_cap = heap_cap ? heap_cap * 2 : 1024;
         if (!(heap = realloc(heap, heap_cap * sizeof *heap))) die("out of memory");
     }
-    event_t ev = {t, seq_counter++, f, port, kind};
+    event_t ev = {t, at, seq_counter++, f, port, kind};
     size_t i = heap_len++;
     while (i > 0) {
         size_t p = (i - 1) / 2;
@@ -298,6 +334,8 @@ static void heap_push(int64_t t, frame_t *f, int port, int kind) {
     }
     heap[i] = ev;
 }
+
+static void heap_push(int64_t t, frame_t *f, int port, int kind) { heap_push_at(t, t, f, port, kind); }
 
 static event_t heap_pop(void) {
     event_t top = heap[0], last = heap[--heap_len];
@@ -537,6 +575,27 @@ static void send_remote(frame_t *f, int port, int r, int64_t t) {
     remote_out[port]++;
 }
 
+/* Whether a direction transmits on a shared channel split over hosts: what touches it runs
+ * the lookahead after the model's time, so frames relayed from other hosts take their turns. */
+static int on_split(const direction_t *d) {
+    return d->channel && split_channel[d->channel];
+}
+
+/* A split medium's frame, to the medium's owner as read from its device (MSG_RELAY), or back
+ * to the device's host with its delivery time (MSG_DELIVER). */
+static void send_relay(port_t *p, int type, const frame_t *f, int64_t t) {
+    peer_t *pe = &peers[p->peer];
+    wire_relay_t w;
+    put_head(&w.h, type);
+    w.id = htole32(p->id);
+    w.seq = htole32(++p->seq_out);
+    w.t_ns = (int64_t)htole64((uint64_t)t);
+    struct iovec iov[2] = {{&w, sizeof w}, {(void *)f->data, f->len}};
+    struct msghdr m = {.msg_name = &pe->addr, .msg_namelen = sizeof pe->addr, .msg_iov = iov, .msg_iovlen = 2};
+    if (sendmsg(udp_fd, &m, MSG_DONTWAIT) < 0) pe->send_errors++;
+    else pe->frames_out++;
+}
+
 /* A frame from another host got its delivery time: late if it came after it. */
 static void note_arrival(const frame_t *f, int64_t deliver) {
     if (f->remote < 0 || deliver < 0) return;
@@ -622,6 +681,16 @@ static int lookup(const unsigned char *mac) {
     return -1;
 }
 
+/* Deliver a frame on port `out` at `t`: a proxy's goes back to its device's host now. */
+static void deliver_at(frame_t *f, int out, int64_t t) {
+    if (!ports[out].proxy) {
+        heap_push(t, f, out, EV_DELIVER);
+        return;
+    }
+    send_relay(&ports[out], MSG_DELIVER, f, t);
+    frame_free(f);
+}
+
 static void to_downlink(frame_t *f, int out, int64_t t) {
     int64_t deliver = cross(&ports[out].down, f->first_ns, t, f->wire, f->segments);
     note_arrival(f, deliver);
@@ -629,12 +698,20 @@ static void to_downlink(frame_t *f, int out, int64_t t) {
         frame_free(f);
         return;
     }
-    heap_push(deliver, f, out, EV_DELIVER);
+    deliver_at(f, out, deliver);
 }
 
 static void at_switch(frame_t *f, int64_t t) {
     learn(f->data + VNET_HDR + 6, f->in_port);
     int out = lookup(f->data + VNET_HDR);
+    if (lookahead_ns && !f->switched_later && (out >= 0 ? on_split(&ports[out].down) : any_split_down)) {
+        /* Its downlink is a split channel's: take its turn once frames of other hosts that
+         * reached the switch before it are here too. */
+        f->switched_later = 1;
+        if (now_ns() > t + lookahead_ns) split_late++;
+        heap_push_at(t + lookahead_ns, t, f, -1, EV_SWITCH);
+        return;
+    }
     if (out >= 0) {
         if (out == f->in_port) frame_free(f);
         else to_downlink(f, out, t);
@@ -644,7 +721,7 @@ static void at_switch(frame_t *f, int64_t t) {
     int64_t sent_on[MAX_CHANNELS + 1]; /* a shared downstream carries a flooded frame once */
     for (int c = 0; c <= MAX_CHANNELS; c++) sent_on[c] = -2;
     for (int p = 0; p < nports; p++) { /* flood */
-        if (p == f->in_port) continue;
+        if (p == f->in_port || ports[p].relay) continue; /* a relayed device's owner floods to it */
         int c = ports[p].down.channel;
         if (c && sent_on[c] == -1) continue; /* lost or dropped there: for every port on it */
         frame_t *copy = f;
@@ -654,13 +731,13 @@ static void at_switch(frame_t *f, int64_t t) {
         }
         first = 0;
         if (c && sent_on[c] >= 0) {
-            heap_push(sent_on[c], copy, p, EV_DELIVER);
+            deliver_at(copy, p, sent_on[c]);
             continue;
         }
         int64_t deliver = cross(&ports[p].down, f->first_ns, t, f->wire, f->segments);
         if (c) sent_on[c] = deliver < 0 ? -1 : deliver;
         if (deliver < 0) frame_free(copy);
-        else heap_push(deliver, copy, p, EV_DELIVER);
+        else deliver_at(copy, p, deliver);
     }
     if (first) frame_free(f);
 }
@@ -684,13 +761,38 @@ static void to_switch(frame_t *f, int port, int64_t t) {
     heap_push(t, f, port, EV_SWITCH);
 }
 
+/* A frame of port i through its uplink, sent by its device at `t`, on to the switch. */
+static void uplink(frame_t *f, int i, int64_t t) {
+    int64_t at = cross(&ports[i].up, t, t, f->wire, f->segments);
+    if (at < 0) frame_free(f);
+    else to_switch(f, i, at);
+}
+
+/* A frame port i's device sent at `t` (read from its TAP, or relayed from its host). */
+static void ingress(frame_t *f, int i, int64_t t) {
+    direction_t *up = &ports[i].up;
+    int64_t later = on_split(up) ? lookahead_ns : 0;
+    if (capped(up)) { /* its own pacing now, its turn on the channel at the time it is ready */
+        int64_t ready = pace(up, t, f->wire, f->segments);
+        if (ready < 0) frame_free(f);
+        else heap_push_at(ready + later, ready, f, i, EV_CHANNEL);
+        return;
+    }
+    if (later) heap_push_at(t + later, t, f, i, EV_INGRESS);
+    else uplink(f, i, t);
+}
+
 static void run_event(event_t ev) {
     if (ev.kind == EV_SWITCH) {
-        at_switch(ev.frame, ev.t_ns);
+        at_switch(ev.frame, ev.at_ns);
         return;
     }
     if (ev.kind == EV_CHANNEL) {
-        to_switch(ev.frame, ev.port, on_channel(&ports[ev.port].up, ev.t_ns, ev.frame->wire, ev.frame->segments));
+        to_switch(ev.frame, ev.port, on_channel(&ports[ev.port].up, ev.at_ns, ev.frame->wire, ev.frame->segments));
+        return;
+    }
+    if (ev.kind == EV_INGRESS) {
+        uplink(ev.frame, ev.port, ev.at_ns);
         return;
     }
     frame_t *f = ev.frame;
@@ -720,22 +822,60 @@ static void read_port(int i) {
         }
         f->in_port = i;
         f->remote = -1;
+        f->switched_later = 0;
         f->len = (uint32_t)n;
         f->wire = wire_bytes(f->data, f->len, &f->segments);
         f->arrived_ns = now_ns();
-        if (capped(&p->up)) {
-            int64_t ready = pace(&p->up, f->arrived_ns, f->wire, f->segments);
-            if (ready < 0) frame_free(f);
-            else heap_push(ready, f, i, EV_CHANNEL);
-            continue;
-        }
-        int64_t t = cross(&p->up, f->arrived_ns, f->arrived_ns, f->wire, f->segments);
-        if (t < 0) {
+        if (p->relay) { /* its links run on the medium's owner */
+            send_relay(p, MSG_RELAY, f, f->arrived_ns);
             frame_free(f);
             continue;
         }
-        to_switch(f, i, t);
+        ingress(f, i, f->arrived_ns);
     }
+}
+
+/* The port a peer's relayed frame is for: a proxy of its device (MSG_RELAY, on the medium's
+ * owner) or the relayed device itself (MSG_DELIVER); -1 if none. */
+static int relay_port(int peer, uint32_t id, int proxy) {
+    for (int i = 0; i < nports; i++)
+        if (ports[i].peer == peer && ports[i].id == id && (proxy ? ports[i].proxy : ports[i].relay)) return i;
+    return -1;
+}
+
+/* A split medium's frame from another host: on the owner, through its device's links as
+ * if read at the stamped time; on the device's host, delivered at the stamped time. */
+static void from_relay(frame_t *f, int peer, const wire_relay_t *w, int type, uint32_t len, int64_t now) {
+    int i = len < VNET_HDR + 14 ? -1 : relay_port(peer, le32toh(w->id), type == MSG_RELAY);
+    if (i < 0) {
+        foreign_datagrams++;
+        frame_free(f);
+        return;
+    }
+    port_t *p = &ports[i];
+    uint32_t seq = le32toh(w->seq);
+    if (seq >= p->next_seq) {
+        p->relayed_lost += seq - p->next_seq;
+        p->next_seq = seq + 1;
+    } else if (p->relayed_lost) {
+        p->relayed_lost--; /* counted lost when its gap was seen */
+    }
+    p->relayed_in++;
+    peers[peer].frames_in++;
+    int64_t t = (int64_t)le64toh((uint64_t)w->t_ns) - peers[peer].offset_ns;
+    int64_t due = type == MSG_RELAY ? t + lookahead_ns : t;
+    if (due < now) { /* after its turn: handled (or delivered) at once, counted late */
+        p->relayed_late++;
+        if (now - due > p->relayed_late_max_ns) p->relayed_late_max_ns = now - due;
+    }
+    f->in_port = i;
+    f->remote = -1;
+    f->switched_later = 0;
+    f->len = len;
+    f->wire = wire_bytes(f->data, len, &f->segments);
+    f->arrived_ns = t;
+    if (type == MSG_DELIVER) heap_push(t, f, i, EV_DELIVER); /* a time passed runs at once */
+    else ingress(f, i, t);
 }
 
 static int peer_of(const struct sockaddr_in *from) {
@@ -768,6 +908,7 @@ static void from_peer(frame_t *f, int peer, const wire_frame_t *w, uint32_t len,
     pe->frames_in++;
     f->in_port = -1;
     f->remote = r;
+    f->switched_later = 0;
     f->len = len;
     f->wire = wire_bytes(f->data, len, &f->segments);
     f->arrived_ns = now;
@@ -799,6 +940,12 @@ static void read_udp(void) {
         }
         if (w.h.type == MSG_FRAME && n >= (ssize_t)sizeof w) {
             from_peer(f, peer, &w, (uint32_t)(n - sizeof w), now);
+            continue;
+        }
+        if ((w.h.type == MSG_RELAY || w.h.type == MSG_DELIVER) && n >= (ssize_t)sizeof(wire_relay_t)) {
+            wire_relay_t r; /* as long as wire_frame_t: read into the same buffer */
+            memcpy(&r, &w, sizeof r);
+            from_relay(f, peer, &r, w.h.type, (uint32_t)(n - sizeof r), now);
             continue;
         }
         if ((w.h.type == MSG_PROBE || w.h.type == MSG_REPLY) && n == (ssize_t)sizeof(wire_probe_t)) {
@@ -855,11 +1002,17 @@ static void write_stats(void) {
         write_direction(out, "up", &ports[i].up);
         fprintf(out, ", ");
         write_direction(out, "down", &ports[i].down);
-        fprintf(out, ", \"write_errors\": %" PRIu64 ", \"remote_out\": %" PRIu64 "}", ports[i].write_errors,
+        fprintf(out, ", \"write_errors\": %" PRIu64 ", \"remote_out\": %" PRIu64, ports[i].write_errors,
                 remote_out[i]);
+        if (ports[i].proxy || ports[i].relay)
+            fprintf(out, ", \"%s\": {\"peer\": \"%s\", \"id\": %u, \"frames_in\": %" PRIu64 ", \"late\": %" PRIu64
+                    ", \"late_max_ns\": %" PRId64 ", \"lost\": %" PRIu64 ", \"frames_out\": %u}",
+                    ports[i].proxy ? "proxy" : "relay", ports[i].peer_name, ports[i].id, ports[i].relayed_in,
+                    ports[i].relayed_late, ports[i].relayed_late_max_ns, ports[i].relayed_lost, ports[i].seq_out);
+        fprintf(out, "}");
     }
-    fprintf(out, "],\n \"udp_port\": %d, \"foreign_datagrams\": %" PRIu64 ",\n \"peers\": [", udp_port,
-            foreign_datagrams);
+    fprintf(out, "],\n \"udp_port\": %d, \"foreign_datagrams\": %" PRIu64 ", \"lookahead_ns\": %" PRId64
+            ", \"split_late\": %" PRIu64 ",\n \"peers\": [", udp_port, foreign_datagrams, lookahead_ns, split_late);
     for (int i = 0; i < npeers; i++) {
         const peer_t *pe = &peers[i];
         int n = pe->replies < PROBE_WINDOW ? (int)pe->replies : PROBE_WINDOW;
@@ -949,6 +1102,8 @@ static void parse_port(char *spec) {
         fields[n++] = tok;
     if (n != 4 && n != 5) usage("--port wants NETNS,IFNAME,UP,DOWN[,MAC]");
     port_t *p = &ports[nports++];
+    p->peer = -1;
+    p->next_seq = 1;
     snprintf(p->netns, sizeof p->netns, "%s", fields[0]);
     if (strlen(fields[1]) >= IFNAMSIZ || !fields[1][0]) usage("interface name too long or empty");
     snprintf(p->name, sizeof p->name, "%s", fields[1]);
@@ -959,6 +1114,76 @@ static void parse_port(char *spec) {
         if (!parse_mac(fields[4], mac)) usage("bad MAC in --port (want aa:bb:cc:dd:ee:ff)");
         learn(mac, nports - 1);
     }
+}
+
+/* --proxy ADDR:PORT,ID,UP,DOWN,MAC: a device of a split shared medium behind another host's
+ * forwarder, whose links this one runs (its peer is found once every --peer is read). */
+static void parse_proxy(const char *spec) {
+    if (nports == MAX_PORTS) usage("too many ports");
+    char copy[1024], *fields[5], *save = NULL;
+    snprintf(copy, sizeof copy, "%s", spec);
+    int n = 0;
+    for (char *tok = strtok_r(copy, ",", &save); tok && n < 5; tok = strtok_r(NULL, ",", &save)) fields[n++] = tok;
+    unsigned char mac[6];
+    char *end;
+    unsigned long id = n == 5 ? strtoul(fields[1], &end, 10) : 0;
+    if (n != 5 || *end || !parse_mac(fields[4], mac)) usage("--proxy wants ADDR:PORT,ID,UP,DOWN,MAC");
+    port_t *p = &ports[nports++];
+    p->fd = -1;
+    p->proxy = 1;
+    p->peer = -1;
+    p->id = (uint32_t)id;
+    p->next_seq = 1;
+    snprintf(p->peer_name, sizeof p->peer_name, "%s", fields[0]);
+    snprintf(p->name, sizeof p->name, "proxy%lu", id);
+    snprintf(p->netns, sizeof p->netns, "%s", fields[0]);
+    parse_direction(fields[2], &p->up, spec);
+    parse_direction(fields[3], &p->down, spec);
+    learn(mac, nports - 1);
+}
+
+/* --relay N,ID,ADDR:PORT: port N's device is on a split shared medium whose links the forwarder
+ * at ADDR:PORT runs, where it is ID. */
+static struct { int port; uint32_t id; char peer[64]; } relays[MAX_PORTS];
+static int nrelays;
+
+static void parse_relay(const char *spec) {
+    char *end;
+    long port = strtol(spec, &end, 10);
+    unsigned long id = *end == ',' ? strtoul(end + 1, &end, 10) : 0;
+    if (port < 0 || *end != ',' || !end[1] || nrelays == MAX_PORTS) usage("--relay wants N,ID,ADDR:PORT");
+    relays[nrelays].port = (int)port;
+    relays[nrelays].id = (uint32_t)id;
+    snprintf(relays[nrelays++].peer, sizeof relays[0].peer, "%s", end + 1);
+}
+
+static int peer_named(const char *name) {
+    for (int i = 0; i < npeers; i++)
+        if (!strcmp(peers[i].name, name)) return i;
+    return -1;
+}
+
+/* Once every argument is read: the proxies' and relays' peers, and the split channels. */
+static void resolve_split(void) {
+    for (int i = 0; i < nports; i++) {
+        port_t *p = &ports[i];
+        if (!p->proxy) continue;
+        if ((p->peer = peer_named(p->peer_name)) < 0) usage("--proxy names no --peer");
+        split_channel[p->up.channel] = split_channel[p->down.channel] = 1;
+        if (p->down.channel) any_split_down = 1;
+    }
+    split_channel[0] = 0;
+    for (int k = 0; k < nrelays; k++) {
+        int i = relays[k].port;
+        if (i >= nports || ports[i].proxy) usage("--relay names no --port");
+        if ((ports[i].peer = peer_named(relays[k].peer)) < 0) usage("--relay names no --peer");
+        ports[i].relay = 1;
+        ports[i].id = relays[k].id;
+        snprintf(ports[i].peer_name, sizeof ports[i].peer_name, "%s", relays[k].peer);
+    }
+    int split = 0;
+    for (int c = 1; c <= MAX_CHANNELS; c++) split |= split_channel[c];
+    if (split && lookahead_ns <= 0) usage("--proxy needs --lookahead NS");
 }
 
 /* --peer ADDR:PORT,MAC,MAC,...: another host's forwarder and the devices behind it. */
@@ -1053,6 +1278,9 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--peer") && i + 1 < argc) parse_peer(argv[++i]);
         else if (!strcmp(argv[i], "--key") && i + 1 < argc) wire_key = strtoull(argv[++i], NULL, 16);
         else if (!strcmp(argv[i], "--no-tso")) no_tso = 1;
+        else if (!strcmp(argv[i], "--proxy") && i + 1 < argc) parse_proxy(argv[++i]);
+        else if (!strcmp(argv[i], "--relay") && i + 1 < argc) parse_relay(argv[++i]);
+        else if (!strcmp(argv[i], "--lookahead") && i + 1 < argc) lookahead_ns = strtoll(argv[++i], NULL, 10);
         else {
             fprintf(stderr, "shoal-linkemu: unknown argument %s\n", argv[i]);
             return 2;
@@ -1060,9 +1288,11 @@ int main(int argc, char **argv) {
     }
     if (nports < 1) usage("give at least one --port NETNS,IFNAME,UP,DOWN[,MAC]");
     if (npeers && udp_port <= 0) usage("--peer needs --udp PORT");
+    resolve_split();
     int own = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
     if (own < 0) die("open own network namespace");
-    for (int i = 0; i < nports; i++) open_tap(&ports[i]);
+    for (int i = 0; i < nports; i++)
+        if (!ports[i].proxy) open_tap(&ports[i]);
     if (setns(own, CLONE_NEWNET) != 0) die("return to own network namespace");
     if (udp_port > 0) open_udp(udp_port);
     if (switch_ns) enter_netns(switch_ns);
@@ -1087,6 +1317,7 @@ int main(int argc, char **argv) {
     int ep = epoll_create1(EPOLL_CLOEXEC);
     if (ep < 0) die("epoll_create1");
     for (int i = 0; i < nports; i++) {
+        if (ports[i].proxy) continue;
         struct epoll_event ev = {.events = EPOLLIN, .data.u32 = (uint32_t)i};
         if (epoll_ctl(ep, EPOLL_CTL_ADD, ports[i].fd, &ev) < 0) die("epoll_ctl");
     }
