@@ -1,10 +1,12 @@
 """One emulated cluster spread over two hosts of an ssh inventory (``sshd_hosts``: namespaces
 with a real sshd each): ``cluster up --hosts FILE`` starts one agent per host over ssh, each
-builds its share, and ``cluster down`` leaves nothing of either.
+builds its share, an MPI job started over ssh in the cluster's head runs a rank on each
+host's device, and ``cluster down`` leaves nothing of either.
 """
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import subprocess
@@ -32,7 +34,8 @@ def _shoal(hosts, *args: str) -> subprocess.CompletedProcess:
                           env={**os.environ, **hosts.environment()}, timeout=300)
 
 
-def test_up_over_an_ssh_inventory_builds_a_share_on_each_host_and_down_removes_both(hosts):
+def test_up_over_an_ssh_inventory_builds_a_share_on_each_host_runs_ranks_on_both_and_down_removes_both(
+        hosts, tmp_path):
     name = "s" + str(os.getpid() % 100000)
     done = _shoal(hosts, "up", "--emulate", "2xminnowboard", "--hosts", str(hosts.inventory()),
                   "--name", name, "--host-speed", "1", "--no-calibrate", "--json",
@@ -49,6 +52,13 @@ def test_up_over_an_ssh_inventory_builds_a_share_on_each_host_and_down_removes_b
         agent = record["shares"][host]["agent"]["pid"]
         assert agent in namespace_pids(hosts.netns(host)), host
         assert all(Path("/run/netns", ns).exists() for ns in share["netns"])
+    # Ranks on both hosts: mpiexec in the head on h1 over ssh, a rank in each device.
+    ran = subprocess.run([sys.executable, "-m", "shoal", "work", "raytrace", "--attach", name, "--check",
+                          "--nodes", "2", "--size", "64", "--reps", "1", "--mpi", "mpich", "--out",
+                          str(tmp_path / "run")], capture_output=True, text=True,
+                         env={**os.environ, **hosts.environment()}, timeout=600)
+    rows = list(csv.DictReader((tmp_path / "run" / "results.csv").open())) if ran.returncode == 0 else []
+    assert [(r["nodes"], r["check"]) for r in rows] == [("2", "pass")], ran.stderr[-2000:]
     done = _shoal(hosts, "down", name)
     assert done.returncode == 0, done.stderr
     for share in shares.values():

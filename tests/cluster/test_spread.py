@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
+from pathlib import Path
 
 import pytest
 
-from shoal.cluster import inventory, spread
+from shoal.cluster import headexec, inventory, spread
 from shoal.errors import ShoalError
 
 
@@ -42,9 +44,52 @@ def test_the_head_leaves_the_steps_slurm_variables_but_not_slurm_conf():
     assert "PATH" in names
 
 
+def test_over_ssh_mpiexec_goes_to_the_head_quoted_with_the_launchs_environment(tmp_path):
+    prefix = spread.SpreadCluster(_record("ssh"), inventory.from_emulate("2xminnowboard")).head_prefix()
+    assert prefix[1:6] == ["-m", "shoal.cluster.headexec", "10.0.0.1", "p-1", "--"]
+    # What the head's host gets: a fake ssh (SHOAL_SSH) runs the line with a local shell.
+    fake = tmp_path / "ssh"
+    fake.write_text('#!/bin/sh\nshift 3\nexec sh -c "$1"\n')  # -o BatchMode=yes ADDRESS LINE
+    fake.chmod(0o755)
+    env = {"PATH": os.environ["PATH"], "SHOAL_SSH": str(fake), "MPIR_CVAR_X": "a b", "UNRELATED": "1",
+           "HYDRA_IFACE": "enp1s0"}
+    argv = headexec.command("10.0.0.1", [], ["sh", "-c", 'printf "%s|" "$@"; env', "sh", "a  b", "$(x)", ";"], env)
+    assert argv[:4] == [str(fake), "-o", "BatchMode=yes", "10.0.0.1"]
+    # Its stdin held open all along, as headexec holds it (its end stops the command).
+    # The remote side starts from an environment of its own: only what the line carries.
+    remote_env = {"PATH": "/usr/bin:/bin"}
+    ran = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, env=remote_env, stdin=subprocess.PIPE)
+    out = ran.stdout.read()
+    assert ran.wait(timeout=60) == 0
+    ran.stdin.close()
+    assert out.startswith("a  b|$(x)|;|"), out
+    names = dict(line.split("=", 1) for line in out.split("|")[-1].splitlines() if "=" in line)
+    assert names["MPIR_CVAR_X"] == "a b" and names["SHOAL_SSH"] == str(fake)
+    assert "UNRELATED" not in names and "HYDRA_IFACE" not in names  # the head's is its eth0
+
+
+def test_over_ssh_a_job_stopped_here_stops_on_the_head_too(tmp_path):
+    fake = tmp_path / "ssh"
+    fake.write_text('#!/bin/sh\nshift 3\nexec sh -c "$1"\n')
+    fake.chmod(0o755)
+    marker = tmp_path / "pid"
+    env = {"PATH": os.environ["PATH"], "SHOAL_SSH": str(fake)}
+    ssh = subprocess.Popen(headexec.command("h", [], ["sh", "-c", f"echo $$ > {marker}; exec sleep 300"], env),
+                           stdin=subprocess.PIPE, env=env)
+    deadline = time.monotonic() + 60
+    while not (marker.exists() and marker.read_text().strip()):
+        assert time.monotonic() < deadline and ssh.poll() is None
+        time.sleep(0.02)
+    remote = int(marker.read_text())
+    ssh.stdin.close()  # what headexec does when it is stopped, and what its death does
+    assert ssh.wait(timeout=60) != 0
+    deadline = time.monotonic() + 60
+    while os.path.exists(f"/proc/{remote}") and "zombie" not in Path(f"/proc/{remote}/status").read_text():
+        assert time.monotonic() < deadline, "the command on the head outlived the connection"
+        time.sleep(0.02)
+
+
 def test_what_cannot_run_across_hosts_yet_is_refused_in_one_line():
     devices = inventory.from_emulate("2xminnowboard")
-    with pytest.raises(ShoalError, match="ssh inventory: runs across them start under Slurm only"):
-        spread.SpreadCluster(_record("ssh"), devices).head_prefix()
     with pytest.raises(ShoalError, match="devices on one host only; attach to its share"):
         _ = spread.SpreadCluster(_record(launcher=None), devices).launcher

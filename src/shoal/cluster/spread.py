@@ -4,8 +4,8 @@
 ``mpiexec`` runs in the cluster's head, on the first host with devices, started there the
 way the engine reaches a host (an ``srun --overlap`` step on that node of the allocation);
 it starts its daemons in the devices through the launcher helper the agents wrote
-(``spreadexec``). Over an ssh inventory the mpiexec line would pass through a remote
-shell, so runs are refused there in one line.
+(``spreadexec``). Over an ssh inventory it is started over ssh (``headexec``: quoted, with
+the launch's environment, and stopped when this side stops).
 """
 
 from __future__ import annotations
@@ -46,9 +46,9 @@ class SpreadCluster:
     def head_prefix(self) -> list[str]:
         """argv prefix that runs a program (mpiexec) in the cluster's head, on its host."""
         engine = hostengine.from_record(self.record["hosts"])
-        if engine.kind != hostengine.SLURM:
-            raise ShoalError(f"cluster {self.id} is over the hosts of an ssh inventory: runs across them "
-                             "start under Slurm only so far; bring it up with --hosts slurm")
+        if engine.kind != hostengine.SLURM:  # over ssh, quoted, with the launch's environment
+            return [sys.executable, "-m", "shoal.cluster.headexec", engine.addresses[self.head_host],
+                    self.head_share["id"], "--", "/bin/sh", "-c", _NOT_A_STEP, "sh"]
         return [proc.tool("srun", "Slurm job steps", "slurm-client"), f"--jobid={engine.job_id}", "--overlap",
                 "--nodes=1", "--ntasks=1", f"--nodelist={self.head_host}", "--cpu-bind=none",
                 sys.executable, "-m", "shoal.cluster.nsexec", "--cluster", self.head_share["id"], "--run", "head",
