@@ -89,6 +89,16 @@ def test_over_ssh_a_job_stopped_here_stops_on_the_head_too(tmp_path):
         time.sleep(0.02)
 
 
+def test_an_ssh_inventorys_hosts_are_watched_during_a_run_and_slurms_are_left_to_slurm():
+    from shoal.cluster import liveness, session
+
+    devices = inventory.from_emulate("2xminnowboard")
+    watched = session.SpreadDevices(spread.SpreadCluster(_record("ssh"), devices)).liveness()
+    assert isinstance(watched, liveness.Watch) and watched.addresses == ["10.0.0.1", "10.0.0.2"]
+    left = session.SpreadDevices(spread.SpreadCluster(_record("slurm"), devices)).liveness()
+    assert isinstance(left, liveness.NoWatch)
+
+
 def test_what_cannot_run_across_hosts_yet_is_refused_in_one_line():
     devices = inventory.from_emulate("2xminnowboard")
     with pytest.raises(ShoalError, match="devices on one host only; attach to its share"):

@@ -17,7 +17,7 @@ from typing import Any
 
 from shoal import environment
 from shoal.cluster import inventory as _inventory
-from shoal.cluster import hostspeed, liveness, remote, rules
+from shoal.cluster import hostengine, hostspeed, liveness, remote, rules
 from shoal.cluster import emulated as _emulated
 from shoal.cluster.emulated import SUBNET, EmulatedCluster
 from shoal.cluster.spread import SpreadCluster
@@ -353,6 +353,13 @@ class SpreadDevices(Cluster):
                                          int(entries[n.name].get("cores", 1)), ranks_per_node) for n in nodes):
             return EMULATED_WAIT
         return None
+
+    def liveness(self):
+        # The hosts of an ssh inventory are asked as real hosts are; Slurm watches its own.
+        engine = hostengine.from_record(self.spread.record["hosts"])
+        if engine.kind == hostengine.SLURM:
+            return liveness.NoWatch()
+        return liveness.Watch([engine.addresses[h] for h in self.spread.record["shares"]])
 
     def node_power(self, spec: str) -> list[NodePower]:
         raise ShoalError(f"--power {spec}: the devices of a cluster over hosts count their CPU time on "
