@@ -214,6 +214,13 @@ def test_up_spreads_the_devices_over_both_hosts_and_down_leaves_nothing_even_of_
         assert abs(seen["monotonic_offset_s"]) <= seen["rtt_min_s"] / 2 + 1e-6
         assert abs(seen["clock_offset_s"]) <= seen["rtt_min_s"] / 2 + 1e-5
     assert set(record["time"]["clock_offset_s"]) == {"shoal-h1", "shoal-h2"}
+    # One start time: the last share's readiness on the first host's clock, and on each.
+    started, ready = record["time"]["started"], record["time"]["ready_s"]
+    offset = record["time"]["clock_offset_s"]["shoal-h2"]
+    assert started["first_host_s"] == max(ready["shoal-h1"], ready["shoal-h2"] - offset)
+    assert record["created"] <= started["first_host_s"] <= time.time()
+    assert started["by_host_s"] == {"shoal-h1": started["first_host_s"],
+                                    "shoal-h2": started["first_host_s"] + offset}
     assert all("chrony" in h["chrony"] for h in record["time"]["hosts"].values())
     status = allocation.shoal("cluster", "status", "--json")
     assert {r["id"] for r in json.loads(status.stdout)} >= {name, *(s["id"] for s in shares.values())}

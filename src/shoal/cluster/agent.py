@@ -150,7 +150,8 @@ def up(host: str, plan: dict) -> int:
             say(host, error=str(exc))
             return 1
         record = state.read(cluster.id) or cluster.record
-        say(host, ready=True, id=cluster.id, dilation=cluster.dilation, nodes=record.get("nodes", {}),
+        say(host, ready=True, id=cluster.id, clock_s=time.time(), dilation=cluster.dilation,
+            nodes=record.get("nodes", {}),
             emulation=record.get("emulation", {}), underlay=underlay, launcher=launcher,
             agent={"pid": os.getpid(), "start": sysns.process_start_time(os.getpid())})
         while True:  # a stopping signal raises (proc.install_signal_handlers)

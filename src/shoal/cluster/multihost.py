@@ -267,6 +267,8 @@ def _start_agents(engine: hostengine.Engine, record: dict, plan: dict) -> None:
         record["emulation"].setdefault("hosts", {})[host] = report.get("emulation", {})
         if report.get("underlay"):
             record["time"].setdefault("underlay", {})[host] = report["underlay"]
+        if "clock_s" in report:  # when the share was ready, on its host's real-time clock
+            record["time"].setdefault("ready_s", {})[host] = report["clock_s"]
         for fact in ("link_emulator", "cpu_limit"):  # alike on every host; said once
             if fact in report.get("emulation", {}):
                 record["emulation"].setdefault(fact, report["emulation"][fact])
@@ -296,6 +298,14 @@ def _check_underlay(record: dict, placed: dict[str, list[Node]], d: float) -> No
     record["time"]["clock_offset_s"] = {first: 0.0, **{h: v["clock_offset_s"]
                                                        for h, v in underlay.get(first, {}).items()}}
     record["time"]["underlay_one_way_s"] = max(delays.values(), default=0.0)
+    # One start time for the whole cluster: when its last share was ready, on the first host's
+    # clock (each host's ready time less its offset), and that instant on every host's clock;
+    # what puts the hosts' logs and samples on one time line.
+    offsets, ready = record["time"]["clock_offset_s"], record["time"].get("ready_s", {})
+    if ready and all(h in offsets for h in ready):
+        started = max(t - offsets[h] for h, t in ready.items())
+        record["time"]["started"] = {"first_host_s": started,
+                                     "by_host_s": {h: started + offsets[h] for h in offsets}}
     crosslinks.check(pairs, delays, d)
     crosslinks.check_split(record["links"].get("split", {}), delays, d)
 
