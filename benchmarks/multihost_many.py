@@ -1,0 +1,104 @@
+"""Many set-top boxes over 2 hosts under Slurm: IMB Bcast of 64 B and ray tracing 512^2 with
+`--check`, under both MPIs, complete (the target of one emulated cluster past one machine).
+
+A real Slurm whose two hosts are namespaces on this machine (tests/cluster/slurm_hosts.py),
+one CPU each. `cluster up --emulate Nxstb --hosts slurm` places the boxes over both hosts
+(the plant split: one channel, run by the host holding most of its boxes), calibrating each
+host's core; then for each MPI `shoal bench --attach` (IMB Bcast, 64 B, every box) and
+`shoal work raytrace --attach --check` (every box, one rank each) run from the controller,
+their results read from their results.csv. Frames relayed late or lost are counted
+(`cluster agent links`) over the whole round.
+Run as root: .venv/bin/python benchmarks/multihost_many.py [--devices 128] [--rounds 1]
+             [--mpi mpich --mpi openmpi] [--dilation D]
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from entry import run_main
+from multihost_common import shoal
+from multihost_pingpong import cpu_model, cross_host_frames
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tests.cluster.slurm_hosts import slurm_hosts  # noqa: E402
+
+from shoal.cluster import crosslinks  # noqa: E402
+
+
+def run(hosts, env: dict[str, str], argv: list[str], out: Path) -> tuple[list[dict], float, str]:
+    """A `shoal` command from the controller: its results' rows, its wall time, its last words."""
+    start = time.monotonic()
+    done = hosts.run([sys.executable, "-m", "shoal", *argv, "--out", str(out)], env=env, check=False, timeout=3600)
+    took = time.monotonic() - start
+    results = out / "results.csv"
+    rows = list(csv.DictReader(results.open())) if results.exists() else []
+    return rows, took, (done.stderr.strip().splitlines() or [""])[-1]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--devices", type=int, default=128)
+    parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--mpi", action="append", default=None)
+    parser.add_argument("--dilation", type=float, default=None)
+    args = parser.parse_args()
+    n, mpis = args.devices, args.mpi or ["mpich", "openmpi"]
+    failed = 0
+    with tempfile.TemporaryDirectory(prefix="shoal-many-") as tmp, slurm_hosts(2) as hosts:
+        os.chmod(tmp, 0o755)
+        env = hosts.allocate()
+        for k in range(args.rounds):
+            name = f"many{k}"
+            start = time.monotonic()
+            record = json.loads(shoal(hosts, ["up", "--emulate", f"{n}xstb", "--hosts", "slurm", "--name", name,
+                                              "--json", *(["--dilation", f"{args.dilation:g}"] if args.dilation else [])],
+                                      env))
+            up_s = time.monotonic() - start
+            try:
+                speeds = {h: s["host_speed"].get("speed") for h, s in record["shares"].items()}
+                split = record["links"]["split"].get("docsis-27m", {})
+                print(f"round {k + 1}: up in {up_s:.1f} s, D = {record['dilation']:g}; boxes per host "
+                      f"{ {h: len(s['devices']) for h, s in record['shares'].items()} }; host speeds {speeds}; "
+                      f"plant owned by {split.get('owner')}, {len(split.get('devices', []))} boxes relayed",
+                      flush=True)
+                before = cross_host_frames(hosts, name, record["links"], env)
+                for mpi in mpis:
+                    rows, took, last = run(hosts, env, ["bench", "--attach", name, "--mpi", mpi, "--nodes", str(n),
+                                                        "--tests", "imb.Bcast", "--sizes", "64", "--min-reps", "5",
+                                                        "--budget", "60"], Path(tmp) / f"{name}-{mpi}-bcast")
+                    ok = len(rows) == 1
+                    failed += not ok
+                    print(f"  {mpi} IMB Bcast 64 B on {n} boxes: "
+                          + (f"{float(rows[0]['time_median_s']) * 1e3:.1f} ms of device time (median of "
+                             f"{rows[0].get('reps', '?')} repetitions), {took:.0f} s wall" if ok
+                             else f"FAILED after {took:.0f} s: {last}"), flush=True)
+                    rows, took, last = run(hosts, env, ["work", "raytrace", "--attach", name, "--mpi", mpi,
+                                                        "--nodes", str(n), "--size", "512", "--check", "--reps", "1"],
+                                           Path(tmp) / f"{name}-{mpi}-raytrace")
+                    ok = len(rows) == 1 and rows[0]["check"] == "pass"
+                    failed += not ok
+                    print(f"  {mpi} raytrace 512 on {n} boxes, --check: "
+                          + (f"pass, {float(rows[0]['time_s']):.2f} s of device time, {took:.0f} s wall" if ok
+                             else f"FAILED after {took:.0f} s: {last}"), flush=True)
+                judged = crosslinks.judge(before, cross_host_frames(hosts, name, record["links"], env))
+                print(f"  {judged['frames']} frames between hosts, {judged['late']} late, {judged['lost']} lost"
+                      + (f": {judged['why']}" if judged["flagged"] else ""), flush=True)
+            finally:
+                start = time.monotonic()
+                shoal(hosts, ["down", name], env)
+                print(f"  down in {time.monotonic() - start:.1f} s", flush=True)
+    print(f"{n}xstb over 2 hosts (one CPU each), {args.rounds} round(s); load average {os.getloadavg()[0]:.1f}; "
+          f"{cpu_model()}, {os.cpu_count()} CPUs; {failed} run(s) failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    run_main(main)
