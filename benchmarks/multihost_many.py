@@ -9,7 +9,8 @@ host's core; then for each MPI `shoal bench --attach` (IMB Bcast, 64 B, every bo
 their results read from their results.csv. Frames relayed late or lost are counted
 (`cluster agent links`) over the whole round.
 Run as root: .venv/bin/python benchmarks/multihost_many.py [--devices 128] [--rounds 1]
-             [--mpi mpich --mpi openmpi] [--dilation D]
+             [--mpi mpich --mpi openmpi] [--runs bcast,raytrace] [--dilation D]
+(`--runs ""`: only `cluster up` and `down`, timed.)
 """
 
 from __future__ import annotations
@@ -43,14 +44,37 @@ def run(hosts, env: dict[str, str], argv: list[str], out: Path) -> tuple[list[di
     return rows, took, (done.stderr.strip().splitlines() or [""])[-1]
 
 
+def bcast(hosts, env: dict[str, str], name: str, mpi: str, n: int, tmp: Path) -> bool:
+    rows, took, last = run(hosts, env, ["bench", "--attach", name, "--mpi", mpi, "--nodes", str(n),
+                                        "--tests", "imb.Bcast", "--sizes", "64", "--min-reps", "5", "--budget", "60"],
+                           tmp / f"{name}-{mpi}-bcast")
+    ok = len(rows) == 1
+    print(f"  {mpi} IMB Bcast 64 B on {n} boxes: "
+          + (f"{float(rows[0]['time_median_s']) * 1e3:.1f} ms of device time (median of {rows[0]['reps']} "
+             f"repetitions), {took:.0f} s wall" if ok else f"FAILED after {took:.0f} s: {last}"), flush=True)
+    return ok
+
+
+def raytrace(hosts, env: dict[str, str], name: str, mpi: str, n: int, tmp: Path) -> bool:
+    rows, took, last = run(hosts, env, ["work", "raytrace", "--attach", name, "--mpi", mpi, "--nodes", str(n),
+                                        "--size", "512", "--check", "--reps", "1"], tmp / f"{name}-{mpi}-raytrace")
+    ok = len(rows) == 1 and rows[0]["check"] == "pass"
+    print(f"  {mpi} raytrace 512 on {n} boxes, --check: "
+          + (f"pass, {float(rows[0]['time_s']):.2f} s of device time, {took:.0f} s wall" if ok
+             else f"FAILED after {took:.0f} s: {last}"), flush=True)
+    return ok
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--devices", type=int, default=128)
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--mpi", action="append", default=None)
     parser.add_argument("--dilation", type=float, default=None)
+    parser.add_argument("--runs", default="bcast,raytrace", help="which runs, of bcast and raytrace")
     args = parser.parse_args()
     n, mpis = args.devices, args.mpi or ["mpich", "openmpi"]
+    runs = {r for r in args.runs.split(",") if r}
     failed = 0
     with tempfile.TemporaryDirectory(prefix="shoal-many-") as tmp, slurm_hosts(2) as hosts:
         os.chmod(tmp, 0o755)
@@ -63,7 +87,7 @@ def main() -> int:
                                       env))
             up_s = time.monotonic() - start
             try:
-                speeds = {h: s["host_speed"].get("speed") for h, s in record["shares"].items()}
+                speeds = {h: round(s["host_speed"]["value"], 3) for h, s in record["shares"].items()}
                 split = record["links"]["split"].get("docsis-27m", {})
                 print(f"round {k + 1}: up in {up_s:.1f} s, D = {record['dilation']:g}; boxes per host "
                       f"{ {h: len(s['devices']) for h, s in record['shares'].items()} }; host speeds {speeds}; "
@@ -71,23 +95,10 @@ def main() -> int:
                       flush=True)
                 before = cross_host_frames(hosts, name, record["links"], env)
                 for mpi in mpis:
-                    rows, took, last = run(hosts, env, ["bench", "--attach", name, "--mpi", mpi, "--nodes", str(n),
-                                                        "--tests", "imb.Bcast", "--sizes", "64", "--min-reps", "5",
-                                                        "--budget", "60"], Path(tmp) / f"{name}-{mpi}-bcast")
-                    ok = len(rows) == 1
-                    failed += not ok
-                    print(f"  {mpi} IMB Bcast 64 B on {n} boxes: "
-                          + (f"{float(rows[0]['time_median_s']) * 1e3:.1f} ms of device time (median of "
-                             f"{rows[0].get('reps', '?')} repetitions), {took:.0f} s wall" if ok
-                             else f"FAILED after {took:.0f} s: {last}"), flush=True)
-                    rows, took, last = run(hosts, env, ["work", "raytrace", "--attach", name, "--mpi", mpi,
-                                                        "--nodes", str(n), "--size", "512", "--check", "--reps", "1"],
-                                           Path(tmp) / f"{name}-{mpi}-raytrace")
-                    ok = len(rows) == 1 and rows[0]["check"] == "pass"
-                    failed += not ok
-                    print(f"  {mpi} raytrace 512 on {n} boxes, --check: "
-                          + (f"pass, {float(rows[0]['time_s']):.2f} s of device time, {took:.0f} s wall" if ok
-                             else f"FAILED after {took:.0f} s: {last}"), flush=True)
+                    if "bcast" in runs:
+                        failed += not bcast(hosts, env, name, mpi, n, Path(tmp))
+                    if "raytrace" in runs:
+                        failed += not raytrace(hosts, env, name, mpi, n, Path(tmp))
                 judged = crosslinks.judge(before, cross_host_frames(hosts, name, record["links"], env))
                 print(f"  {judged['frames']} frames between hosts, {judged['late']} late, {judged['lost']} lost"
                       + (f": {judged['why']}" if judged["flagged"] else ""), flush=True)

@@ -110,6 +110,15 @@ def test_a_medium_split_over_hosts_is_kept_on_the_host_with_most_of_its_devices(
     assert crosslinks.split_media(_placed({"h1": 4, "h2": 0}, extra={"h2": 2}), 1.0) == {}
 
 
+def test_a_split_medium_larger_than_one_forwarder_is_refused(monkeypatch):
+    from shoal.cluster import capacity
+
+    monkeypatch.setattr(capacity, "FORWARDER_PORTS", 5)
+    crosslinks.split_media(_placed({"h1": 2, "h2": 2}), 1.0)  # 4 devices and the head: 5 ports
+    with pytest.raises(ShoalError, match="docsis-27m has 5 devices: .* 5 ports"):
+        crosslinks.split_media(_placed({"h1": 3, "h2": 2}), 1.0)
+
+
 def test_the_owner_runs_the_links_of_the_other_hosts_devices_and_they_relay_to_it():
     placed = _placed({"h1": 2, "h2": 1, "h3": 0}, extra={"h3": 1})
     shares = {h: [n.name for n in nodes] for h, nodes in placed.items()}

@@ -22,7 +22,7 @@ DEVICE_MEMORY_B = 64 * 2**20
 DEVICE_TASKS = 16
 DEVICE_FDS = 8
 # Ports of the link forwarder (MAX_PORTS in shoal-linkemu), the head's among them.
-FORWARDER_PORTS = 256
+FORWARDER_PORTS = 2048
 # Memory left to everything else on the host.
 MEMORY_SHARE = 0.8
 

@@ -31,7 +31,7 @@ import secrets
 import socket
 from dataclasses import dataclass, field
 
-from shoal.cluster import linkemu
+from shoal.cluster import capacity, linkemu
 from shoal.errors import ShoalError
 from shoal.profiles import LinkType
 
@@ -104,6 +104,11 @@ def split_media(placed: dict[str, list], d: float) -> dict[str, dict]:
     for name, by_host in media.items():
         if len(by_host) < 2:
             continue
+        count = sum(len(nodes) for nodes in by_host.values())
+        if count > capacity.FORWARDER_PORTS - 1:
+            raise ShoalError(f"the shared medium {name} has {count} devices: it is run whole by one host's "
+                             f"link forwarder, which has {capacity.FORWARDER_PORTS} ports (the head's among "
+                             "them); split it into smaller media (a link type of its own for each part)")
         owner = max(by_host, key=lambda h: len(by_host[h]))  # the first of equals
         split[name] = {"owner": owner, "lookahead_ns": round(lookahead_s(by_host[owner][0].link, d) * 1e9),
                        "hosts": list(by_host),

@@ -109,14 +109,14 @@
 
 #define VNET_HDR 10        /* struct virtio_net_hdr in front of every frame */
 #define FRAME_MAX (VNET_HDR + 65536 + 64) /* TCP segmentation offload: up to 64 KiB frames */
-#define MAX_PORTS 256
-#define MAC_TABLE 1024
+#define MAX_PORTS 2048      /* a host's devices, and a split plant's whole (its proxies) */
+#define MAC_TABLE 8192      /* open addressing: at most half full */
 #define LINE_OVERHEAD 24   /* FCS 4 + preamble/SFD 8 + inter-frame gap 12 */
 #define MIN_FRAME 60       /* minimum Ethernet frame without FCS */
 #define READ_BATCH 64
 #define MAX_CHANNELS 16
 #define MAX_PEERS 64
-#define REMOTE_TABLE 8192  /* devices behind other hosts' forwarders (open addressing) */
+#define REMOTE_TABLE 65536 /* devices behind other hosts' forwarders (open addressing, at most half full) */
 #define PROBE_WINDOW 32    /* the clock offset of the fastest of the last 32 probes */
 #define PROBE_FAST_NS 2000000    /* probes every 2 ms until the window is full ... */
 #define PROBE_SLOW_NS 100000000  /* ... then every 100 ms, to follow the clocks' drift */
@@ -191,7 +191,7 @@ static event_t *heap;
 static size_t heap_len, heap_cap;
 static uint64_t seq_counter;
 static frame_t *free_frames;
-static struct { unsigned char mac[6]; int port; } macs[MAC_TABLE];
+static struct { unsigned char mac[6]; int used, port; } macs[MAC_TABLE];
 static int nmacs;
 static volatile sig_atomic_t stop_flag, stats_flag;
 static const char *stats_path;
@@ -272,6 +272,8 @@ static int64_t next_probe_ns;
 static int64_t lookahead_ns;
 static int split_channel[MAX_CHANNELS + 1], any_split_down;
 static uint64_t split_late; /* frames that reached a split channel's switch after their turn */
+static int *id_ports;       /* a proxy's or relayed port's id -> the port (-1: none) */
+static uint32_t id_ports_len;
 _Static_assert(sizeof(wire_relay_t) == sizeof(wire_frame_t), "relayed frames share the frame header's buffer");
 
 static void die(const char *what) {
@@ -522,10 +524,14 @@ static int64_t real_ns(void) {
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-static unsigned mac_slot(const unsigned char *mac) {
+static unsigned mac_hash(const unsigned char *mac, unsigned size) {
     uint64_t v = 0;
     for (int i = 0; i < 6; i++) v = v << 8 | mac[i];
-    return (unsigned)((v * 0x9E3779B97F4A7C15ull) >> 51) % REMOTE_TABLE;
+    return (unsigned)((v * 0x9E3779B97F4A7C15ull) >> 40) % size;
+}
+
+static unsigned mac_slot(const unsigned char *mac) {
+    return mac_hash(mac, REMOTE_TABLE);
 }
 
 /* The entry of a device behind another host's forwarder, -1 if the MAC is none of theirs. */
@@ -661,24 +667,29 @@ static void probe_peers(int64_t now) {
 
 /* ---- switching ---------------------------------------------------------------------- */
 
+/* The MAC table's slot of `mac`: its entry, or the free slot where it would go. */
+static unsigned mac_entry(const unsigned char *mac) {
+    unsigned i = mac_hash(mac, MAC_TABLE);
+    while (macs[i].used && memcmp(macs[i].mac, mac, 6) != 0) i = (i + 1) % MAC_TABLE;
+    return i;
+}
+
 static void learn(const unsigned char *mac, int port) {
     if ((mac[0] & 1) || port < 0) return; /* never learn a group address, nor another host's */
-    for (int i = 0; i < nmacs; i++)
-        if (memcmp(macs[i].mac, mac, 6) == 0) {
-            macs[i].port = port;
-            return;
-        }
-    if (nmacs < MAC_TABLE) {
-        memcpy(macs[nmacs].mac, mac, 6);
-        macs[nmacs++].port = port;
+    unsigned i = mac_entry(mac);
+    if (!macs[i].used) {
+        if (nmacs >= MAC_TABLE / 2) return; /* full: flooded, as a switch whose table is */
+        macs[i].used = 1;
+        memcpy(macs[i].mac, mac, 6);
+        nmacs++;
     }
+    macs[i].port = port;
 }
 
 static int lookup(const unsigned char *mac) {
     if (mac[0] & 1) return -1;
-    for (int i = 0; i < nmacs; i++)
-        if (memcmp(macs[i].mac, mac, 6) == 0) return macs[i].port;
-    return -1;
+    unsigned i = mac_entry(mac);
+    return macs[i].used ? macs[i].port : -1;
 }
 
 /* Deliver a frame on port `out` at `t`: a proxy's goes back to its device's host now. */
@@ -835,12 +846,24 @@ static void read_port(int i) {
     }
 }
 
+/* A sequence number from another host: a gap is counted lost, and a number that comes late
+ * takes its gap back; 1 if it came out of order. */
+static int count_sequence(uint32_t seq, uint32_t *next, uint64_t *lost) {
+    if (seq >= *next) {
+        *lost += seq - *next;
+        *next = seq + 1;
+        return 0;
+    }
+    if (*lost) (*lost)--;
+    return 1;
+}
+
 /* The port a peer's relayed frame is for: a proxy of its device (MSG_RELAY, on the medium's
  * owner) or the relayed device itself (MSG_DELIVER); -1 if none. */
 static int relay_port(int peer, uint32_t id, int proxy) {
-    for (int i = 0; i < nports; i++)
-        if (ports[i].peer == peer && ports[i].id == id && (proxy ? ports[i].proxy : ports[i].relay)) return i;
-    return -1;
+    int i = id < id_ports_len ? id_ports[id] : -1;
+    if (i < 0 || ports[i].peer != peer || !(proxy ? ports[i].proxy : ports[i].relay)) return -1;
+    return i;
 }
 
 /* A split medium's frame from another host: on the owner, through its device's links as
@@ -853,13 +876,7 @@ static void from_relay(frame_t *f, int peer, const wire_relay_t *w, int type, ui
         return;
     }
     port_t *p = &ports[i];
-    uint32_t seq = le32toh(w->seq);
-    if (seq >= p->next_seq) {
-        p->relayed_lost += seq - p->next_seq;
-        p->next_seq = seq + 1;
-    } else if (p->relayed_lost) {
-        p->relayed_lost--; /* counted lost when its gap was seen */
-    }
+    count_sequence(le32toh(w->seq), &p->next_seq, &p->relayed_lost);
     p->relayed_in++;
     peers[peer].frames_in++;
     int64_t t = (int64_t)le64toh((uint64_t)w->t_ns) - peers[peer].offset_ns;
@@ -896,14 +913,7 @@ static void from_peer(frame_t *f, int peer, const wire_frame_t *w, uint32_t len,
         return;
     }
     remote_t *rd = &remotes[r];
-    uint32_t seq = le32toh(w->seq);
-    if (seq >= rd->next_seq) {
-        rd->lost += seq - rd->next_seq;
-        rd->next_seq = seq + 1;
-    } else {
-        rd->reordered++;
-        if (rd->lost) rd->lost--; /* counted lost when its gap was seen */
-    }
+    rd->reordered += count_sequence(le32toh(w->seq), &rd->next_seq, &rd->lost);
     rd->frames++;
     pe->frames_in++;
     f->in_port = -1;
@@ -1184,6 +1194,15 @@ static void resolve_split(void) {
     int split = 0;
     for (int c = 1; c <= MAX_CHANNELS; c++) split |= split_channel[c];
     if (split && lookahead_ns <= 0) usage("--proxy needs --lookahead NS");
+    for (int i = 0; i < nports; i++)
+        if ((ports[i].proxy || ports[i].relay) && ports[i].id >= id_ports_len) id_ports_len = ports[i].id + 1;
+    if (id_ports_len && !(id_ports = malloc(id_ports_len * sizeof *id_ports))) die("out of memory");
+    for (uint32_t k = 0; k < id_ports_len; k++) id_ports[k] = -1;
+    for (int i = 0; i < nports; i++) {
+        if (!ports[i].proxy && !ports[i].relay) continue;
+        if (id_ports[ports[i].id] >= 0) usage("--proxy and --relay name an id twice");
+        id_ports[ports[i].id] = i;
+    }
 }
 
 /* --peer ADDR:PORT,MAC,MAC,...: another host's forwarder and the devices behind it. */
@@ -1289,6 +1308,11 @@ int main(int argc, char **argv) {
     if (nports < 1) usage("give at least one --port NETNS,IFNAME,UP,DOWN[,MAC]");
     if (npeers && udp_port <= 0) usage("--peer needs --udp PORT");
     resolve_split();
+    struct rlimit files; /* a TAP descriptor per port: more than the usual soft limit of 1024 */
+    if (getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
+        files.rlim_cur = files.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &files);
+    }
     int own = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
     if (own < 0) die("open own network namespace");
     for (int i = 0; i < nports; i++)
