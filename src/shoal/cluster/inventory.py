@@ -30,7 +30,9 @@ from shoal.cluster import qos
 from shoal.errors import ShoalError
 
 MODES = ("emulated", "ssh", "slurm")
-MAX_EMULATED = 250
+# The most devices of one emulated cluster: what the link forwarders know of the devices behind
+# other hosts (REMOTE_TABLE in shoal-linkemu); one host holds far fewer (cluster.capacity).
+MAX_EMULATED = 32767
 
 
 @dataclass(frozen=True)
@@ -209,7 +211,7 @@ def from_emulate(spec: str, link: str | None = None, host_speed: float | None = 
             raise ShoalError(f"--emulate {spec}: a count must be at least 1")
         if count > MAX_EMULATED - len(nodes):
             raise ShoalError(f"--emulate {spec}: more than {MAX_EMULATED} devices; "
-                             f"at most {MAX_EMULATED} fit one emulated switch")
+                             f"at most {MAX_EMULATED} fit one emulated cluster")
         profile = known_profiles[name]
         if clock is not None:
             profile = clocks.at_clock(profile, clocks.parse(clock),
