@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -46,14 +47,18 @@ def test_the_head_leaves_the_steps_slurm_variables_but_not_slurm_conf():
 
 def test_over_ssh_mpiexec_goes_to_the_head_quoted_with_the_launchs_environment(tmp_path):
     prefix = spread.SpreadCluster(_record("ssh"), inventory.from_emulate("2xminnowboard")).head_prefix()
-    assert prefix[1:6] == ["-m", "shoal.cluster.headexec", "10.0.0.1", "p-1", "--"]
+    assert prefix[1:3] == ["-m", "shoal.cluster.headexec"] and prefix[7:10] == ["10.0.0.1", "p-1", "--"]
+    forward, local = prefix[4].split(","), prefix[6].split(",")
+    assert prefix[3] == "--forward" and {"SHOAL_", "MPIR_", "OMPI_", "OPAL_", "PRTE_"} <= set(forward)
+    assert prefix[5] == "--local" and local == ["HYDRA_IFACE"]  # the head's interface is its eth0
     # What the head's host gets: a fake ssh (SHOAL_SSH) runs the line with a local shell.
     fake = tmp_path / "ssh"
     fake.write_text('#!/bin/sh\nshift 3\nexec sh -c "$1"\n')  # -o BatchMode=yes ADDRESS LINE
     fake.chmod(0o755)
     env = {"PATH": os.environ["PATH"], "SHOAL_SSH": str(fake), "MPIR_CVAR_X": "a b", "UNRELATED": "1",
            "HYDRA_IFACE": "enp1s0"}
-    argv = headexec.command("10.0.0.1", [], ["sh", "-c", 'printf "%s|" "$@"; env', "sh", "a  b", "$(x)", ";"], env)
+    argv = headexec.command("10.0.0.1", [], ["sh", "-c", 'printf "%s|" "$@"; env', "sh", "a  b", "$(x)", ";"], env,
+                            tuple(forward), tuple(local))
     assert argv[:4] == [str(fake), "-o", "BatchMode=yes", "10.0.0.1"]
     # Its stdin held open all along, as headexec holds it (its end stops the command).
     # The remote side starts from an environment of its own: only what the line carries.
@@ -74,8 +79,8 @@ def test_over_ssh_a_job_stopped_here_stops_on_the_head_too(tmp_path):
     fake.chmod(0o755)
     marker = tmp_path / "pid"
     env = {"PATH": os.environ["PATH"], "SHOAL_SSH": str(fake)}
-    ssh = subprocess.Popen(headexec.command("h", [], ["sh", "-c", f"echo $$ > {marker}; exec sleep 300"], env),
-                           stdin=subprocess.PIPE, env=env)
+    ssh = subprocess.Popen(headexec.command("h", [], ["sh", "-c", f"echo $$ > {marker}; exec sleep 300"], env,
+                                            ("SHOAL_",)), stdin=subprocess.PIPE, env=env)
     deadline = time.monotonic() + 60
     while not (marker.exists() and marker.read_text().strip()):
         assert time.monotonic() < deadline and ssh.poll() is None
@@ -86,6 +91,33 @@ def test_over_ssh_a_job_stopped_here_stops_on_the_head_too(tmp_path):
     deadline = time.monotonic() + 60
     while os.path.exists(f"/proc/{remote}") and "zombie" not in Path(f"/proc/{remote}/status").read_text():
         assert time.monotonic() < deadline, "the command on the head outlived the connection"
+        time.sleep(0.02)
+
+
+def test_headexec_stopped_here_stops_the_command_on_the_head_and_passes_on_its_status(tmp_path):
+    fake = tmp_path / "ssh"
+    fake.write_text('#!/bin/sh\nshift 3\nexec sh -c "$1"\n')
+    fake.chmod(0o755)
+    marker = tmp_path / "pid"
+    env = {**os.environ, "SHOAL_SSH": str(fake)}
+    # headexec itself, the head's nsexec left out (the fake ssh runs the line here).
+    run = ("import sys, shoal.cluster.headexec as h; h.in_head = lambda share: []; "
+           "sys.exit(h.main(sys.argv[1:]))")
+    done = subprocess.run([sys.executable, "-c", run, "--forward", "SHOAL_", "h", "p-1", "--", "sh", "-c", "exit 7"],
+                          env=env, timeout=60)
+    assert done.returncode == 7
+    head = subprocess.Popen([sys.executable, "-c", run, "--forward", "SHOAL_", "h", "p-1", "--", "sh", "-c",
+                             f"echo $$ > {marker}; exec sleep 300"], env=env)
+    deadline = time.monotonic() + 60
+    while not (marker.exists() and marker.read_text().strip()):
+        assert time.monotonic() < deadline and head.poll() is None
+        time.sleep(0.02)
+    remote = int(marker.read_text())
+    head.terminate()
+    assert head.wait(timeout=60) != 0
+    deadline = time.monotonic() + 60
+    while os.path.exists(f"/proc/{remote}") and "zombie" not in Path(f"/proc/{remote}/status").read_text():
+        assert time.monotonic() < deadline, "the command on the head outlived headexec"
         time.sleep(0.02)
 
 

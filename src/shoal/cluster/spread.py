@@ -47,7 +47,11 @@ class SpreadCluster:
         """argv prefix that runs a program (mpiexec) in the cluster's head, on its host."""
         engine = hostengine.from_record(self.record["hosts"])
         if engine.kind != hostengine.SLURM:  # over ssh, quoted, with the launch's environment
-            return [sys.executable, "-m", "shoal.cluster.headexec", engine.addresses[self.head_host],
+            from shoal.mpi import kinds
+
+            return [sys.executable, "-m", "shoal.cluster.headexec",
+                    "--forward", ",".join(("SHOAL_", *kinds.launcher_prefixes())),
+                    "--local", ",".join(kinds.host_settings()), engine.addresses[self.head_host],
                     self.head_share["id"], "--", "/bin/sh", "-c", _NOT_A_STEP, "sh"]
         return [proc.tool("srun", "Slurm job steps", "slurm-client"), f"--jobid={engine.job_id}", "--overlap",
                 "--nodes=1", "--ntasks=1", f"--nodelist={self.head_host}", "--cpu-bind=none",

@@ -133,6 +133,11 @@ class Implementation:
     launcher_names: tuple[str, ...] = ()
     #: Environment variable prefixes that tune it: recorded with every benchmark run.
     setting_prefixes: tuple[str, ...] = ()
+    #: Prefixes of what its launcher reads from its environment (carried along where the
+    #: launcher is started over ssh), and the names among them that belong to this machine's
+    #: own network (an interface name), never carried to another.
+    launcher_prefixes: tuple[str, ...] = ()
+    host_settings: tuple[str, ...] = ()
     #: The MPI's own ways to wait less (label -> rank environment), for waitlab.
     wait_knobs: dict[str, dict[str, str]] = {}
     #: Files (globs) its ranks and daemons remove only when they end cleanly: removed

@@ -55,12 +55,27 @@ def choices_help() -> str:
     return ", ".join([f"{first} (default)", *rest]) + ", system or a path"
 
 
-def setting_prefixes() -> tuple[str, ...]:
-    """Environment prefixes that tune any known MPI (recorded with measurements)."""
+def _union(attribute: str) -> tuple[str, ...]:
+    """Every known MPI's ``attribute`` (a tuple), each entry once, in order."""
     seen: list[str] = []
     for impl in implementations():
-        seen += [p for p in impl.setting_prefixes if p not in seen]
+        seen += [p for p in getattr(impl, attribute) if p not in seen]
     return tuple(seen)
+
+
+def setting_prefixes() -> tuple[str, ...]:
+    """Environment prefixes that tune any known MPI (recorded with measurements)."""
+    return _union("setting_prefixes")
+
+
+def launcher_prefixes() -> tuple[str, ...]:
+    """Environment prefixes any known MPI's launcher reads."""
+    return _union("launcher_prefixes")
+
+
+def host_settings() -> tuple[str, ...]:
+    """Launcher settings of any known MPI that name this machine's own network."""
+    return _union("host_settings")
 
 
 def launcher_names() -> frozenset[str]:

@@ -47,6 +47,8 @@ class MPICH(Implementation):
     order = 10
     launcher_names = ("mpiexec.hydra",)
     setting_prefixes = ("MPIR_CVAR_", "MPICH_", "UCX_", "FI_")
+    launcher_prefixes = ("MPIR_", "MPICH_", "HYDRA_", "UCX_", "FI_")
+    host_settings = ("HYDRA_IFACE",)
     # Shared memory of each host's ranks (1-2 MB each, in RAM) and each proxy's topology
     # file (Hydra writes it to /tmp whatever TMPDIR says).
     leftovers = ("/dev/shm/mpich_shm_*", "/tmp/hydra_hwloc_xmlfile_*")

@@ -59,6 +59,7 @@ class OpenMPI(Implementation):
     order = 20
     launcher_names = ("prterun", "orterun")
     setting_prefixes = ("OMPI_MCA_", "PRTE_MCA_", "UCX_")
+    launcher_prefixes = ("OMPI_", "OPAL_", "PRTE_", "PMIX_", "UCX_")
     # The shared-memory transport's segments (one per rank); its session directory holds
     # the rest.
     leftovers = ("/dev/shm/sm_segment.*",)
