@@ -131,7 +131,10 @@ def test_standalone_sampler_jsonl_and_csv(kernel):
     lines = [json.loads(x) for x in out.splitlines()]
     assert lines[0]["type"] == "hello" and lines[-1]["type"] == "bye"
     readings = [x for x in lines if x["type"] == "r"]
-    assert 8 <= len(readings) <= 20
+    # At most one reading per period of 50 Hz over the time they span (and the last reading
+    # stop() takes): however late a loaded host ends the run, the sampler never bursts.
+    span = readings[-1]["t"] - readings[0]["t"]
+    assert 2 <= len(readings) <= span * 50 + 2, (len(readings), span)
     assert all(b["t"] > a["t"] for a, b in zip(readings, readings[1:]))
     proc = _sampler("--source", "model:1,2", "--rate", "50", "--duration", "0.3", "--format", "csv", env=env)
     out, _ = proc.communicate(timeout=20)
