@@ -139,6 +139,7 @@ def _precheck(args: argparse.Namespace) -> None:
 
         request = _request(args)
         if request.freqs:
+            freqs.validate(request)  # as the sweep itself would, naming --freqs
             for hz in request.freqs:
                 study_run.plan(freqs.sub_request(request, hz))
         else:

@@ -66,14 +66,18 @@ def register(subparsers) -> None:
     p.add_argument("--out", default=None, type=typed.out_dir, help="run directory (default runs/waitlab-...)")
     p.add_argument("--resume", default=None, type=typed.run_dir, metavar="RUN", help="continue an interrupted run")
     p.add_argument("--json", action="store_true", help="print the results rows as JSON")
-    p.set_defaults(func=run)
+    # The lab's own plan refuses bad input before the re-run in a user namespace (--emulate).
+    p.set_defaults(func=run, precheck=lambda args: lab.plan(_request(args)))
+
+
+def _request(args) -> lab.LabRequest:
+    return lab.LabRequest(modes=args.modes, experiments=args.experiments, mpis=tuple(args.mpi.split(",")),
+                          native=not args.no_native, quick=args.quick, power=args.power, out=args.out,
+                          resume=args.resume, emulate=args.emulate, cluster=args.cluster)
 
 
 def run(args) -> int:
-    request = lab.LabRequest(modes=args.modes, experiments=args.experiments, mpis=tuple(args.mpi.split(",")),
-                             native=not args.no_native, quick=args.quick, power=args.power, out=args.out,
-                             resume=args.resume, emulate=args.emulate, cluster=args.cluster)
-    planned = lab.plan(request)
+    planned = lab.plan(_request(args))
     from rich.progress import Progress
 
     with Progress(transient=True) as progress:
