@@ -1,7 +1,7 @@
 """CI runs as root; this runs the ordinary user's tests (tests/user) as uid 65534.
 
 Twice, as two tests that parallel runs of the suite start at once: without any cgroup, all
-of them; inside a cpu cgroup delegated to that user (its own v1 group owned by it, or a v2
+of them and the bad-input corpus (tests/badinput); inside a cpu cgroup delegated to that user (its own v1 group owned by it, or a v2
 group it may divide), those marked ``cgroup``, whose outcome turns on it (the others, a
 study among them, would repeat the first run's paths: the devices' limiter is what differs,
 and the marked tests check it). The user's environment is a venv made from the system
@@ -85,8 +85,11 @@ def _run_user_tests(venv: str, cache: Path, delegated: bool) -> None:
     os.chown(home, USER, USER)
     env = {"HOME": str(home), "PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8",
            "TMPDIR": str(home), "XDG_CACHE_HOME": str(cache)}
+    # Without a cgroup, the bad-input corpus too: a command that re-runs itself in a user
+    # namespace must refuse bad input before (the corpus calls shoal in its own process).
     inner = [f"{venv}/bin/python", "-m", "pytest", "-q", "-p", "no:cacheprovider",
-             "--basetemp", str(home / "pytest"), *(["-m", "cgroup"] if delegated else []), "tests/user"]
+             "--basetemp", str(home / "pytest"), *(["-m", "cgroup"] if delegated else []), "tests/user",
+             *([] if delegated else ["tests/badinput"])]
     user = [shutil.which("setpriv") or "/usr/bin/setpriv", "--reuid", str(USER), "--regid", str(USER),
             "--clear-groups", "--"]
     groups = _delegated_groups(f"shoal-test-user-{os.getpid()}") if delegated else []
