@@ -80,10 +80,10 @@ def main() -> int:
         env = hosts.allocate()
         for k in range(args.rounds):
             one, two = f"pone{k}", f"ptwo{k}"
-            described = json.loads(shoal(hosts, ["up", *common, *(["--dilation", f"{d:g}"] if d else []),
-                                                 "--name", one], env, node="shoal-h1"))
-            d = described["emulation"]["dilation"]
-            try:
+            up = shoal(hosts, ["up", *common, *(["--dilation", f"{d:g}"] if d else []), "--name", one], env,
+                       node="shoal-h1")
+            try:  # from here on the cluster goes down whatever happens
+                d = json.loads(up)["emulation"]["dilation"]
                 measured = bench(hosts, env, one, n, args.sizes, args.reps, Path(tmp) / one, "shoal-h1")
             finally:
                 shoal(hosts, ["down", one], env, node="shoal-h1")
