@@ -503,7 +503,12 @@ class Process:
             members |= extra | descendants(table, extra)
         members.discard(os.getpid())
         # A zombie has exited; only its parent's wait removes it.
-        return {pid for pid in members if pid in table and table[pid].state != "Z"}
+        alive = {pid for pid in members if pid in table and table[pid].state != "Z"}
+        if self.popen.returncode is None:
+            # Not reaped, so the pid is still the command's, whatever one read of the table
+            # missed: a stop must never kill its children and spare it.
+            alive.add(sid)
+        return alive
 
     def _pump_tail(self) -> None:
         def pump() -> None:
