@@ -9,8 +9,9 @@ host's core; then for each MPI `shoal bench --attach` (IMB Bcast, 64 B, every bo
 their results read from their results.csv. Frames relayed late or lost are counted
 (`cluster agent links`) over the whole round.
 Run as root: .venv/bin/python benchmarks/multihost_many.py [--devices 128] [--rounds 1]
-             [--mpi mpich --mpi openmpi] [--runs bcast,raytrace] [--dilation D]
-(`--runs ""`: only `cluster up` and `down`, timed.)
+             [--mpi mpich --mpi openmpi] [--runs bcast,raytrace] [--dilation D] [--one-host]
+(`--runs ""`: only `cluster up` and `down`, timed. `--one-host`: each round also brings the
+same boxes up on one of the two hosts, runs the same, and compares the `up` times.)
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import argparse
 import csv
 import json
 import os
+import statistics
 import sys
 import tempfile
 import time
@@ -34,20 +36,22 @@ from tests.cluster.slurm_hosts import slurm_hosts  # noqa: E402
 from shoal.cluster import crosslinks  # noqa: E402
 
 
-def run(hosts, env: dict[str, str], argv: list[str], out: Path) -> tuple[list[dict], float, str]:
-    """A `shoal` command from the controller: its results' rows, its wall time, its last words."""
+def run(hosts, env: dict[str, str], argv: list[str], out: Path, node: str | None) -> tuple[list[dict], float, str]:
+    """A `shoal` command from ``node`` (None: the controller): its results' rows, its wall time,
+    its last words."""
     start = time.monotonic()
-    done = hosts.run([sys.executable, "-m", "shoal", *argv, "--out", str(out)], env=env, check=False, timeout=3600)
+    done = hosts.run([sys.executable, "-m", "shoal", *argv, "--out", str(out)], env=env, check=False, timeout=3600,
+                     **({"node": node} if node else {}))
     took = time.monotonic() - start
     results = out / "results.csv"
     rows = list(csv.DictReader(results.open())) if results.exists() else []
     return rows, took, (done.stderr.strip().splitlines() or [""])[-1]
 
 
-def bcast(hosts, env: dict[str, str], name: str, mpi: str, n: int, tmp: Path) -> bool:
+def bcast(hosts, env: dict[str, str], name: str, mpi: str, n: int, tmp: Path, node: str | None) -> bool:
     rows, took, last = run(hosts, env, ["bench", "--attach", name, "--mpi", mpi, "--nodes", str(n),
                                         "--tests", "imb.Bcast", "--sizes", "64", "--min-reps", "5", "--budget", "60"],
-                           tmp / f"{name}-{mpi}-bcast")
+                           tmp / f"{name}-{mpi}-bcast", node)
     ok = len(rows) == 1
     print(f"  {mpi} IMB Bcast 64 B on {n} boxes: "
           + (f"{float(rows[0]['time_median_s']) * 1e3:.1f} ms of device time (median of {rows[0]['reps']} "
@@ -55,14 +59,40 @@ def bcast(hosts, env: dict[str, str], name: str, mpi: str, n: int, tmp: Path) ->
     return ok
 
 
-def raytrace(hosts, env: dict[str, str], name: str, mpi: str, n: int, tmp: Path) -> bool:
+def raytrace(hosts, env: dict[str, str], name: str, mpi: str, n: int, tmp: Path, node: str | None) -> bool:
     rows, took, last = run(hosts, env, ["work", "raytrace", "--attach", name, "--mpi", mpi, "--nodes", str(n),
-                                        "--size", "512", "--check", "--reps", "1"], tmp / f"{name}-{mpi}-raytrace")
+                                        "--size", "512", "--check", "--reps", "1"], tmp / f"{name}-{mpi}-raytrace", node)
     ok = len(rows) == 1 and rows[0]["check"] == "pass"
+    # The ranks' longest compute and communication times say whether a slow run lacked CPU or waited.
     print(f"  {mpi} raytrace 512 on {n} boxes, --check: "
-          + (f"pass, {float(rows[0]['time_s']):.2f} s of device time, {took:.0f} s wall" if ok
+          + (f"pass, {float(rows[0]['time_s']):.2f} s of device time (most of any rank: compute "
+             f"{float(rows[0]['compute_s']):.2f} s, communication {float(rows[0]['comm_s']):.2f} s; host slack "
+             f"{rows[0]['host_slack'] or 'none'}), {took:.0f} s wall" if ok
              else f"FAILED after {took:.0f} s: {last}"), flush=True)
     return ok
+
+
+def one_host(hosts, env: dict[str, str], k: int, n: int, d: float | None, mpis: list[str], runs: set[str],
+             tmp: Path) -> tuple[float, int]:
+    """The same boxes on one of the two hosts (``shoal-h1``), at D if given (else the D that host
+    needs): its `up` time, and how many of its runs failed."""
+    name, failed = f"one{k}", 0
+    start = time.monotonic()
+    record = json.loads(shoal(hosts, ["up", "--emulate", f"{n}xstb", "--name", name, "--json",
+                                      *(["--dilation", f"{d:g}"] if d else [])], env, node="shoal-h1"))
+    up_s = time.monotonic() - start
+    try:
+        print(f"round {k + 1}, one host: up in {up_s:.1f} s at D = {record['emulation']['dilation']:g}", flush=True)
+        for mpi in mpis:
+            if "bcast" in runs:
+                failed += not bcast(hosts, env, name, mpi, n, tmp, "shoal-h1")
+            if "raytrace" in runs:
+                failed += not raytrace(hosts, env, name, mpi, n, tmp, "shoal-h1")
+    finally:
+        start = time.monotonic()
+        shoal(hosts, ["down", name], env, node="shoal-h1")
+        print(f"  down in {time.monotonic() - start:.1f} s", flush=True)
+    return up_s, failed
 
 
 def main() -> int:
@@ -72,10 +102,12 @@ def main() -> int:
     parser.add_argument("--mpi", action="append", default=None)
     parser.add_argument("--dilation", type=float, default=None)
     parser.add_argument("--runs", default="bcast,raytrace", help="which runs, of bcast and raytrace")
+    parser.add_argument("--one-host", action="store_true",
+                        help="each round, the same boxes at the same D on one of the hosts first")
     args = parser.parse_args()
     n, mpis = args.devices, args.mpi or ["mpich", "openmpi"]
     runs = {r for r in args.runs.split(",") if r}
-    failed = 0
+    failed, ups = 0, {"one": [], "two": []}
     with tempfile.TemporaryDirectory(prefix="shoal-many-") as tmp, slurm_hosts(2) as hosts:
         os.chmod(tmp, 0o755)
         env = hosts.allocate()
@@ -85,20 +117,20 @@ def main() -> int:
             record = json.loads(shoal(hosts, ["up", "--emulate", f"{n}xstb", "--hosts", "slurm", "--name", name,
                                               "--json", *(["--dilation", f"{args.dilation:g}"] if args.dilation else [])],
                                       env))
-            up_s = time.monotonic() - start
+            ups["two"].append(time.monotonic() - start)
             try:
                 speeds = {h: round(s["host_speed"]["value"], 3) for h, s in record["shares"].items()}
                 split = record["links"]["split"].get("docsis-27m", {})
-                print(f"round {k + 1}: up in {up_s:.1f} s, D = {record['dilation']:g}; boxes per host "
+                print(f"round {k + 1}: up in {ups['two'][-1]:.1f} s, D = {record['dilation']:g}; boxes per host "
                       f"{ {h: len(s['devices']) for h, s in record['shares'].items()} }; host speeds {speeds}; "
                       f"plant owned by {split.get('owner')}, {len(split.get('devices', []))} boxes relayed",
                       flush=True)
                 before = cross_host_frames(hosts, name, record["links"], env)
                 for mpi in mpis:
                     if "bcast" in runs:
-                        failed += not bcast(hosts, env, name, mpi, n, Path(tmp))
+                        failed += not bcast(hosts, env, name, mpi, n, Path(tmp), None)
                     if "raytrace" in runs:
-                        failed += not raytrace(hosts, env, name, mpi, n, Path(tmp))
+                        failed += not raytrace(hosts, env, name, mpi, n, Path(tmp), None)
                 judged = crosslinks.judge(before, cross_host_frames(hosts, name, record["links"], env))
                 print(f"  {judged['frames']} frames between hosts, {judged['late']} late, {judged['lost']} lost"
                       + (f": {judged['why']}" if judged["flagged"] else ""), flush=True)
@@ -106,8 +138,17 @@ def main() -> int:
                 start = time.monotonic()
                 shoal(hosts, ["down", name], env)
                 print(f"  down in {time.monotonic() - start:.1f} s", flush=True)
+            if args.one_host:
+                up_s, lost = one_host(hosts, env, k, n, args.dilation, mpis, runs, Path(tmp))
+                ups["one"].append(up_s)
+                failed += lost
     print(f"{n}xstb over 2 hosts (one CPU each), {args.rounds} round(s); load average {os.getloadavg()[0]:.1f}; "
           f"{cpu_model()}, {os.cpu_count()} CPUs; {failed} run(s) failed")
+    if ups["one"]:
+        ratios = [two / one for one, two in zip(ups["one"], ups["two"])]
+        print(f"cluster up: 2 hosts {statistics.median(ups['two']):.1f} s against one host "
+              f"{statistics.median(ups['one']):.1f} s, ratio median {statistics.median(ratios):.2f} "
+              f"(rounds {', '.join(f'{r:.2f}' for r in ratios)}; target <= 2)")
     return 1 if failed else 0
 
 

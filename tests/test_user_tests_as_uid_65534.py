@@ -1,7 +1,9 @@
 """CI runs as root; this runs the ordinary user's tests (tests/user) as uid 65534.
 
 Twice, as two tests that parallel runs of the suite start at once: without any cgroup, all
-of them and the bad-input corpus (tests/badinput); inside a cpu cgroup delegated to that user (its own v1 group owned by it, or a v2
+of them and the bad-input cases whose command emulates devices here (tests/badinput: such a
+command re-runs itself in a user namespace for an ordinary user, so it must refuse bad input
+before; every other case takes the path root's run of the corpus takes); inside a cpu cgroup delegated to that user (its own v1 group owned by it, or a v2
 group it may divide), those marked ``cgroup``, whose outcome turns on it (the others, a
 study among them, would repeat the first run's paths: the devices' limiter is what differs,
 and the marked tests check it). The user's environment is a venv made from the system
@@ -20,6 +22,8 @@ import tempfile
 from pathlib import Path
 
 import pytest
+
+from tests.badinput.corpus import CASES, emulates_here, load, write_files
 
 REPO = Path(__file__).resolve().parent.parent
 USER = 65534
@@ -79,17 +83,31 @@ def test_ordinary_user_tests_pass_as_uid_65534(delegated):
         shutil.rmtree(cache, ignore_errors=True)
 
 
+def _emulating_cases() -> list[str]:
+    """The bad-input cases whose command emulates devices here, as pytest node ids."""
+    chosen = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for path in CASES:
+            case, work = load(path), Path(tmp) / path.stem
+            work.mkdir()
+            write_files(case, work)
+            if emulates_here(case, work):
+                chosen.append(f"tests/badinput/test_corpus.py::test_bad_input_is_refused_in_one_line[{path.stem}]")
+    assert len(chosen) >= 50, f"only {len(chosen)} bad-input cases emulate devices"  # the selection works
+    return chosen
+
+
 def _run_user_tests(venv: str, cache: Path, delegated: bool) -> None:
     # Outside root's own temporary directory, which the user may not enter.
     home = Path(tempfile.mkdtemp(prefix="shoal-user-home-"))
     os.chown(home, USER, USER)
     env = {"HOME": str(home), "PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8",
            "TMPDIR": str(home), "XDG_CACHE_HOME": str(cache)}
-    # Without a cgroup, the bad-input corpus too: a command that re-runs itself in a user
-    # namespace must refuse bad input before (the corpus calls shoal in its own process).
+    # Without a cgroup, the bad-input cases that emulate too: a command that re-runs itself in
+    # a user namespace must refuse bad input before (the corpus calls shoal in its own process).
     inner = [f"{venv}/bin/python", "-m", "pytest", "-q", "-p", "no:cacheprovider",
              "--basetemp", str(home / "pytest"), *(["-m", "cgroup"] if delegated else []), "tests/user",
-             *([] if delegated else ["tests/badinput"])]
+             *([] if delegated else _emulating_cases())]
     user = [shutil.which("setpriv") or "/usr/bin/setpriv", "--reuid", str(USER), "--regid", str(USER),
             "--clear-groups", "--"]
     groups = _delegated_groups(f"shoal-test-user-{os.getpid()}") if delegated else []

@@ -27,13 +27,7 @@ from pathlib import Path
 import pytest
 
 from shoal import cli
-
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10
-    import tomli as tomllib  # type: ignore[no-redef]
-
-CASES = sorted((Path(__file__).parent / "cases").glob("*.toml"))
+from tests.badinput.corpus import CASES, argv, load, write_files
 # A line that says what to do names a remedy; these words are how shoal's messages do.
 ADVICE = ("use ", "give ", "add ", "fix ", "check ", "choose ", "raise ", "lower ", "remove ",
           "set ", "write ", "see ", "unset ", "restore ", "e.g.", "drop ", "start ", "create ",
@@ -49,16 +43,11 @@ def _tree(root: Path) -> dict[str, int]:
 @pytest.mark.timeout(60)  # a case accepted by mistake would start a whole sweep
 @pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
 def test_bad_input_is_refused_in_one_line(path, tmp_path, monkeypatch, capsys):
-    case = tomllib.loads(path.read_text())
+    case = load(path)
     assert set(case) <= {"why", "argv", "names", "env", "files", "hex"}, f"{path.name}: unknown keys"
     work = tmp_path / "case"
     work.mkdir()
-    for name, text in case.get("files", {}).items():
-        (work / name).parent.mkdir(parents=True, exist_ok=True)
-        (work / name).write_text(text.replace("{dir}", str(work)))
-    for name, data in case.get("hex", {}).items():
-        (work / name).parent.mkdir(parents=True, exist_ok=True)
-        (work / name).write_bytes(bytes.fromhex(data))
+    write_files(case, work)
     monkeypatch.chdir(work)
     monkeypatch.setenv("SHOAL_RUNS", str(work / "runs"))
     monkeypatch.setenv("SHOAL_STATE_DIR", str(work / "state"))
@@ -66,11 +55,11 @@ def test_bad_input_is_refused_in_one_line(path, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("MPLCONFIGDIR", str(tmp_path / "matplotlib"))  # the library's cache, not shoal's
     for name, value in case.get("env", {}).items():
         monkeypatch.setenv(name, value.replace("{dir}", str(work)))
-    argv = [a.replace("{dir}", str(work)) for a in case["argv"]]
-    monkeypatch.setattr(sys, "argv", ["shoal", *argv])
+    words = argv(case, work)
+    monkeypatch.setattr(sys, "argv", ["shoal", *words])
     before = _tree(work)
 
-    code = cli.main(argv)
+    code = cli.main(words)
 
     out, err = capsys.readouterr()
     lines = err.strip().splitlines()
@@ -85,5 +74,5 @@ def test_bad_input_is_refused_in_one_line(path, tmp_path, monkeypatch, capsys):
 def test_the_corpus_is_large_and_every_case_says_why():
     assert len(CASES) >= 200
     for path in CASES:
-        case = tomllib.loads(path.read_text())
+        case = load(path)
         assert case.get("why") and case.get("argv") and case.get("names"), path.name

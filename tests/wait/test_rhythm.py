@@ -49,7 +49,9 @@ def test_periodic_arrivals_are_predicted(any_mpi, tmp_path, mode):
 def test_poisson_arrivals_are_not_predicted_and_the_cap_follows_the_mean(any_mpi, tmp_path):
     site, line = _site(any_mpi, tmp_path, "backoff", "gaps", "--poisson", "0.03", "--seed", "7",
                        "--count", "60", "--size", "8")
-    assert site["waits"] >= 55   # a message can be there already after a short gap
+    # Most receives wait: a message can be there already after a short gap, or when a busy
+    # host held the receiver longer than one (the counts below need the waits, not all 60).
+    assert site["waits"] >= 40
     # Exponential gaps leave no narrow window to sleep towards.
     assert site["predicted"] <= 3
     # The typical interval between the arrivals that end long waits (a
