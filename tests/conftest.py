@@ -104,6 +104,7 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "sleep/test_in_device.py": ("netns",),
     "wait/test_across_devices.py": ("mpi", "netns"),
     "study/test_seed002_study.py": ("mpi", "netns"),
+    "study/test_freqs_sweep.py": ("mpi", "netns"),
     "work/test_work_cli.py": ("mpi",),
     "power/test_httpmeter.py::test_a_named_meter_that_does_not_answer_is_refused_before_the_run": ("mpi",),
     "power/test_httpmeter.py::test_a_meter_that_fails_mid_sweep_is_a_warning_and_in_the_manifest": ("mpi",),
