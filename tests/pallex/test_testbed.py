@@ -4,9 +4,12 @@ a board that prints the virtual board's transcript yields the seed's phases from
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from shoal.pallex import boot, testbed, vmimage
 
@@ -191,3 +194,73 @@ def test_the_board_layer_is_made_again_when_its_configuration_disk_is_newer(tmp_
     later = first.stat().st_mtime_ns + 10**9
     os.utime(base, ns=(later, later))                                           # EU applied again
     assert vmlayer.disk_for(img, base, "EU", None) == first and len(made) == 2
+
+
+# The serial line of one EU boot with the board layer's monitor (TCG, board speed free, load average about 8)
+MONITORED = Path(__file__).with_name("data") / "vm_serial_EU_monitor.txt"
+
+
+def test_the_boot_monitor_samples_proc_until_stopped_and_says_what_it_cost(tmp_path):
+    """The monitor as the board runs it (bash, its files redirected here), on this machine's /proc."""
+    import time
+
+    from shoal.pallex import bootmonitor, vmlayer
+
+    out, stop = tmp_path / "monitor", tmp_path / "monitor.stop"
+    script = tmp_path / "shoal-monitor"
+    script.write_text(vmlayer.MONITOR.replace(vmlayer.MONITOR_STOP, str(stop)).replace(vmlayer.MONITOR_OUT, str(out)))
+    monitor = subprocess.Popen(["bash", str(script)], stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while len(bootmonitor.samples(out.read_text() if out.exists() else "")) < 4:
+            assert time.monotonic() < deadline and monitor.poll() is None, "no samples"
+            time.sleep(0.05)
+        stop.touch()
+        assert monitor.wait(timeout=30) == 0 and monitor.stderr.read() == ""
+    finally:
+        monitor.kill()
+    text = out.read_text()
+    assert text.splitlines()[-1].startswith("self ")
+    got = bootmonitor.samples(text)
+    rows = bootmonitor.intervals(text, userspace_s=got[0][0])
+    assert len(rows) == len(got) - 1 and all(r["dt_s"] > 0 for r in rows)
+    assert all(0.0 <= r["cpu_busy"] <= 1.0 and r["mem_used_B"] > 0 and r["read_B_per_s"] >= 0 for r in rows)
+    assert [r["t_s"] for r in rows] == sorted(r["t_s"] for r in rows)
+    cost = bootmonitor.own_cost(text)
+    assert cost["board_cpus"] == os.cpu_count()   # /proc/stat's cpuN lines
+    assert cost["monitor_cpu_s"] >= 0 and 0 <= cost["monitor_cpu_share"] < 1
+
+
+def test_a_monitored_boot_gives_its_resource_use_over_userspace_initialisation():
+    from shoal.pallex import bootmonitor
+
+    text = MONITORED.read_text()
+    report = testbed.sections(text)
+    start = testbed.userspace_start_s(report)
+    rows = bootmonitor.intervals(report["monitor"], start)
+    assert len(rows) > 100 and rows[0]["t_s"] > 0   # from the root's systemd on, after the initrd's
+    uptime = float(text.splitlines()[0].split()[-1])
+    t_usi = testbed.phases(report, uptime + 1.0, uptime, "rc-local.service")["T_usi_s"]
+    usi = bootmonitor.over_userspace(rows, t_usi)
+    within = [r for r in rows if r["t_s"] <= t_usi]
+    assert usi["usi_mem_peak_B"] == max(r["mem_used_B"] for r in within)
+    assert usi["usi_read_B"] == pytest.approx(sum(r["read_B_per_s"] * r["dt_s"] for r in within))
+    assert 0 < usi["usi_cpu_busy"] <= 1 and usi["monitor_samples"] == len(rows)
+    cost = bootmonitor.own_cost(report["monitor"])
+    assert cost["board_cpus"] == 4   # the rpi3 board's cores
+    assert cost["monitor_cpu_s"] == pytest.approx((86 + 99 + 14 + 6) / 100)   # its line: self 86 99 14 6 939 29.61 4
+    assert cost["monitor_cpu_share"] == pytest.approx(2.05 / ((29.61 - 9.39) * 4))
+    # A cut-off report: no samples, no figures, nothing made up.
+    assert bootmonitor.over_userspace([], t_usi)["usi_cpu_busy"] is None
+    assert bootmonitor.own_cost("")["monitor_cpu_s"] is None
+
+
+def test_the_board_layer_enables_its_monitor_and_reports_it_before_its_last_line():
+    from shoal.pallex import vmlayer
+
+    script = vmlayer.script().decode()
+    assert f"ln -sfn /etc/systemd/system/shoal-monitor.service {vmlayer.MONITOR_WANTED}" in script
+    assert "chmod 644 /etc/systemd/system/shoal-monitor.service" in script   # a unit file is not executable
+    assert "DefaultDependencies=no" in vmlayer.MONITOR_UNIT and "Before=sysinit.target" in vmlayer.MONITOR_UNIT
+    lines = vmlayer.REPORT.splitlines()
+    assert lines[-1] == f'echo "{vmimage.SIGNAL} report-done"' and lines[-2] == f"section monitor cat {vmlayer.MONITOR_OUT}"

@@ -333,6 +333,7 @@ def cmd_cycle(args) -> int:
         speed, after = result["board_speed"], result["board_speed_after"]
         print(json.dumps({"summary": summary, "reduction": reduction, "accel": accel, "run": str(record_path),
                           "shutdowns": result["shutdowns"],
+                          "resources_figure": str(result["figure"]) if result["figure"] else None,
                           "board_speed": speed.describe() if speed else None,
                           "board_speed_after": after.speed if after else None}))
         return 0 if not failed else 1
@@ -380,6 +381,13 @@ def cmd_cycle(args) -> int:
         console.print(f"EU against ALLU, graceful shutdown: {render.percent(shut['eu_graceful_E_reduction'])} less "
                       f"energy (modelled)" + (f"; seed 004 §V-A: {render.percent(seed)} less" if seed else ""),
                       highlight=False)
+    for s in summary:  # the monitor's reading of userspace initialisation (seed 004 Figs. 8/9)
+        if s.get("usi_cpu_busy_median") is not None:
+            console.print(f"{s['config']} during T_usi (median): CPU {render.percent(s['usi_cpu_busy_median'])} busy, "
+                          f"{render.byte_size(s['usi_read_B_median'])} read, {render.byte_size(s['usi_write_B_median'])} "
+                          f"written, memory in use up to {render.byte_size(s['usi_mem_peak_B_median'])}", highlight=False)
+    if result["figure"]:
+        console.print(f"boot resources (Figs. 8/9): {result['figure']}", highlight=False)
     speed, after = result["board_speed"], result["board_speed_after"]
     if speed:
         console.print(vmspeed.describe_verdict(speed) + (f"; after the cycles {after.speed:.3f}" if after else ""),

@@ -7,7 +7,7 @@ import json
 from typing import Callable
 
 from shoal.errors import ShoalError
-from shoal.pallex import boot, testbed, unitconfig, vmboard, vmconfig, vmimage, vmlayer, vmspeed
+from shoal.pallex import boot, bootmonitor, testbed, unitconfig, vmboard, vmconfig, vmimage, vmlayer, vmspeed
 
 
 def run(configs: list[str], cycles: int, profile_name: str, spec_for: Callable, timeout_s: float, out,
@@ -27,8 +27,8 @@ def run(configs: list[str], cycles: int, profile_name: str, spec_for: Callable, 
     profile = boot.load(profile_name)
     spec, accel, why = spec_for(img)
     disks = {c: vmconfig.disk_for(img, catalog, c, spec, on_note=on_note) for c in configs}
-    if shutdowns:
-        disks = {c: vmlayer.disk_for(img, d, c, spec, on_note) for c, d in disks.items()}
+    # The testbed's own files (the boot monitor, the shutdown hook) on a layer over each.
+    disks = {c: vmlayer.disk_for(img, d, c, spec, on_note) for c, d in disks.items()}
     ends = {c: catalog.end_unit(catalog.config(c), {"bluetooth.service"}) for c in configs}
     group, placement = vmboard.board_group()
     on_note(placement)
@@ -47,11 +47,18 @@ def run(configs: list[str], cycles: int, profile_name: str, spec_for: Callable, 
     if speed:
         record.append("board_speed", [_speed_row("before", s, speed.target) for s in speed.steps])
 
+    monitored: list[dict] = []
+
     def keep(row: dict) -> None:
-        kept = {k: v for k, v in row.items() if k not in ("blame", "critical_chain", "analyze")}
+        kept = {k: v for k, v in row.items() if k not in ("blame", "critical_chain", "analyze", "monitor")}
         kept["analyze"] = json.dumps(row.get("analyze"))
         kept["failed_units"] = " ".join(row.get("failed_units", []))
         record.append("cycles", [kept], testbed.CYCLE_COLUMNS)
+        series = [{"config": row["config"], "shutdown": row["shutdown"], "cycle": row["cycle"], **r}
+                  for r in row.get("monitor", [])]
+        if series:
+            record.append("monitor", series, bootmonitor.COLUMNS)
+            monitored.extend(series)
         if row.get("ok"):
             name = f"{row['config']}{'' if row['shutdown'] == 'cut' else '-' + row['shutdown']}-{row['cycle']}"
             (record.path / f"blame-{name}.txt").write_text(row["blame"] + "\n")
@@ -76,13 +83,29 @@ def run(configs: list[str], cycles: int, profile_name: str, spec_for: Callable, 
         vmboard.release_group(group)
     summary = testbed.summary(rows)
     record.rewrite("summary", summary, list(summary[0].keys()))
+    figure = _resources_figure(monitored, summary, record.path)
     reduction = testbed.reduction(rows)
     shut = testbed.shutdowns(rows, profile)
     failed = sum(not r["ok"] or r.get("shutdown_ok") is False for r in rows)
     record.finish("complete" if not failed else "problems", reduction=reduction, failed=failed,
                   board_speed_after=after.speed if after else None, shutdown_modes=shut)
     return {"summary": summary, "reduction": reduction, "accel": accel, "spec": spec, "failed": failed,
-            "run": record.path, "board_speed": speed, "board_speed_after": after, "shutdowns": shut}
+            "run": record.path, "board_speed": speed, "board_speed_after": after, "shutdowns": shut,
+            "figure": figure}
+
+
+def _resources_figure(monitored: list[dict], summary: list[dict], where):
+    """Figs. 8/9 from the cycles' monitor samples (None: no cycle printed any)."""
+    if not monitored:
+        return None
+    import matplotlib.pyplot as plt
+
+    t_usi = {s["config"]: s["T_usi_s_median"] for s in summary if s.get("T_usi_s_median") is not None}
+    fig = bootmonitor.figure(monitored, t_usi)
+    path = where / "boot-resources.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
 
 
 def board_speed_for(asked: str, profile_name: str, img, spec, group, on_note):

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Callable
 
 from shoal.errors import ShoalError
-from shoal.pallex import sdanalyze, vmboard, vmimage
+from shoal.pallex import bootmonitor, sdanalyze, vmboard, vmimage
 
 
 @dataclass(frozen=True)
@@ -49,7 +49,9 @@ class CycleSpec:
 CYCLE_COLUMNS = ["config", "shutdown", "cycle", "ok", "reason", "signal_s", "guest_uptime_at_signal_s", "T_btl_s",
                  "T_knl_s", "T_btl_knl_s", "T_usi_s", "end_unit", "note", "E_btl_knl_J", "E_usi_J", "E_J",
                  "energy_kind", "energy_source", "T_sdn_s", "E_sdn_J", "shutdown_ok", "shutdown_reason",
-                 "config_in_image", "failed_units", "analyze", "qemu_cpu_s", "power_off_s"]
+                 "config_in_image", "failed_units", "analyze", "qemu_cpu_s", "power_off_s",
+                 "usi_cpu_busy", "usi_read_B", "usi_write_B", "usi_mem_peak_B", "monitor_samples",
+                 "monitor_cpu_s", "monitor_cpu_share", "board_cpus"]
 
 
 def sections(text: str) -> dict[str, str]:
@@ -85,12 +87,17 @@ def properties(text: str) -> list[dict[str, str]]:
     return blocks
 
 
-def phases(report: dict[str, str], signal_host_s: float, signal_uptime_s: float, end_rule: str) -> dict:
-    """T_btl, T_knl, T_usi (seed 004's end rule) from one boot's report; seconds."""
+def userspace_start_s(report: dict[str, str]) -> float:
+    """When userspace started, on the guest's monotonic clock (its uptime); seconds."""
     manager = properties(report.get("manager", ""))
     if not manager or "UserspaceTimestampMonotonic" not in manager[0]:
         raise ValueError("the report has no UserspaceTimestampMonotonic")
-    userspace = int(manager[0]["UserspaceTimestampMonotonic"]) / 1e6
+    return int(manager[0]["UserspaceTimestampMonotonic"]) / 1e6
+
+
+def phases(report: dict[str, str], signal_host_s: float, signal_uptime_s: float, end_rule: str) -> dict:
+    """T_btl, T_knl, T_usi (seed 004's end rule) from one boot's report; seconds."""
+    userspace = userspace_start_s(report)
     units = {b.get("Id"): b for b in properties(report.get("units", ""))}
     # rc.local runs when it writes the signal: its own uptime stamp (rc-local.service is Type=forking
     # with GuessMainPID=no, so systemd records no main-process start for it)
@@ -190,6 +197,10 @@ def one_cycle(command: list[str], spec: CycleSpec, end_rule: str, profile, log_d
         row["blame"] = report.get("blame", "")
         row["critical_chain"] = report.get("critical-chain", "")
         row["failed_units"] = [ln.split()[0] for ln in report.get("failed", "").splitlines() if ln.split()]
+        # The board layer's monitor, where the boot finished and the report printed it.
+        row["monitor"] = bootmonitor.intervals(report.get("monitor", ""), userspace_start_s(report))
+        row.update(bootmonitor.over_userspace(row["monitor"], row["T_usi_s"]))
+        row.update(bootmonitor.own_cost(report.get("monitor", "")))
         carried = report.get("config", "")
         row["config_in_image"] = json.loads(carried)["config"] if carried.strip().startswith("{") else "ALLU"
         row["ok"] = True
@@ -217,7 +228,8 @@ def summary(rows: list[dict]) -> list[dict]:
         ok = [r for r in mine if r["ok"]]
         s = {"config": config, "shutdown": mode, "cycles": len(mine), "failed": len(mine) - len(ok),
              "shutdown_failed": sum(r.get("shutdown_ok") is False for r in mine)}
-        for key in ("T_btl_knl_s", "T_usi_s", "signal_s", "qemu_cpu_s", "E_usi_J", "E_J", "T_sdn_s", "E_sdn_J"):
+        for key in ("T_btl_knl_s", "T_usi_s", "signal_s", "qemu_cpu_s", "E_usi_J", "E_J", "T_sdn_s", "E_sdn_J",
+                    "usi_cpu_busy", "usi_read_B", "usi_write_B", "usi_mem_peak_B"):
             s.update(_spread([r[key] for r in ok if r.get(key) is not None], key))
         out.append(s)
     return out

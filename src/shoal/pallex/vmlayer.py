@@ -12,6 +12,13 @@ content, so the image and the configurations' disks are never written:
   announced on the serial line with the guest's uptime, then ``systemctl
   poweroff`` with no, one or two ``--force``. Without the parameter it does
   nothing and the testbed cuts the power, as before.
+* ``/usr/local/sbin/shoal-monitor`` and its unit, started first in userspace
+  (before ``sysinit.target``, no default dependencies): the boot's resource use
+  every 100 ms (seed 004 §IV-C, Figs. 8/9): the guest's uptime, /proc/stat's CPU
+  times, MemTotal and MemAvailable, the root disk's sectors read and written. It
+  reads with the shell's builtins (one ``sleep`` a sample is its only child) into
+  /run until the report stops it once the boot has finished; the report (the
+  image's, with a ``monitor`` section before its last line) prints the samples.
 
 Seed 004 halts (``systemctl halt --force``): on its ARM boards halt powers the
 board off (§V-B); on x86 halt leaves the machine on, so the board powers off.
@@ -44,19 +51,79 @@ RC_LOCAL = vmimage.RC_LOCAL.replace(
     _REPORT_LINE, "{ /usr/local/sbin/shoal-report; /usr/local/sbin/shoal-shutdown; } > /dev/ttyS0 2>&1 &")
 assert RC_LOCAL != vmimage.RC_LOCAL, "the image's rc.local no longer starts the report as the layer expects"
 
-FILES = {"/etc/rc.local": RC_LOCAL, "/usr/local/sbin/shoal-shutdown": SHUTDOWN}
+MONITOR_OUT, MONITOR_STOP = "/run/shoal-monitor", "/run/shoal-monitor.stop"
+MONITOR_PERIOD_S, MONITOR_MAX_SAMPLES = 0.1, 3000  # at most 5 minutes of samples
+# One line a sample: uptime_s, /proc/stat's first eight CPU times (user nice system idle iowait
+# irq softirq steal, in USER_HZ), MemTotal and MemAvailable (kB), the disk's sectors read and
+# written (512 B each; the first of vda, sda, mmcblk0, as a board's root disk is named).
+MONITOR = f"""#!/bin/bash
+# shoal: the boot's resource use every {MONITOR_PERIOD_S:g} s, seed 004 section IV-C (Figs. 8/9).
+# Builtins only, no process started per sample: the period is a read that times out on a FIFO
+# no one writes.
+: > {MONITOR_OUT}
+rm -f {MONITOR_OUT}.fifo; mkfifo {MONITOR_OUT}.fifo; exec 3<> {MONITOR_OUT}.fifo
+n=0
+while [ ! -e {MONITOR_STOP} ] && [ $n -lt {MONITOR_MAX_SAMPLES} ]; do
+  read up _ < /proc/uptime
+  read _ c1 c2 c3 c4 c5 c6 c7 c8 _ < /proc/stat
+  total=0; avail=0
+  while read key value _; do
+    case "$key" in MemTotal:) total=$value ;; MemAvailable:) avail=$value; break ;; esac
+  done < /proc/meminfo
+  rd=0; wr=0
+  while read _ _ name _ _ r _ _ _ w _; do
+    case "$name" in vda|sda|mmcblk0) rd=$r; wr=$w; break ;; esac
+  done < /proc/diskstats
+  echo "$up $c1 $c2 $c3 $c4 $c5 $c6 $c7 $c8 $total $avail $rd $wr" >> {MONITOR_OUT}
+  n=$((n + 1))
+  read -t {MONITOR_PERIOD_S:g} -u 3 _
+done
+# Its own cost: utime, stime and its children's, in USER_HZ; when it started (in ticks since
+# boot) and ended (uptime); the board's CPUs (/proc/stat's cpuN lines).
+cpus=0
+while read name _; do case "$name" in cpu[0-9]*) cpus=$((cpus + 1)) ;; esac; done < /proc/stat
+read -r stat < /proc/$$/stat
+set -- ${{stat##*) }}
+read up _ < /proc/uptime
+echo "self ${{12}} ${{13}} ${{14}} ${{15}} ${{20}} $up $cpus" >> {MONITOR_OUT}
+"""
+MONITOR_UNIT = """[Unit]
+Description=shoal boot resource monitor (seed 004 Figs. 8/9)
+DefaultDependencies=no
+Before=sysinit.target
+
+[Service]
+Type=simple
+ExecStart=/usr/local/sbin/shoal-monitor
+"""
+_LAST = f'echo "{vmimage.SIGNAL} report-done"'
+# The monitor is stopped and its last line (its own cost) waited for, at most 3 s.
+_STOP = (f"touch {MONITOR_STOP}\nn=0; while ! grep -q '^self ' {MONITOR_OUT} && [ $n -lt 30 ]; do "
+         f"sleep 0.1; n=$((n + 1)); done\nsection monitor cat {MONITOR_OUT}\n")
+REPORT = vmimage.REPORT.replace(_LAST, _STOP + _LAST)
+assert REPORT != vmimage.REPORT, "the image's report no longer ends as the layer expects"
+MONITOR_WANTED = "/etc/systemd/system/sysinit.target.wants/shoal-monitor.service"
+
+FILES = {"/etc/rc.local": RC_LOCAL, "/usr/local/sbin/shoal-shutdown": SHUTDOWN,
+         "/usr/local/sbin/shoal-monitor": MONITOR, "/usr/local/sbin/shoal-report": REPORT,
+         "/etc/systemd/system/shoal-monitor.service": MONITOR_UNIT}
+LINKS = {MONITOR_WANTED: "/etc/systemd/system/shoal-monitor.service"}
 
 
 def key() -> str:
-    return hashlib.sha256(repr(sorted(FILES.items())).encode()).hexdigest()[:10]
+    return hashlib.sha256(repr((sorted(FILES.items()), sorted(LINKS.items()))).encode()).hexdigest()[:10]
 
 
 def script() -> bytes:
-    """What the offline boot runs: each file written whole, made executable."""
+    """What the offline boot runs: each file written whole, made executable; the links that
+    enable units."""
     lines = ["set -e"]
     for path, text in FILES.items():
         assert "LAYER_FILE_END" not in text
-        lines += [f"cat > {path} <<'LAYER_FILE_END'", text.rstrip("\n"), "LAYER_FILE_END", f"chmod 755 {path}"]
+        mode = "644" if path.endswith(".service") else "755"  # a unit file must not be executable
+        lines += [f"cat > {path} <<'LAYER_FILE_END'", text.rstrip("\n"), "LAYER_FILE_END", f"chmod {mode} {path}"]
+    for link, target in LINKS.items():
+        lines += [f"mkdir -p {link.rsplit('/', 1)[0]}", f"ln -sfn {target} {link}"]
     return ("\n".join(lines) + "\n").encode()
 
 
@@ -74,7 +141,8 @@ def disk_for(img: vmimage.Image, config_disk: Path, config: str, spec: vmboard.B
             return out
         out.unlink()
     if on_note:
-        on_note(f"writing shoal's shutdown hook on a layer over {config}'s disk (one boot with init=shoal-offline)")
+        on_note(f"writing shoal's board files (boot monitor, shutdown hook) on a layer over {config}'s disk "
+                f"(one boot with init=shoal-offline)")
     tmp = out.with_name(out.name + ".making.qcow2")
     vmconfig.overlay(config_disk, tmp)
     vmconfig.run_offline(img, spec, tmp, script(), f"writing the board layer over {config}")
