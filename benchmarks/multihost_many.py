@@ -17,6 +17,7 @@ same boxes up on one of the two hosts, runs the same, and compares the `up` time
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import json
 import os
@@ -59,12 +60,14 @@ def bcast(hosts, env: dict[str, str], name: str, mpi: str, n: int, tmp: Path, no
     return ok
 
 
-def raytrace(hosts, env: dict[str, str], name: str, mpi: str, n: int, tmp: Path, node: str | None) -> bool:
+def raytrace(hosts, env: dict[str, str], name: str, mpi: str, n: int, tmp: Path, node: str | None,
+             wait: str | None = None) -> bool:
     rows, took, last = run(hosts, env, ["work", "raytrace", "--attach", name, "--mpi", mpi, "--nodes", str(n),
-                                        "--size", "512", "--check", "--reps", "1"], tmp / f"{name}-{mpi}-raytrace", node)
+                                        "--size", "512", "--check", "--reps", "1", *(["--wait", wait] if wait else [])],
+                           tmp / f"{name}-{mpi}-raytrace{'-' + wait if wait else ''}", node)
     ok = len(rows) == 1 and rows[0]["check"] == "pass"
     # The ranks' longest compute and communication times say whether a slow run lacked CPU or waited.
-    print(f"  {mpi} raytrace 512 on {n} boxes, --check: "
+    print(f"  {mpi} raytrace 512 on {n} boxes{', --wait ' + wait if wait else ''}, --check: "
           + (f"pass, {float(rows[0]['time_s']):.2f} s of device time (most of any rank: compute "
              f"{float(rows[0]['compute_s']):.2f} s, communication {float(rows[0]['comm_s']):.2f} s; host slack "
              f"{rows[0]['host_slack'] or 'none'}), {took:.0f} s wall" if ok
@@ -102,13 +105,19 @@ def main() -> int:
     parser.add_argument("--mpi", action="append", default=None)
     parser.add_argument("--dilation", type=float, default=None)
     parser.add_argument("--runs", default="bcast,raytrace", help="which runs, of bcast and raytrace")
+    parser.add_argument("--wait", action="append", default=None,
+                        help="ray tracing under these libshoalwait modes (default: the emulated devices' own)")
+    parser.add_argument("--keep", type=Path, default=None, help="keep every run's directory here")
     parser.add_argument("--one-host", action="store_true",
                         help="each round, the same boxes at the same D on one of the hosts first")
     args = parser.parse_args()
     n, mpis = args.devices, args.mpi or ["mpich", "openmpi"]
     runs = {r for r in args.runs.split(",") if r}
     failed, ups = 0, {"one": [], "two": []}
-    with tempfile.TemporaryDirectory(prefix="shoal-many-") as tmp, slurm_hosts(2) as hosts:
+    if args.keep:
+        args.keep.mkdir(parents=True, exist_ok=True)
+    kept = contextlib.nullcontext(str(args.keep)) if args.keep else tempfile.TemporaryDirectory(prefix="shoal-many-")
+    with kept as tmp, slurm_hosts(2) as hosts:
         os.chmod(tmp, 0o755)
         env = hosts.allocate()
         for k in range(args.rounds):
@@ -130,7 +139,8 @@ def main() -> int:
                     if "bcast" in runs:
                         failed += not bcast(hosts, env, name, mpi, n, Path(tmp), None)
                     if "raytrace" in runs:
-                        failed += not raytrace(hosts, env, name, mpi, n, Path(tmp), None)
+                        for wait in args.wait or [None]:
+                            failed += not raytrace(hosts, env, name, mpi, n, Path(tmp), None, wait)
                 judged = crosslinks.judge(before, cross_host_frames(hosts, name, record["links"], env))
                 print(f"  {judged['frames']} frames between hosts, {judged['late']} late, {judged['lost']} lost"
                       + (f": {judged['why']}" if judged["flagged"] else ""), flush=True)
