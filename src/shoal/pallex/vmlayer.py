@@ -15,10 +15,11 @@ content, so the image and the configurations' disks are never written:
 * ``/usr/local/sbin/shoal-monitor`` and its unit, started first in userspace
   (before ``sysinit.target``, no default dependencies): the boot's resource use
   every 100 ms (seed 004 §IV-C, Figs. 8/9): the guest's uptime, /proc/stat's CPU
-  times, MemTotal and MemAvailable, the root disk's sectors read and written. It
-  reads with the shell's builtins (one ``sleep`` a sample is its only child) into
-  /run until the report stops it once the boot has finished; the report (the
-  image's, with a ``monitor`` section before its last line) prints the samples.
+  times, MemTotal and MemAvailable, the root disk's sectors read and written. A
+  bash loop of builtins (its period a ``read -t`` on a FIFO: no process started
+  per sample) appends them to /run until the report stops it once the boot has
+  finished; the report (the image's, with a ``monitor`` section before its last
+  line) prints the samples and the monitor's own CPU time.
 
 Seed 004 halts (``systemctl halt --force``): on its ARM boards halt powers the
 board off (§V-B); on x86 halt leaves the machine on, so the board powers off.
@@ -115,8 +116,8 @@ def key() -> str:
 
 
 def script() -> bytes:
-    """What the offline boot runs: each file written whole, made executable; the links that
-    enable units."""
+    """What the offline boot runs: each file written whole (scripts executable, unit files
+    not); the links that enable units."""
     lines = ["set -e"]
     for path, text in FILES.items():
         assert "LAYER_FILE_END" not in text
