@@ -80,3 +80,30 @@ def test_a_cluster_spread_over_hosts_refuses_multicast_before_anything_starts():
     devices.bcast = "multicast"
     with pytest.raises(ShoalError, match="--bcast multicast needs the devices on one host"):
         devices.job(discover.resolve("mpich"), 2, ["true"])
+
+
+def test_a_job_goes_down_the_medium_only_where_all_its_devices_share_one():
+    links = profiles.load_links()
+    plant, blades, ethernet = links["docsis-27m"], links["gigabit-blades"], links["ethernet-100m"]
+    assert plantcast.applies_to([plant, plant])
+    assert not plantcast.applies_to([plant, blades])   # boxes and a blade in one job
+    assert not plantcast.applies_to([blades] * 8)      # a study's reference blades
+    assert not plantcast.applies_to([])
+    plantcast.refuse_without_a_medium("multicast", [plant, blades])   # the boxes are on one
+    plantcast.refuse_without_a_medium("mpi", [ethernet])
+    with pytest.raises(ShoalError, match=r"no device here is on one \(links: ethernet-100m\)"):
+        plantcast.refuse_without_a_medium("multicast", [ethernet, ethernet])
+
+
+def test_a_study_gives_bcast_to_every_plan_on_its_devices_and_keeps_it_to_resume():
+    from shoal.study import run as study_run
+    from shoal.study.request import StudyRequest
+
+    request = StudyRequest.create(emulate="2xstb", reference="none", suite="imb.Bcast", sizes="64K",
+                                  workloads="raytrace", work_sizes={"raytrace": "64"}, bcast="multicast")
+    planned = study_run.plan(request)
+    assert [p.request.bcast for p in planned.plans] == ["multicast"]
+    assert [w.request.bcast for w in planned.work.cluster] == ["multicast"]
+    again = StudyRequest.from_manifest(request.to_manifest())
+    assert again.bcast == "multicast" and again.where().bcast == "multicast"
+    assert StudyRequest.create(emulate="2xstb").bcast == "mpi"

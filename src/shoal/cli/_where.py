@@ -118,8 +118,9 @@ def add_bcast(where: argparse._ArgumentGroup) -> None:
 
     where.add_argument("--bcast", default="mpi", choices=plantcast.MODES,
                        help="emulated clusters: mpi, the MPI's own broadcast (default), or multicast, "
-                            "an MPI_Bcast of 8 KiB or more on MPI_COMM_WORLD sent down the medium "
-                            "once as UDP multicast, lost datagrams sent again (the overlay "
+                            "an MPI_Bcast of 8 KiB or more on MPI_COMM_WORLD sent down a shared medium "
+                            "once as UDP multicast, lost datagrams sent again; jobs over switched links "
+                            "keep the MPI's own (the overlay "
                             "'Embedded Processor Virtualization for Broadband Grid Computing' "
                             "plans for the cable plant; docs/cluster.md)")
 

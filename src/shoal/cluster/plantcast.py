@@ -47,6 +47,22 @@ def refuse_unless_emulated(mode: str, kind: str) -> None:
                          "use --emulate SPEC or --attach ID (on real hosts or this machine, leave it out)")
 
 
+def applies_to(links: list) -> bool:
+    """Whether a job on devices with these links sends its broadcasts down the medium: all of
+    them on one shared medium (a plant), whose downstream every device hears. A job over
+    switched links (a study's reference blades beside its boxes) keeps the MPI's own."""
+    return bool(links) and all(link.shared for link in links) and len({link.name for link in links}) == 1
+
+
+def refuse_without_a_medium(mode: str, links: list) -> None:
+    """--bcast multicast on emulated devices none of which is on a shared medium."""
+    if mode == "multicast" and links and not any(link.shared for link in links):
+        names = ", ".join(sorted({link.name for link in links}))
+        raise ShoalError(f"--bcast multicast sends broadcasts down a shared medium, and no device here is "
+                         f"on one (links: {names}); use a plant link such as --link docsis-27m, or leave "
+                         "--bcast out")
+
+
 def rank_env(mpi, links: list, dilation: float) -> dict[str, str]:
     """The ranks' environment: the library first in LD_PRELOAD (its MPI_Bcast ahead of
     libshoalwait's and the MPI's), the group, and the root's pace: the slowest upstream of

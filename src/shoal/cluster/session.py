@@ -131,8 +131,9 @@ class Cluster:
         if self.bcast == "multicast":
             from shoal.cluster import plantcast
 
-            job.rank_env = plantcast.preloaded(job.rank_env, plantcast.rank_env(
-                mpi, [node.link for node in chosen], self.dilation))
+            links = [node.link for node in chosen]
+            if plantcast.applies_to(links):
+                job.rank_env = plantcast.preloaded(job.rank_env, plantcast.rank_env(mpi, links, self.dilation))
         return job
 
     def _head_job(self, mpi: MPIInstall, chosen: list, counts: list[int], argv: list[str],

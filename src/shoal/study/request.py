@@ -122,6 +122,9 @@ class StudyRequest:
     # Each profile's upstream service flow on a shared plant (--qos stb=10M): folded into
     # ``emulate`` by create() like ``background``.
     qos: dict[str, str] | None = None
+    # How a large MPI_Bcast travels on the devices (--bcast): "mpi", or "multicast" down a
+    # shared medium; jobs over switched links (a reference's blades) keep the MPI's own.
+    bcast: str = "mpi"
     # A preset's reference of several devices: fewer where they would raise the study's
     # dilation (shoal.study.blades); False once given on the command line or fitted.
     reference_fallback: bool = False
@@ -221,7 +224,7 @@ class StudyRequest:
                      link=self.link,
                      nodes=self.nodes, dilation=self.dilation, host_speed=self.host_speed,
                      recalibrate=self.recalibrate, freq=self.freq, governor=self.governor, launch=self.launch,
-                     background=self.background, qos=self.qos)
+                     background=self.background, qos=self.qos, bcast=self.bcast)
 
     def layouts(self, cluster_label: str, reference_label: str) -> dict[str, str]:
         """Each configuration's launch layout: box or head on emulated devices, box on real

@@ -134,7 +134,7 @@ def plan(request: StudyRequest) -> StudyPlan:
                             link=request.link,
                             power="model" if spec or request.attach else request.power,
                             dilation=request.dilation, host_speed=request.host_speed,
-                            recalibrate=request.recalibrate, launch=request.launch)
+                            recalibrate=request.recalibrate, launch=request.launch, bcast=request.bcast)
         plans.append(runner.plan(base, placements))
         if (request.imb_budget_s is not None or request.study_budget_s is not None) \
                 and cluster_nodes[0].link.shared:

@@ -56,7 +56,8 @@ def plan(request: Any, spec: str | None, devices: list, cluster_counts: list[int
                 cluster=request.cluster, attach=request.attach, link=request.link,
                 power="model" if spec or request.attach else request.power,
                 wait=request.work_wait, wait_otherwise="backoff", dilation=request.dilation,
-                host_speed=request.host_speed, recalibrate=request.recalibrate, launch=request.launch)
+                host_speed=request.host_speed, recalibrate=request.recalibrate, launch=request.launch,
+                bcast=request.bcast)
             emulated = bool(spec or request.attach)
             per_node = request.work_ranks_per_node or (devices[0].profile.cores if emulated
                                                        else devices[0].slots)
