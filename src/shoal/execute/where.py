@@ -189,11 +189,8 @@ class Where:
         from shoal.cluster import plantcast
 
         plantcast.refuse_unless_emulated(plantcast.check(self.bcast), self.kind)
-        if self.bcast == "multicast" and self.emulate:
-            from shoal.cluster import inventory
-
-            plantcast.refuse_without_a_medium(self.bcast, [n.link for n in inventory.from_emulate(
-                self.emulate, self.link).nodes])
+        if self.bcast == "multicast" and self.kind == "emulated":
+            plantcast.refuse_without_a_medium(self.bcast, [n.link for n in self.inventory().nodes])
         if self.background:   # folded into --emulate when there is one
             given = ",".join(f"{k}={v}" for k, v in self.background.items())
             raise ShoalError(f"--background {given} runs beside the ranks of devices emulated here: "
