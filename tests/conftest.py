@@ -90,6 +90,7 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "cluster/test_linkemu.py": ("mpi", "netns"),
     "cluster/test_multihost.py": ("netns",),
     "cluster/test_multihost_ssh.py": ("netns",),
+    "cluster/test_multihost_user.py": ("netns", "mpi"),
     "cluster/test_slurm_hosts.py": ("netns",),
     "cluster/test_slurm_hosts.py::test_an_mpi_job_under_the_allocation_runs_across_both_hosts": ("mpi",),
     "cluster/test_userns.py": ("mpi", "netns"),

@@ -57,6 +57,18 @@ USERNS_OWNER = Variable("SHOAL_USERNS_OWNER", "set by shoal: pid:start time of t
 USERNS_HOST_STATE = Variable("SHOAL_USERNS_HOST_STATE", "set by shoal: the host's state root, "
                              "where a user-namespace cluster's records are mirrored", "unset",
                              reader="internal")
+USERNS_ENTRY = Variable("SHOAL_USERNS_ENTRY", "set by shoal: pid:start time of the process on the "
+                        "host whose child runs inside a user-namespace cluster, where it is not "
+                        "the owner (an ordinary user's cluster agent)", "unset", reader="internal")
+AGENT_PLAN_FD = Variable("SHOAL_AGENT_PLAN_FD", "set by shoal: the descriptor an ordinary user's "
+                         "cluster agent reads its plan from, in its user namespace", "unset",
+                         reader="internal")
+AGENT_UDP_FD = Variable("SHOAL_AGENT_UDP_FD", "set by shoal: the UDP socket bound in the host's "
+                        "network namespace for an ordinary user's agent's forwarder", "unset",
+                        reader="internal")
+AGENT_RELAY = Variable("SHOAL_AGENT_RELAY", "set by shoal: the Unix socket through which an "
+                       "ordinary user's agent runs commands on the host for its share", "unset",
+                       reader="internal")
 USERNS_SCOPED = Variable("SHOAL_USERNS_SCOPED", "set by shoal once the command runs in a "
                          "delegated systemd scope", "unset", reader="internal")
 CGROUP_DELEGATED = Variable("SHOAL_CGROUP_DELEGATED", "set by shoal: the v2 cgroup prepared for "

@@ -8,7 +8,8 @@ bridge in a namespace of its own, on 10.99.0.0/24, an underlay nothing outside t
 namespaces sees. Each runs Debian's daemons in the foreground: munged (with a key made
 for this set) everywhere, slurmctld on the controller, one slurmd per host (started
 with ``-N`` its host's name), all with a slurm.conf made here that keeps every spool,
-state, pid and log file in the set's temporary directory and needs no cgroup plugin
+state, pid and log file in the set's temporary directory (readable by ordinary users, whose Slurm
+commands read slurm.conf too) and needs no cgroup plugin
 (``proctrack/linuxproc``, ``task/none``). ``up()`` returns once every host is idle.
 
 ``run(argv)`` runs a command on the controller, as on a login node: ``srun``,
@@ -153,6 +154,8 @@ class SlurmHosts:
         reap()
         if self.where is None:
             self.where = Path(tempfile.mkdtemp(prefix=f"shoal-test-slurm-{self.tag}-"))
+            # Ordinary users' Slurm commands read slurm.conf there too (the key stays root's).
+            self.where.chmod(0o755)
         try:
             self._files()
             _ip("netns", "add", self.bridge_netns)

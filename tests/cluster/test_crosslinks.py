@@ -176,3 +176,14 @@ def test_chrony_tracking_is_read_as_named_numbers():
     assert seen["system_offset_s"] == pytest.approx(12.345e-6) and seen["leap_status"] == "Normal"
     with pytest.raises(ValueError, match="fields"):
         chrony.parse("506 Cannot talk to daemon")
+
+
+@pytest.mark.parametrize("rtt_min_s, rtt_median_s, quiet", [
+    (21e-6, 45e-6, True),     # an idle pair of hosts
+    (21e-6, 140e-6, True),    # within twice the fastest and 100 us
+    (21e-6, 7.3e-3, False),   # the other host still building its share: answers wait
+    (2e-3, 3.9e-3, True),     # a slow underlay, steadily so
+])
+def test_a_window_is_quiet_when_its_median_round_trip_is_near_its_fastest(rtt_min_s, rtt_median_s, quiet):
+    window = crosslinks.Underlay(rtt_min_s, rtt_median_s, 2 * rtt_median_s, 0.0, 0.0, 32)
+    assert window.quiet is quiet

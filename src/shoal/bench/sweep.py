@@ -143,6 +143,9 @@ class Sweep:
                     failure = ("incomplete", "the benchmark program exited before this point")
                 else:
                     break
+            if not todo:  # every point was measured: the job failed (or hung) on its way out
+                self._note_late_failure(config, *failure)
+                break
             if finished == 0:
                 launches_without_progress += 1
             else:
@@ -277,6 +280,12 @@ class Sweep:
                                      "ranks": config.ranks, "test": point.test,
                                      "size_B": point.size_B, "reason": reason}])
         self.events.point_skipped(config, point, reason)
+
+    def _note_late_failure(self, config: Config, reason: str, detail: str) -> None:
+        """A job that failed after its last point: its points stand; the manifest says so."""
+        late = self.run.manifest.get("jobs_failed_after_points", [])
+        late.append({"job": job_key(config.label, config.nodes, config.ranks), "reason": reason, "detail": detail})
+        self.run.update_manifest(jobs_failed_after_points=late)
 
     def _record_failure(self, config: Config, point: Point, reason: str, detail: str) -> None:
         pid = self._pid(config, point)

@@ -198,7 +198,8 @@ def _agent(args) -> int:
     if args.action == "probe":
         return agent.probe(host, args.host_speed)
     if args.action == "up":
-        return agent.up(host, agent.read_plan(sys.stdin, args.id))
+        return agent.up(host, agent.read_plan(sys.stdin, args.id),
+                        ["cluster", "agent", "up", *(["--id", args.id] if args.id else []), "--host", host])
     if not args.id:
         raise ShoalError(f"cluster agent {args.action} needs --id ID")
     if args.action == "links":

@@ -32,7 +32,8 @@ import sys
 import time
 
 from shoal import __version__, proc
-from shoal.cluster import chrony, cpulimit, crosslinks, hostengine, hostspeed, linkemu, state, sysns
+from shoal.cluster import (agentns, chrony, cpulimit, crosslinks, hostengine, hostspeed, linkemu, state,
+                           sysns, userns)
 from shoal.errors import ShoalError
 
 PREFIX = "shoal-agent "
@@ -42,6 +43,10 @@ STOP_WAIT_S = 15.0
 PROBES_WANTED = 32
 # How long a built share waits for the other hosts' forwarders (they may still be building).
 PEERS_WAIT_S = 900.0
+# How long the underlay is measured again while its windows are not quiet, and how long a
+# new window takes to fill (32 probes, 2 ms apart, and the answer to the last).
+SETTLE_S = 5.0
+REPROBE_WAIT_S = 0.15
 
 
 def host_name(given: str | None = None) -> str:
@@ -81,10 +86,12 @@ def slurm_step() -> str | None:
 
 def probe(host: str, host_speed: float | None) -> int:
     problems = []
-    if os.geteuid() != 0:
-        problems.append("the agent needs root on each host (network namespaces, cgroups); "
-                        "run it as root there")
-    for tool in ("tc", "unshare", "ip"):
+    if agentns.needed():  # an ordinary user's share is built in a user namespace
+        try:
+            userns.check_allowed()
+        except ShoalError as exc:
+            problems.append(str(exc))
+    for tool in ("tc", "unshare", "ip", "nsenter"):
         if proc.find(tool) is None:
             problems.append(f"{tool} is missing; install iproute2 and util-linux")
     try:
@@ -98,9 +105,10 @@ def probe(host: str, host_speed: float | None) -> int:
 
 def read_plan(stream, cluster_id: str | None) -> dict:
     """The plan ``multihost`` sends every agent on its stdin: one line of JSON, for the
-    cluster its command line names."""
+    cluster its command line names (inside an ordinary user's namespace, as the agent
+    outside read it)."""
     try:
-        plan = json.loads(stream.readline())
+        plan = agentns.read_plan() or json.loads(stream.readline())
     except ValueError as exc:
         raise ShoalError(f"cluster agent up reads its plan (JSON) on stdin: {exc}; it is started "
                          "by 'shoal cluster up --hosts'") from None
@@ -113,9 +121,17 @@ def read_plan(stream, cluster_id: str | None) -> dict:
     return plan
 
 
-def up(host: str, plan: dict) -> int:
-    """Build this host's share, say so, and hold it until a stopping signal."""
+def up(host: str, plan: dict, argv: list[str]) -> int:
+    """Build this host's share, say so, and hold it until a stopping signal (an ordinary
+    user's in a user namespace: ``agentns``; ``argv`` re-runs this command there)."""
     from shoal.cluster.emulated import EmulatedCluster, inventory_from_description
+
+    if agentns.needed() and host in plan["hosts"]:
+        try:
+            return agentns.run(argv, plan, host)
+        except ShoalError as exc:
+            say(host, error=str(exc), down=True)
+            return 1
 
     say(host, started=True, step=slurm_step())  # before anything is made: whom to stop
     share = plan["hosts"].get(host)
@@ -133,7 +149,8 @@ def up(host: str, plan: dict) -> int:
         if links:
             from shoal.cluster.emulated import mac_of
 
-            cluster.links_across = crosslinks.ShareLinks.from_plan(links, host, mac_of, _links_of(plan))
+            cluster.links_across = crosslinks.ShareLinks.from_plan(links, host, mac_of, _links_of(plan),
+                                                                   udp_fd=agentns.udp_fd())
         cluster.up()
     except ShoalError as exc:  # refused, or failed: up removed whatever it had made
         say(host, error=str(exc), down=True)
@@ -153,13 +170,22 @@ def up(host: str, plan: dict) -> int:
         say(host, ready=True, id=cluster.id, clock_s=time.time(), dilation=cluster.dilation,
             nodes=record.get("nodes", {}),
             emulation=record.get("emulation", {}), underlay=underlay, launcher=launcher,
-            agent={"pid": os.getpid(), "start": sysns.process_start_time(os.getpid())})
+            agent=_whom_to_stop())
         while True:  # a stopping signal raises (proc.install_signal_handlers)
             signal.pause()
     finally:
         with proc.signals_held():
             cluster.down()
             say(host, down=True)
+
+
+def _whom_to_stop() -> dict:
+    """This agent's process on the host (an ordinary user's: the one outside, which owns
+    the user namespace)."""
+    owner = state.host_owner()
+    if owner is not None:
+        return {"pid": owner[0], "start": owner[1]}
+    return {"pid": os.getpid(), "start": sysns.process_start_time(os.getpid())}
 
 
 def _links_of(plan: dict):
@@ -185,7 +211,8 @@ def _write_launcher(cluster, plan: dict) -> str:
         for name, index in entry["indices"].items():
             if name != "head":
                 members[name] = members[address_of(index)] = {"host": other, "share": plan["hosts"][other]["id"]}
-    return spreadexec.write(str(cluster.directory), cluster.id, plan["id"], plan["engine"], members)
+    return spreadexec.write(str(cluster.directory), cluster.id, plan["id"], plan["engine"], members,
+                            relay=agentns.relay_path(), host_state=state.host_root())
 
 
 def _forwarder_stats(cluster) -> dict:
@@ -195,13 +222,28 @@ def _forwarder_stats(cluster) -> dict:
 
 def _hear_peers(cluster, links: dict, host: str) -> dict:
     """Wait until this host's forwarder has had its probes answered by every other host's
-    (a full window each); what it measured of each: {host: Underlay.describe()}."""
+    (a full window each); what it measured of each: {host: Underlay.describe()}. A window
+    that is not quiet (``Underlay.quiet``: a host was busy, building its share) is measured
+    afresh, for up to ``SETTLE_S``; the quietest window seen is the one kept."""
     others = [h for h in links["hosts"] if h != host]
     deadline = time.monotonic() + PEERS_WAIT_S
+    settled_by = None
+    best: dict[str, crosslinks.Underlay] = {}
+    windows = 1
     while True:
         views = crosslinks.underlay_views(_forwarder_stats(cluster), links, host)
         if all(h in views and views[h].probes >= PROBES_WANTED for h in others):
-            return {h: views[h].describe() for h in others}
+            for h in others:
+                if h not in best or views[h].rtt_median_s < best[h].rtt_median_s:
+                    best[h] = views[h]
+            settled_by = settled_by or time.monotonic() + SETTLE_S
+            if all(best[h].quiet for h in others) or time.monotonic() > settled_by:
+                return {h: {**best[h].describe(), "windows": windows} for h in others}
+            forwarder = (state.read(cluster.id) or cluster.record)["forwarder"]["pid"]
+            os.kill(forwarder, signal.SIGUSR2)  # the forwarder probes a new window
+            windows += 1
+            time.sleep(REPROBE_WAIT_S)
+            continue
         if time.monotonic() > deadline:
             silent = [h for h in others if h not in views]
             raise ShoalError(f"the forwarders of {', '.join(silent)} did not answer over UDP port "
@@ -213,7 +255,11 @@ def links(host: str, cluster_id: str) -> int:
     """Say what this host's forwarder counted of the frames from other hosts."""
     for record in state.records():
         part = record.get("part_of") or {}
-        if part.get("cluster") == cluster_id and part.get("host") == host and record.get("forwarder"):
+        if part.get("cluster") != cluster_id or part.get("host") != host:
+            continue
+        if record.get("in_user_namespace") and not userns.inside():  # where the forwarder is
+            userns.enter(record, ["cluster", "agent", "links", "--id", cluster_id, "--host", host])
+        if record.get("forwarder"):
             counted = linkemu.stats(record["forwarder"], state.cluster_dir(record["id"]) / "forwarder.json")
             say(host, links=crosslinks.counted(counted))
             return 0

@@ -132,9 +132,10 @@ class ShareLinks:
     relayed: dict[str, str] = field(default_factory=dict)
 
     @classmethod
-    def from_plan(cls, links: dict, host: str, mac_of, link_of=None) -> "ShareLinks":
+    def from_plan(cls, links: dict, host: str, mac_of, link_of=None, udp_fd: int | None = None) -> "ShareLinks":
         """``mac_of``: index -> MAC (the emulated cluster's); ``link_of``: a device's name ->
-        its link type (needed where this host owns a split medium)."""
+        its link type (needed where this host owns a split medium); ``udp_fd``: the
+        forwarder's socket, bound on the host's network already (an ordinary user's)."""
         port = int(links["port"])
         names = {}
         for position, (other, entry) in enumerate(links["hosts"].items()):
@@ -158,7 +159,7 @@ class ShareLinks:
                    if h == host and home(host, name) != host}
         lookahead = min((m["lookahead_ns"] for m in split.values() if m["owner"] == host), default=0)
         return cls(host, dict(links["hosts"][host]["indices"]), names,
-                   linkemu.Peers(port, links["key"], others, lookahead), proxies, relayed)
+                   linkemu.Peers(port, links["key"], others, lookahead, udp_fd), proxies, relayed)
 
     def describe(self) -> dict:
         return {"udp_port": self.peers.port, "peers": [f"{p.address}:{p.port}" for p in self.peers.others],
@@ -167,6 +168,10 @@ class ShareLinks:
 
 
 # -- the underlay, as the forwarders measured it -----------------------------------------
+# A window is quiet when its median round trip is within twice its fastest plus this.
+QUIET_SLACK_S = 100e-6
+
+
 @dataclass(frozen=True)
 class Underlay:
     """One host's view of another over the underlay, from its forwarder's probes."""
@@ -182,6 +187,13 @@ class Underlay:
     def one_way_s(self) -> float:
         """The underlay's one-way delay: half the median round trip (of the last probes)."""
         return self.rtt_median_s / 2
+
+    @property
+    def quiet(self) -> bool:
+        """Whether the window's typical round trip is near its fastest: probes neither host
+        was too busy to answer at once (a forwarder without real-time priority, an ordinary
+        user's, waits behind whatever else runs, such as another share being built)."""
+        return self.rtt_median_s <= 2 * self.rtt_min_s + QUIET_SLACK_S
 
     @classmethod
     def from_stats(cls, peer: dict) -> "Underlay":

@@ -132,10 +132,14 @@ class Peers:
     # A shared medium split over hosts, owned here: how long after the model's time what
     # touches its channel runs (so frames relayed from other hosts are in time; 0: none).
     lookahead_ns: int = 0
+    # The port's socket already bound in the host's network namespace, inherited by the
+    # forwarder (an ordinary user's, which runs in a user namespace); None: it binds the port.
+    fd: int | None = None
 
     def arguments(self) -> list[str]:
         # One frame per datagram: the devices hand over no TCP super-frames (--no-tso).
-        args = ["--udp", str(self.port), "--key", self.key, "--no-tso"]
+        bound = ["--udp", str(self.port)] if self.fd is None else ["--udp-fd", str(self.fd)]
+        args = [*bound, "--key", self.key, "--no-tso"]
         for peer in self.others:
             args += ["--peer", peer.argument()]
         if self.lookahead_ns:
@@ -191,7 +195,9 @@ def start(ports: list[Port], switch_netns: str | None, stats: Path | None,
     outlives the command that brought the cluster up.
     """
     command = argv(ports, switch_netns, stats, log, seed, peers)
-    process = proc.start(command, stdin=proc.PIPE, stdout=proc.PIPE, stderr=proc.PIPE, text=False)
+    inherited = (peers.fd,) if peers is not None and peers.fd is not None else ()
+    process = proc.start(command, stdin=proc.PIPE, stdout=proc.PIPE, stderr=proc.PIPE, text=False,
+                         pass_fds=inherited)
     entry = {"pid": process.pid, "start": sysns.process_start_time(process.pid)}
     if on_spawn is not None:
         on_spawn(entry)  # e.g. into the state record, before it creates anything

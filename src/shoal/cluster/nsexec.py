@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 from typing import NoReturn
 
@@ -107,16 +108,62 @@ def _device(record: dict, host: str) -> dict:
     fail(f"{host!r} is not a device of emulated cluster {record['id']} (devices: {known})")
 
 
+def _from_the_host(mirror: dict) -> None:
+    """The cluster lives in an ordinary user's user namespace (its record here is the
+    host's mirror): join its user, mount and PID namespaces, where the cluster's own record
+    is, and go on in a child there; this process waits for it and ends with its status.
+
+    (Not ``nsenter --pid``: it stops itself when its child is stopped, and the devices'
+    CPU limit without cgroups stops and continues every process in a device, never the
+    nsenter outside it.)"""
+    holder = mirror.get("entry_pid") or mirror.get("owner_pid")
+    try:
+        inside = open(f"/proc/{holder}/task/{holder}/children").read().split()[0]
+    except (OSError, IndexError):
+        fail(f"emulated cluster {mirror['id']} is gone (its process {holder} ended)")
+    try:  # all opened first: the host's /proc is not in there
+        joins = [(os.open(f"/proc/{inside}/ns/{name}", os.O_RDONLY | os.O_CLOEXEC), kind)
+                 for name, kind in (("user", sysns.CLONE_NEWUSER), ("mnt", sysns.CLONE_NEWNS),
+                                    ("pid", sysns.CLONE_NEWPID))]
+        for fd, kind in joins:
+            sysns.setns_fd(fd, kind)
+            os.close(fd)
+    except OSError as exc:
+        fail(f"cannot enter the user namespace of cluster {mirror['id']}: {exc}")
+    # In there, records live in the cluster's own /run, not in this host's state root.
+    os.environ.pop(environment.STATE_DIR.name, None)
+    child = os.fork()
+    if child == 0:
+        return
+    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(signum, lambda number, frame: os.kill(child, number))
+    while True:
+        try:
+            _, status = os.waitpid(child, 0)
+            break
+        except InterruptedError:
+            continue
+    sys.exit(os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status))
+
+
 def main(argv: list[str] | None = None) -> None:
     cluster, host, command, direct = parse_args(sys.argv[1:] if argv is None else argv)
     if not cluster.replace("-", "").isalnum():
         fail(f"bad cluster id {cluster!r}")
-    base = environment.STATE_DIR.get()
+    base = environment.state_root()
     try:
         with open(os.path.join(base, cluster, "state.json")) as fh:
             record = json.load(fh)
     except (OSError, ValueError):
         fail(f"no emulated cluster {cluster!r} is up")
+    if record.get("in_user_namespace"):
+        _from_the_host(record)
+        try:
+            with open(os.path.join(environment.state_root(), cluster, "state.json")) as fh:
+                record = json.load(fh)
+        except (OSError, ValueError):
+            fail(f"emulated cluster {cluster!r} is not up in its user namespace")
+        base = environment.state_root()
     device = _device(record, host)
     directory = os.path.join(base, cluster)
     try:

@@ -12,7 +12,9 @@ another host the helper leaves the head's network and mount namespaces for the h
 (those of the agent that holds the share), then reaches the device's host as the cluster's
 engine does (an ``srun --overlap`` step on that node of the allocation, or ssh), where
 ``nsexec`` enters the device. Which device is on which host, in which share, and the engine
-are in ``spread.json`` beside the shim (``write``).
+are in ``spread.json`` beside the shim (``write``). An ordinary user's share is in a user
+namespace, which cannot be left: there the agent outside runs the ``srun`` or ssh
+(``hostrelay``).
 
 Standard library only: it runs once per launched proxy.
 """
@@ -26,17 +28,21 @@ import shutil
 import sys
 
 from shoal import environment
-from shoal.cluster import nsexec, sysns
+from shoal.cluster import hostrelay, nsexec, sysns
 
 MAP = "spread.json"
 SHIM = "spread-ssh"
 
 
-def write(directory: str, share: str, cluster: str, engine: dict, members: dict[str, dict]) -> str:
-    """Write the map (``members``: a device's name and address -> its host and share) and the
-    shim into a share's directory; return the shim's path (the launcher to give mpiexec)."""
+def write(directory: str, share: str, cluster: str, engine: dict, members: dict[str, dict],
+          relay: str | None = None, host_state: str | None = None) -> str:
+    """Write the map (``members``: a device's name and address -> its host and share; for an
+    ordinary user's agent, its ``relay``, see ``hostrelay``, and the hosts' state root, where
+    the shares' records are mirrored) and the shim into a share's directory; return the
+    shim's path (the launcher to give mpiexec)."""
     with open(os.path.join(directory, MAP), "w") as out:
-        json.dump({"cluster": cluster, "engine": engine, "members": members}, out)
+        json.dump({"cluster": cluster, "engine": engine, "members": members, "relay": relay,
+                   "host_state": host_state}, out)
     shim = os.path.join(directory, SHIM)
     state = environment.STATE_DIR.get()
     with open(shim, "w") as out:
@@ -47,21 +53,22 @@ def write(directory: str, share: str, cluster: str, engine: dict, members: dict[
     return shim
 
 
-def _reach(engine: dict, host: str, argv: list[str]) -> list[str]:
-    """The command that runs ``argv`` on ``host`` the way the cluster's engine reaches it."""
+def _reach(engine: dict, host: str, argv: list[str], state_root: str) -> list[str]:
+    """The command that runs ``argv`` on ``host`` the way the cluster's engine reaches it
+    (``state_root``: where the shares are recorded there)."""
     if engine["engine"] == "slurm":
         srun = shutil.which("srun") or "srun"
         return [srun, f"--jobid={engine['job_id']}", "--overlap", "--nodes=1", "--ntasks=1",
                 f"--nodelist={host}", "--cpu-bind=none", "--kill-on-bad-exit=0", *argv]
     ssh = environment.SSH.get() or shutil.which("ssh") or "ssh"
-    state = f"{environment.STATE_DIR.name}={environment.STATE_DIR.get()}"
+    state = f"{environment.STATE_DIR.name}={state_root}"
     return [ssh, "-o", "BatchMode=yes", engine["addresses"][host], shlex.join(["env", state, *argv])]
 
 
 def main(argv: list[str] | None = None) -> None:
     words = sys.argv[1:] if argv is None else argv
     share, host, _, _ = nsexec.parse_args(words)
-    base = environment.STATE_DIR.get()
+    base = environment.state_root()
     try:
         with open(os.path.join(base, share, MAP)) as fh:
             spread = json.load(fh)
@@ -76,13 +83,17 @@ def main(argv: list[str] | None = None) -> None:
     enter = [sys.executable, "-m", "shoal.cluster.nsexec", "--cluster", target["share"], *words[2:]]
     if target["share"] == share:  # on this host
         os.execv(sys.executable, enter)
+    if spread.get("relay"):  # in a user namespace: the agent outside reaches the other host
+        env = {**os.environ, environment.STATE_DIR.name: spread["host_state"]}
+        sys.exit(hostrelay.run(spread["relay"], _reach(spread["engine"], target["host"], enter,
+                                                       spread["host_state"]), env))
     try:  # out of the head, into the host's own namespaces (the agent's), to reach the other host
         agent = record["owner_pid"]
         sysns.setns(f"/proc/{agent}/ns/net", sysns.CLONE_NEWNET)
         sysns.setns(f"/proc/{agent}/ns/mnt", sysns.CLONE_NEWNS)
     except (OSError, KeyError) as exc:
         nsexec.fail(f"cannot leave the head for host {target['host']}: {exc}")
-    command = _reach(spread["engine"], target["host"], enter)
+    command = _reach(spread["engine"], target["host"], enter, environment.STATE_DIR.get())
     try:
         os.execvp(command[0], command)
     except OSError as exc:

@@ -61,14 +61,28 @@ def cluster_dir(cluster_id: str) -> Path:
     return root() / cluster_id
 
 
-# (host state root opened as a directory, owner pid on the host, its start time)
-_host_mirror: tuple[int, int, int] | None = None
+# (host state root opened as a directory, owner pid on the host, its start time, the
+# process whose child is inside as "pid:start", if not the owner)
+_host_mirror: tuple[int, int, int, str | None] | None = None
+_host_root: str | None = None  # that root's path, as the host sees it
 
 
-def mirror_to_host(dir_fd: int, owner_pid: int, owner_start: int) -> None:
+def mirror_to_host(dir_fd: int, owner_pid: int, owner_start: int, entry: str | None = None,
+                   path: str | None = None) -> None:
     """Inside a user namespace: mirror every record's cgroups to the host (see above)."""
-    global _host_mirror
-    _host_mirror = (dir_fd, owner_pid, owner_start)
+    global _host_mirror, _host_root
+    _host_mirror = (dir_fd, owner_pid, owner_start, entry)
+    _host_root = path
+
+
+def host_root() -> str | None:
+    """Inside a user namespace: the host's state root, where the records' mirrors are."""
+    return _host_root
+
+
+def host_owner() -> tuple[int, int] | None:
+    """Inside a user namespace: (pid, start time) of its owner on the host (None: not inside)."""
+    return None if _host_mirror is None else (_host_mirror[1], _host_mirror[2])
 
 
 def write(record: dict) -> None:
@@ -82,9 +96,12 @@ def write(record: dict) -> None:
 
 
 def _write_mirror(record: dict) -> None:
-    fd, owner_pid, owner_start = _host_mirror
+    fd, owner_pid, owner_start, entry = _host_mirror
     name = record["id"]
+    entry_pid, entry_start = (int(v) for v in entry.split(":")) if entry else (owner_pid, owner_start)
     mirror = {"id": name, "owner_pid": owner_pid, "owner_start": owner_start,
+              # Whose child is inside (commands enter there); a share of a cluster over hosts.
+              "entry_pid": entry_pid, "entry_start": entry_start, "part_of": record.get("part_of"),
               "persistent": bool(record.get("persistent")), "in_user_namespace": True,
               "created": record.get("created"), "cgroups": record.get("cgroups", []),
               "netns": [], "uts": [], "nodes": {node: {} for node in record.get("nodes", {})},

@@ -14,6 +14,8 @@ from contextlib import contextmanager
 CLONE_NEWNS = 0x00020000
 CLONE_NEWUTS = 0x04000000
 CLONE_NEWNET = 0x40000000
+CLONE_NEWUSER = 0x10000000
+CLONE_NEWPID = 0x20000000
 MS_BIND = 4096
 MS_REC = 16384
 MS_PRIVATE = 1 << 18
@@ -39,6 +41,11 @@ def setns(path: str, nstype: int) -> None:
         _check(_libc.setns(fd, nstype), f"setns {path}")
     finally:
         os.close(fd)
+
+
+def setns_fd(fd: int, nstype: int) -> None:
+    """Move the calling thread into the namespace open at ``fd``."""
+    _check(_libc.setns(fd, nstype), f"setns {nstype:#x}")
 
 
 def unshare(flags: int) -> None:

@@ -40,6 +40,7 @@ MODE = environment.USERNS.name  # "always": use a user namespace even as root
 INSIDE = environment.USERNS_INSIDE.name
 OWNER = environment.USERNS_OWNER.name  # "pid:start" of the command's namespace holder on the host
 HOST_STATE = environment.USERNS_HOST_STATE.name  # the host's state root, where records are mirrored
+ENTRY = environment.USERNS_ENTRY.name  # "pid:start" of the namespace holder, where not the owner
 ATTACHED = "attached"  # INSIDE's value in a command that joined a cluster's namespaces
 READY = b"\0"  # what a detached command writes once its cluster is up
 SCOPED = environment.USERNS_SCOPED.name  # set once the command runs in a delegated systemd scope
@@ -67,7 +68,6 @@ def _user_manager() -> bool:
 def reexec(argv: list[str], detach: bool = False) -> None:
     """Replace this process by the same shoal command inside a fresh user namespace
     (``detach``: one that outlives this process, for ``cluster up``)."""
-    unshare = proc.tool("unshare", "emulating devices as an ordinary user")
     if os.geteuid() != 0 and cpulimit.detect().version == 0:
         # A v2 group delegated by hand (or the systemd scope below): room for the devices.
         cpulimit.prepare_delegated()
@@ -79,20 +79,32 @@ def reexec(argv: list[str], detach: bool = False) -> None:
                       "-p", "Delegate=yes", "--", sys.executable, "-m", "shoal", *argv]
         verbose.show(argv_scope)
         os.execv(argv_scope[0], argv_scope)
-    probe = proc.run([unshare, "--user", "--map-root-user", "--net", "true"])
-    if not probe.ok:
-        raise ShoalError("this kernel does not let ordinary users create user namespaces "
-                         f"({probe.tail(1) or 'unshare failed'}); run as root, or allow them "
-                         "(sysctl kernel.unprivileged_userns_clone=1 / user.max_user_namespaces)")
+    check_allowed()
     os.environ[INSIDE] = "1"
     os.environ[HOST_STATE] = str(state.root())
-    argv_ns = [unshare, "--user", "--map-root-user", "--net", "--mount", "--pid", "--fork",
-               "--kill-child", "--mount-proc", sys.executable, "-m", "shoal", *argv]
+    argv_ns = command_inside(argv)
     verbose.show(argv_ns)
     if detach:
         _exec_detached(argv_ns)
     _own_the_namespace()
-    os.execv(unshare, argv_ns)
+    os.execv(argv_ns[0], argv_ns)
+
+
+def check_allowed() -> None:
+    """Refuse in one line where this kernel keeps ordinary users from user namespaces."""
+    probe = proc.run([proc.tool("unshare", "emulating devices as an ordinary user"),
+                      "--user", "--map-root-user", "--net", "true"])
+    if not probe.ok:
+        raise ShoalError("this kernel does not let ordinary users create user namespaces "
+                         f"({probe.tail(1) or 'unshare failed'}); run as root, or allow them "
+                         "(sysctl kernel.unprivileged_userns_clone=1 / user.max_user_namespaces)")
+
+
+def command_inside(argv: list[str]) -> list[str]:
+    """The command line that runs ``shoal argv`` in fresh user, network, mount and PID
+    namespaces, as their root; they end with it (``--kill-child``)."""
+    return [proc.tool("unshare"), "--user", "--map-root-user", "--net", "--mount", "--pid", "--fork",
+            "--kill-child", "--mount-proc", sys.executable, "-m", "shoal", *argv]
 
 
 def _own_the_namespace() -> None:
@@ -156,22 +168,35 @@ def hold() -> None:
         signal.pause()
 
 
+def inside_pid(record: dict) -> str | None:
+    """A process inside the namespaces of a record mirrored from a user namespace: the
+    holder's child (the holder, unshare, stays on the host's side). None: it is gone."""
+    holder = record.get("entry_pid") or record.get("owner_pid")
+    try:
+        return Path(f"/proc/{holder}/task/{holder}/children").read_text().split()[0]
+    except (OSError, IndexError):
+        return None
+
+
+def entering(pid: str) -> list[str]:
+    """The prefix that runs a command inside the namespaces of process ``pid``: its user,
+    mount, network and PID namespaces, credentials kept (this uid is the namespace's root,
+    and setgroups is denied there)."""
+    return [proc.tool("nsenter"), "--target", pid, "--user", "--preserve-credentials",
+            "--mount", "--net", "--pid", "--"]
+
+
 def enter(record: dict, argv: list[str]) -> None:
     """Re-run this command inside the namespaces of a cluster another command holds."""
-    holder = record.get("owner_pid")
-    try:
-        child = Path(f"/proc/{holder}/task/{holder}/children").read_text().split()[0]
-    except (OSError, IndexError):
-        raise ShoalError(f"emulated cluster {record['id']} is gone (its process {holder} ended); "
-                         f"'shoal cluster down {record['id']}' removes what is left") from None
+    child = inside_pid(record)
+    if child is None:
+        raise ShoalError(f"emulated cluster {record['id']} is gone (its process {record.get('owner_pid')} "
+                         f"ended); 'shoal cluster down {record['id']}' removes what is left")
     os.environ[INSIDE] = ATTACHED
     # Its records are in the cluster's own /run, where the host's state root (SHOAL_STATE_DIR)
     # would hold only their mirror.
     os.environ.pop(environment.STATE_DIR.name, None)
-    # Credentials kept: this uid is the namespace's root (setgroups is denied there).
-    argv_ns = [proc.tool("nsenter"), "--target", child, "--user", "--preserve-credentials",
-               "--mount", "--net", "--pid",
-               "--", sys.executable, "-m", "shoal", *argv]
+    argv_ns = [*entering(child), sys.executable, "-m", "shoal", *argv]
     verbose.show(argv_ns)
     os.execv(argv_ns[0], argv_ns)
 
@@ -196,7 +221,8 @@ def prepare() -> None:
         host = Path(host_state)
         host.mkdir(parents=True, exist_ok=True)
         pid, start = owner.split(":")
-        state.mirror_to_host(os.open(host, os.O_RDONLY | os.O_DIRECTORY), int(pid), int(start))
+        state.mirror_to_host(os.open(host, os.O_RDONLY | os.O_DIRECTORY), int(pid), int(start),
+                             os.environ.pop(ENTRY, None), host_state)
     try:
         sysns.mount_tmpfs("/run")
     except OSError as exc:

@@ -42,7 +42,8 @@
  * where UP and DOWN are rate_bps/delay_ns/jitter_ns/loss/limit_B[/grant_ns/channel[/channel_bps]]
  * ("0" rate: no serialization; channel N > 0: the shared medium N; channel_bps: its
  * rate when above this direction's own). Prints "ready" on stdout once every TAP exists; SIGTERM
- * or SIGINT writes the statistics (JSON) and exits; SIGUSR1 writes them only.
+ * or SIGINT writes the statistics (JSON) and exits; SIGUSR1 writes them only; SIGUSR2
+ * measures the other hosts' forwarders afresh (a new window of fast probes).
  * A line "host_latency_ns N" on stdin takes N/2 off the delay of every direction
  * (the host's own latency, measured once the ports are up), "port_host_latency_ns
  * I N" N/2 off both directions of port I instead (its ranks sleep, or poll, while
@@ -50,7 +51,8 @@
  *
  * Links across hosts (a cluster spread over several hosts, one forwarder per
  * host): --udp PORT binds a UDP socket in the forwarder's own (the host's)
- * network namespace, and each --peer ADDR:PORT,MAC,... names another host's
+ * network namespace (--udp-fd FD takes one already bound there instead: an
+ * ordinary user's forwarder runs in a user namespace with no way out), and each --peer ADDR:PORT,MAC,... names another host's
  * forwarder and the devices behind it. A frame for one of those devices goes
  * to its forwarder in one datagram as soon as it is read, stamped with the time
  * it reaches the switch after its own uplink (this host's clock); the receiving
@@ -193,7 +195,7 @@ static uint64_t seq_counter;
 static frame_t *free_frames;
 static struct { unsigned char mac[6]; int used, port; } macs[MAC_TABLE];
 static int nmacs;
-static volatile sig_atomic_t stop_flag, stats_flag;
+static volatile sig_atomic_t stop_flag, stats_flag, reprobe_flag;
 static const char *stats_path;
 static FILE *log_file;
 static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
@@ -268,6 +270,7 @@ static uint32_t seq_out[MAX_PORTS][MAX_PEERS];
 static uint64_t remote_out[MAX_PORTS];
 static int no_tso;
 static int64_t next_probe_ns;
+static int64_t probes_since_ns; /* replies to probes sent before this are left out */
 /* A split shared medium's lookahead (--lookahead), and its channels (those of a proxy). */
 static int64_t lookahead_ns;
 static int split_channel[MAX_CHANNELS + 1], any_split_down;
@@ -641,6 +644,7 @@ static void on_reply(peer_t *pe, const wire_probe_t *w, int64_t t3, int64_t r3) 
         t[i] = (int64_t)le64toh((uint64_t)w->mono[i]);
         r[i] = (int64_t)le64toh((uint64_t)w->real[i]);
     }
+    if (t[0] < probes_since_ns) return; /* sent before the window was started afresh */
     int64_t rtt = (t3 - t[0]) - (t[2] - t[1]);
     if (rtt < 0) rtt = 0;
     int k = (int)(pe->replies++ % PROBE_WINDOW);
@@ -653,6 +657,16 @@ static void on_reply(peer_t *pe, const wire_probe_t *w, int64_t t3, int64_t r3) 
     pe->offset_ns = pe->offset[best];
     pe->real_offset_ns = pe->real_offset[best];
     pe->rtt_min_ns = pe->rtt[best];
+}
+
+/* SIGUSR2: a new window, probed fast, of only probes sent from now on. */
+static void reprobe_peers(int64_t now) {
+    for (int i = 0; i < npeers; i++) {
+        peers[i].replies = 0;
+        peers[i].probes = 0;
+    }
+    probes_since_ns = now;
+    next_probe_ns = now;
 }
 
 static void probe_peers(int64_t now) {
@@ -1060,6 +1074,7 @@ static void write_stats(void) {
 
 static void on_signal(int sig) {
     if (sig == SIGUSR1) stats_flag = 1;
+    else if (sig == SIGUSR2) reprobe_flag = 1;
     else stop_flag = 1;
 }
 
@@ -1230,10 +1245,8 @@ static void parse_peer(const char *spec) {
     free(copy);
 }
 
-/* The forwarder's socket to the other hosts', in the host's own network namespace. */
-static void open_udp(int port) {
-    udp_fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (udp_fd < 0) die("socket");
+/* Buffers and fragmentation of the socket to the other hosts' forwarders. */
+static void tune_udp(void) {
     int size = 8 << 20; /* bursts of a whole TCP window from several devices */
     if (setsockopt(udp_fd, SOL_SOCKET, SO_RCVBUFFORCE, &size, sizeof size) < 0)
         setsockopt(udp_fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof size);
@@ -1242,15 +1255,42 @@ static void open_udp(int port) {
     /* A frame and its header pass an underlay MTU of 1500: the kernel fragments it. */
     int pmtu = IP_PMTUDISC_DONT;
     setsockopt(udp_fd, IPPROTO_IP, IP_MTU_DISCOVER, &pmtu, sizeof pmtu);
+}
+
+static void note_udp_port(void) {
+    struct sockaddr_in a;
+    socklen_t len = sizeof a;
+    if (getsockname(udp_fd, (struct sockaddr *)&a, &len) != 0 || a.sin_family != AF_INET) {
+        fprintf(stderr, "shoal-linkemu: --udp-fd %d is no bound IPv4 UDP socket\n", udp_fd);
+        exit(2);
+    }
+    udp_port = ntohs(a.sin_port);
+}
+
+/* The forwarder's socket to the other hosts', in the host's own network namespace. */
+static void open_udp(int port) {
+    udp_fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (udp_fd < 0) die("socket");
+    tune_udp();
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port), .sin_addr = {htonl(INADDR_ANY)}};
     if (bind(udp_fd, (struct sockaddr *)&a, sizeof a) < 0) {
         fprintf(stderr, "shoal-linkemu: cannot bind UDP port %d for the links to other hosts: %s\n", port,
                 strerror(errno));
         exit(2);
     }
-    socklen_t len = sizeof a;
-    getsockname(udp_fd, (struct sockaddr *)&a, &len);
-    udp_port = ntohs(a.sin_port);
+    note_udp_port();
+}
+
+/* The same socket handed over, bound in the host's namespace by whoever started this one. */
+static void adopt_udp(int fd) {
+    udp_fd = fd;
+    int flags = fcntl(fd, F_GETFL);
+    if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0 || fcntl(fd, F_SETFD, FD_CLOEXEC) < 0) {
+        fprintf(stderr, "shoal-linkemu: --udp-fd %d is not open: %s\n", fd, strerror(errno));
+        exit(2);
+    }
+    tune_udp();
+    note_udp_port();
 }
 
 static void enter_netns(const char *path) {
@@ -1287,6 +1327,7 @@ static void open_tap(port_t *p) {
 
 int main(int argc, char **argv) {
     const char *switch_ns = NULL, *log_path = NULL;
+    int given_udp_fd = -1;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--port") && i + 1 < argc) parse_port(argv[++i]);
         else if (!strcmp(argv[i], "--switch") && i + 1 < argc) switch_ns = argv[++i];
@@ -1294,6 +1335,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--log") && i + 1 < argc) log_path = argv[++i];
         else if (!strcmp(argv[i], "--seed") && i + 1 < argc) rng_state = strtoull(argv[++i], NULL, 0) | 1;
         else if (!strcmp(argv[i], "--udp") && i + 1 < argc) udp_port = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--udp-fd") && i + 1 < argc) given_udp_fd = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--peer") && i + 1 < argc) parse_peer(argv[++i]);
         else if (!strcmp(argv[i], "--key") && i + 1 < argc) wire_key = strtoull(argv[++i], NULL, 16);
         else if (!strcmp(argv[i], "--no-tso")) no_tso = 1;
@@ -1306,7 +1348,7 @@ int main(int argc, char **argv) {
         }
     }
     if (nports < 1) usage("give at least one --port NETNS,IFNAME,UP,DOWN[,MAC]");
-    if (npeers && udp_port <= 0) usage("--peer needs --udp PORT");
+    if (npeers && udp_port <= 0 && given_udp_fd < 0) usage("--peer needs --udp PORT or --udp-fd FD");
     resolve_split();
     struct rlimit files; /* a TAP descriptor per port: more than the usual soft limit of 1024 */
     if (getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
@@ -1318,7 +1360,8 @@ int main(int argc, char **argv) {
     for (int i = 0; i < nports; i++)
         if (!ports[i].proxy) open_tap(&ports[i]);
     if (setns(own, CLONE_NEWNET) != 0) die("return to own network namespace");
-    if (udp_port > 0) open_udp(udp_port);
+    if (given_udp_fd >= 0) adopt_udp(given_udp_fd);
+    else if (udp_port > 0) open_udp(udp_port);
     if (switch_ns) enter_netns(switch_ns);
     close(own);
     if (log_path && !(log_file = fopen(log_path, "w"))) die("open --log file");
@@ -1336,6 +1379,7 @@ int main(int argc, char **argv) {
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGUSR1, &sa, NULL);
+    sigaction(SIGUSR2, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
 
     int ep = epoll_create1(EPOLL_CLOEXEC);
@@ -1370,6 +1414,10 @@ int main(int argc, char **argv) {
             write_stats();
         }
         int64_t now = now_ns();
+        if (reprobe_flag) {
+            reprobe_flag = 0;
+            reprobe_peers(now);
+        }
         while (heap_len && heap[0].t_ns <= now) {
             run_event(heap_pop());
             now = now_ns();
