@@ -52,13 +52,16 @@ def test_up_over_an_ssh_inventory_builds_a_share_on_each_host_runs_ranks_on_both
         agent = record["shares"][host]["agent"]["pid"]
         assert agent in namespace_pids(hosts.netns(host)), host
         assert all(Path("/run/netns", ns).exists() for ns in share["netns"])
-    # Ranks on both hosts: mpiexec in the head on h1 over ssh, a rank in each device.
-    ran = subprocess.run([sys.executable, "-m", "shoal", "work", "raytrace", "--attach", name, "--check",
-                          "--nodes", "2", "--size", "64", "--reps", "1", "--mpi", "mpich", "--out",
-                          str(tmp_path / "run")], capture_output=True, text=True,
-                         env={**os.environ, **hosts.environment()}, timeout=600)
-    rows = list(csv.DictReader((tmp_path / "run" / "results.csv").open())) if ran.returncode == 0 else []
-    assert [(r["nodes"], r["check"]) for r in rows] == [("2", "pass")], ran.stderr[-2000:]
+    # Ranks on both hosts: mpiexec in the head on h1 over ssh, a rank in each device; in the
+    # head layout every rank is started from the head, h2's over ssh with its environment.
+    for layout in ("box", "head"):
+        out = tmp_path / f"run-{layout}"
+        ran = subprocess.run([sys.executable, "-m", "shoal", "work", "raytrace", "--attach", name, "--check",
+                              "--nodes", "2", "--size", "64", "--reps", "1", "--mpi", "mpich", "--launch",
+                              layout, "--out", str(out)], capture_output=True, text=True,
+                             env={**os.environ, **hosts.environment()}, timeout=600)
+        rows = list(csv.DictReader((out / "results.csv").open())) if ran.returncode == 0 else []
+        assert [(r["nodes"], r["check"]) for r in rows] == [("2", "pass")], (layout, ran.stderr[-2000:])
     done = _shoal(hosts, "down", name)
     assert done.returncode == 0, done.stderr
     for share in shares.values():

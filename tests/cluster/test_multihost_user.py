@@ -5,7 +5,8 @@ A Slurm user is not root on the nodes. Inside the user's own allocation, ``clust
 user namespace of its own (nothing in the hosts' own /run/netns), its forwarder on a UDP
 socket bound on the host's network before; a process started on a host enters a device
 (``nsexec`` joins the share's namespaces), the launcher helper in the head reaches the
-other host through the agent's relay, an MPI job runs over all four boxes of both hosts,
+other host through the agent's relay, an MPI job runs over all four boxes of both hosts
+in both launch layouts (the MPI's daemons in the boxes, or every rank started from the head),
 the forwarders count its frames, and after one host's agent is killed, ``cluster down``
 leaves nothing of the user's on either host.
 """
@@ -143,6 +144,15 @@ def test_an_ordinary_users_cluster_over_two_hosts_runs_mpi_and_leaves_nothing(us
     assert manifest["jobs"][f"{name}/4/4"]["hosts"] == ["stb1", "stb2", "stb3", "stb4"]
     rows = (out / "results.csv").read_text().splitlines()
     assert len(rows) == 2 and f"{name}/4/4/imb.PingPong/64" in rows[1]
+    # The head layout: the launcher's daemon stays in the head, and every rank is started
+    # from there, those on host 2 through the relay (srun carries the rank's environment).
+    out = user.home / "run-head"
+    bench = user.shoal("bench", "--attach", name, "--launch", "head", "--tests", "imb.PingPong", "--sizes", "64",
+                       "--nodes", "4", "--out", str(out), timeout=600)
+    assert bench.returncode == 0, bench.stderr
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert "jobs_failed_after_points" not in manifest and manifest["jobs"][f"{name}/4/4"]["ranks"] == 4
+    assert f"{name}/4/4/imb.PingPong/64" in (out / "results.csv").read_text()
     # Its frames crossed between the hosts' forwarders, which counted them per sender: the
     # plant is one medium on host 1, so host 2's boxes' frames are relayed both ways.
     counted = {}

@@ -18,7 +18,6 @@ import json
 import os
 import signal
 import socket
-import subprocess
 import sys
 import threading
 
@@ -87,9 +86,11 @@ class Relay:
             request = json.loads(data)
             if len(fds) != 3:
                 return
+            for fd in fds:  # only their copies at 0, 1 and 2 go to the command
+                os.set_inheritable(fd, False)
             try:
-                child = subprocess.Popen(request["argv"], env=request["env"], stdin=fds[0], stdout=fds[1],
-                                         stderr=fds[2], close_fds=True)
+                child = os.posix_spawnp(request["argv"][0], request["argv"], request["env"],
+                                        file_actions=[(os.POSIX_SPAWN_DUP2, fd, i) for i, fd in enumerate(fds)])
             except OSError as exc:
                 os.write(fds[2], f"shoal: cannot run {request['argv'][0]}: {exc.strerror}\n".encode())
                 conn.sendall(json.dumps({"status": 255}).encode() + b"\n")
@@ -97,8 +98,10 @@ class Relay:
             for fd in fds:
                 os.close(fd)
             fds = []
-            threading.Thread(target=_stop_when_gone, args=(conn, child), daemon=True).start()
-            status = child.wait()
+            ended = threading.Event()
+            threading.Thread(target=_stop_when_gone, args=(conn, child, ended), daemon=True).start()
+            status = os.waitstatus_to_exitcode(os.waitpid(child, 0)[1])
+            ended.set()
             conn.sendall(json.dumps({"status": status if status >= 0 else 128 - status}).encode() + b"\n")
         except (OSError, ValueError, KeyError, TypeError):
             pass
@@ -112,15 +115,17 @@ class Relay:
             conn.close()
 
 
-def _stop_when_gone(conn: socket.socket, child: subprocess.Popen) -> None:
+def _stop_when_gone(conn: socket.socket, child: int, ended: threading.Event) -> None:
     """The helper sends nothing more: its end of the connection closes when it ends."""
     try:
         conn.recv(1)
     except OSError:
         pass
-    if child.poll() is None:
-        child.send_signal(signal.SIGTERM)
-        try:
-            child.wait(STOP_WAIT_S)
-        except subprocess.TimeoutExpired:
-            child.kill()
+    if ended.is_set():
+        return
+    try:
+        os.kill(child, signal.SIGTERM)
+        if not ended.wait(STOP_WAIT_S):
+            os.kill(child, signal.SIGKILL)
+    except ProcessLookupError:
+        pass

@@ -336,16 +336,35 @@ class SpreadDevices(Cluster):
         return self.spread.dilation
 
     def _job(self, mpi, chosen, counts, argv, env) -> Job:
-        if self.bcast == "multicast":
-            # The hosts' forwarders keep group frames on their own host.
-            raise ShoalError("--bcast multicast needs the devices on one host: a cluster spread "
-                             "over hosts carries no multicast between them; leave --bcast out")
+        self._no_multicast()
         transport, extra = transport_env(mpi)
         env.update(transport)
         return Job(mpi, sum(counts), argv, env, hosts=[HostSlots(n.name, c) for n, c in zip(chosen, counts)],
                    launcher_exec=self.spread.launcher,
                    extra_args=[*extra, *mpi.impl.launcher_from_mpiexec_only()],
                    exec_prefix=self.spread.head_prefix())
+
+    def _no_multicast(self) -> None:
+        if self.bcast == "multicast":
+            # The hosts' forwarders keep group frames on their own host.
+            raise ShoalError("--bcast multicast needs the devices on one host: a cluster spread "
+                             "over hosts carries no multicast between them; leave --bcast out")
+
+    def _head_job(self, mpi, chosen, counts, argv, env) -> Job:
+        """As on one host (``EmulatedDevices._head_job``): the launcher's daemon stays in the
+        cluster's head and starts every rank, here through the launcher helper, which takes
+        a rank on another host there as it takes a daemon (srun or ssh, with the rank's
+        environment); the rank is not put on its device's core (as in the box layout here)."""
+        self._no_multicast()
+        head = mpi.impl.head_launch(str(SUBNET), kinds=len({n.profile.name for n in chosen}))
+        if head is None:
+            raise ShoalError(f"{mpi.name} has no head-side launch; use the default layout")
+        transport, extra = transport_env(mpi)
+        env.update({**transport, **head.rank_env})
+        layout = ",".join(f"{n.name}:{c}" for n, c in zip(chosen, counts))
+        return Job(mpi, sum(counts), [*self.spread.rank_prefix(head.rank_variable, layout), *argv], env,
+                   launcher_env=dict(head.launcher_env), extra_args=[*head.launcher_args, *extra],
+                   exec_prefix=self.spread.head_prefix(), on_this_host=True)
 
     def default_wait(self, ranks_per_node: int = 1, names: list[str] | None = None) -> str | None:
         nodes = self.select(names) if names else self.nodes

@@ -43,6 +43,12 @@ class SpreadCluster:
                              f"({self.head_share['id']}) on {self.head_host}")
         return launcher
 
+    def rank_prefix(self, rank_variable: str, layout: str) -> list[str]:
+        """argv prefix that starts a rank, from the head, in the device its rank number
+        (the MPI's ``rank_variable``) falls on in ``layout`` ("NODE:K,..."), on whichever
+        host (the head layout: the launcher's daemon in the head starts every rank)."""
+        return [self.launcher, "--rank", rank_variable, layout, "--"]
+
     def head_prefix(self) -> list[str]:
         """argv prefix that runs a program (mpiexec) in the cluster's head, on its host."""
         engine = hostengine.from_record(self.record["hosts"])

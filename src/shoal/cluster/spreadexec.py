@@ -6,6 +6,7 @@ host, like ssh would.
 through the shim ``<state>/<share>/spread-ssh`` the agent writes::
 
     spreadexec --cluster SHARE [ssh options] DEVICE COMMAND...
+    spreadexec --cluster SHARE --rank VARIABLE NODE:K,... -- PROGRAM ARGS...   # the head layout
 
 A device of this host's share is entered as on one host (``nsexec``). For a device on
 another host the helper leaves the head's network and mount namespaces for the host's own
@@ -32,6 +33,10 @@ from shoal.cluster import hostrelay, nsexec, sysns
 
 MAP = "spread.json"
 SHIM = "spread-ssh"
+# Variables that belong to the host a command runs on (a rank's other variables go along).
+_HOSTS_OWN = frozenset({"HOME", "PWD", "OLDPWD", "SHLVL", "_", "HOSTNAME", "USER", "LOGNAME", "SHELL",
+                        "TERM", "MAIL", "DISPLAY", "XDG_RUNTIME_DIR", "XDG_SESSION_ID", "SSH_CLIENT",
+                        "SSH_CONNECTION", "SSH_TTY", "SSH_AUTH_SOCK", environment.STATE_DIR.name})
 
 
 def write(directory: str, share: str, cluster: str, engine: dict, members: dict[str, dict],
@@ -53,21 +58,24 @@ def write(directory: str, share: str, cluster: str, engine: dict, members: dict[
     return shim
 
 
-def _reach(engine: dict, host: str, argv: list[str], state_root: str) -> list[str]:
+def _reach(engine: dict, host: str, argv: list[str], state_root: str, rank: bool = False) -> list[str]:
     """The command that runs ``argv`` on ``host`` the way the cluster's engine reaches it
-    (``state_root``: where the shares are recorded there)."""
+    (``state_root``: where the shares are recorded there). A ``rank`` (the head layout:
+    the MPI's daemon in the head starts it) needs the environment its daemon gave it: srun
+    passes the whole environment, ssh the variables named on its command line."""
     if engine["engine"] == "slurm":
         srun = shutil.which("srun") or "srun"
         return [srun, f"--jobid={engine['job_id']}", "--overlap", "--nodes=1", "--ntasks=1",
                 f"--nodelist={host}", "--cpu-bind=none", "--kill-on-bad-exit=0", *argv]
     ssh = environment.SSH.get() or shutil.which("ssh") or "ssh"
+    carried = [f"{k}={v}" for k, v in sorted(os.environ.items()) if k not in _HOSTS_OWN] if rank else []
     state = f"{environment.STATE_DIR.name}={state_root}"
-    return [ssh, "-o", "BatchMode=yes", engine["addresses"][host], shlex.join(["env", state, *argv])]
+    return [ssh, "-o", "BatchMode=yes", engine["addresses"][host], shlex.join(["env", *carried, state, *argv])]
 
 
 def main(argv: list[str] | None = None) -> None:
     words = sys.argv[1:] if argv is None else argv
-    share, host, _, _ = nsexec.parse_args(words)
+    share, host, _, rank = nsexec.parse_args(words)
     base = environment.state_root()
     try:
         with open(os.path.join(base, share, MAP)) as fh:
@@ -86,14 +94,14 @@ def main(argv: list[str] | None = None) -> None:
     if spread.get("relay"):  # in a user namespace: the agent outside reaches the other host
         env = {**os.environ, environment.STATE_DIR.name: spread["host_state"]}
         sys.exit(hostrelay.run(spread["relay"], _reach(spread["engine"], target["host"], enter,
-                                                       spread["host_state"]), env))
+                                                       spread["host_state"], rank), env))
     try:  # out of the head, into the host's own namespaces (the agent's), to reach the other host
         agent = record["owner_pid"]
         sysns.setns(f"/proc/{agent}/ns/net", sysns.CLONE_NEWNET)
         sysns.setns(f"/proc/{agent}/ns/mnt", sysns.CLONE_NEWNS)
     except (OSError, KeyError) as exc:
         nsexec.fail(f"cannot leave the head for host {target['host']}: {exc}")
-    command = _reach(spread["engine"], target["host"], enter, environment.STATE_DIR.get())
+    command = _reach(spread["engine"], target["host"], enter, environment.STATE_DIR.get(), rank)
     try:
         os.execvp(command[0], command)
     except OSError as exc:
