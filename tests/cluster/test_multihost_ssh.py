@@ -54,14 +54,16 @@ def test_up_over_an_ssh_inventory_builds_a_share_on_each_host_runs_ranks_on_both
         assert all(Path("/run/netns", ns).exists() for ns in share["netns"])
     # Ranks on both hosts: mpiexec in the head on h1 over ssh, a rank in each device; in the
     # head layout every rank is started from the head, h2's over ssh with its environment.
+    # Each board's power: its profile's model, driven by its CPU time, sampled on its host over ssh.
     for layout in ("box", "head"):
         out = tmp_path / f"run-{layout}"
         ran = subprocess.run([sys.executable, "-m", "shoal", "work", "raytrace", "--attach", name, "--check",
                               "--nodes", "2", "--size", "64", "--reps", "1", "--mpi", "mpich", "--launch",
-                              layout, "--out", str(out)], capture_output=True, text=True,
+                              layout, "--power", "model", "--out", str(out)], capture_output=True, text=True,
                              env={**os.environ, **hosts.environment()}, timeout=600)
         rows = list(csv.DictReader((out / "results.csv").open())) if ran.returncode == 0 else []
         assert [(r["nodes"], r["check"]) for r in rows] == [("2", "pass")], (layout, ran.stderr[-2000:])
+        assert rows[0]["power_source"].split(",")[:2] == ["minnowboard1:model", "minnowboard2:model"], rows[0]
     done = _shoal(hosts, "down", name)
     assert done.returncode == 0, done.stderr
     for share in shares.values():

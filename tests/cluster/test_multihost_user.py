@@ -13,6 +13,7 @@ leaves nothing of the user's on either host.
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import shutil
@@ -136,14 +137,18 @@ def test_an_ordinary_users_cluster_over_two_hosts_runs_mpi_and_leaves_nothing(us
     assert ran.stdout.split() == ["stb3"], ran.stderr
     # One MPI job over the four boxes of both hosts, started by the MPI's own launcher.
     out = user.home / "run"
+    # Each box's power is its profile's model driven by its CPU time, sampled on its host.
     bench = user.shoal("bench", "--attach", name, "--tests", "imb.PingPong", "--sizes", "64", "--nodes", "4",
-                       "--out", str(out), timeout=600)
+                       "--power", "model", "--out", str(out), timeout=600)
     assert bench.returncode == 0, bench.stderr
     manifest = json.loads((out / "manifest.json").read_text())
     assert "jobs_failed_after_points" not in manifest
     assert manifest["jobs"][f"{name}/4/4"]["hosts"] == ["stb1", "stb2", "stb3", "stb4"]
-    rows = (out / "results.csv").read_text().splitlines()
-    assert len(rows) == 2 and f"{name}/4/4/imb.PingPong/64" in rows[1]
+    assert manifest["power"]["nodes"] == ["stb1", "stb2", "stb3", "stb4", "switch:docsis-cmts"]
+    rows = list(csv.DictReader((out / "results.csv").open()))
+    assert [r["point_id"] for r in rows] == [f"{name}/4/4/imb.PingPong/64"]
+    # Four boxes at 6-12 W each (idle to busy) and the head-end's 150 W, whatever they did.
+    assert rows[0]["power_kind"] == "modelled" and 174 <= float(rows[0]["power_mean_W"]) <= 198, rows[0]
     # The head layout: the launcher's daemon stays in the head, and every rank is started
     # from there, those on host 2 through the relay (srun carries the rank's environment).
     out = user.home / "run-head"

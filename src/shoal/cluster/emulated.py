@@ -42,6 +42,18 @@ def address_of(index: int) -> str:
     return str(SUBNET.network_address + 256 * (index // 250) + index % 250 + 1)
 
 
+def usage_of(entry: dict) -> tuple[str, float] | None:
+    """What counts the CPU time of the device a record's node ``entry`` describes, on its
+    host (``cgroup=G``, or ``netns=PATH`` where it has no cgroup), and its CPU budget."""
+    budget = entry.get("cpu_budget")
+    if not budget:
+        return None
+    group = cpulimit.usage_group(entry.get("device_cgroups", []))
+    if group:
+        return f"cgroup={group}", float(budget)
+    return f"netns={state.NETNS_DIR / entry['netns']}", float(budget)
+
+
 def mac_of(index: int) -> str:
     # Locally administered, fixed per index: every namespace knows every peer's address.
     return f"02:77:00:00:{index >> 8 & 0xff:02x}:{index & 0xff:02x}"
@@ -718,14 +730,7 @@ class EmulatedCluster:
         that budget: a device using its whole budget is fully busy.
         """
         record = state.read(self.id) or self.record or {}
-        entry = record.get("nodes", {}).get(node, {})
-        budget = entry.get("cpu_budget")
-        if not budget:
-            return None
-        group = cpulimit.usage_group(entry.get("device_cgroups", []))
-        if group:
-            return f"cgroup={group}", float(budget)
-        return f"netns={state.NETNS_DIR / entry['netns']}", float(budget)
+        return usage_of(record.get("nodes", {}).get(node, {}))
 
     def polling_stalls(self, node: str, ranks: int) -> bool:
         """Whether ``ranks`` ranks that poll while they wait would use up the device's CPU

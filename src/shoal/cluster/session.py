@@ -12,6 +12,7 @@ This is the API the benchmark driver uses for node-count sweeps::
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,6 +50,23 @@ class NodePower:
     spec: str
     remote: tuple[str, ...] = ()
     named: bool = True  # samples carry ``node``; False: this machine's host name
+
+
+def _models_only(spec: str) -> None:
+    if spec not in ("auto", "model"):
+        raise ShoalError(f"--power {spec}: emulated devices have no sensors of their own; "
+                         "use --power model (each device's profile, driven by its CPU use)")
+
+
+def _modelled(node, usage: tuple[str, float] | None) -> NodePower:
+    """A device's power: its profile's model, driven by what counts its CPU time (``usage``:
+    the counter and the device's CPU budget)."""
+    if usage is None:
+        raise ShoalError(f"nothing counts {node.name}'s CPU time, so its power cannot be "
+                         "modelled; is the emulated cluster up?")
+    where, budget_cpus = usage
+    return NodePower(node.name, f"model:{node.profile.idle_W},{node.profile.busy_W},"
+                                f"cores={budget_cpus:.6g},{where}")
 
 
 class Cluster:
@@ -300,19 +318,9 @@ class EmulatedDevices(Cluster):
 
     def node_power(self, spec: str) -> list[NodePower]:
         """Each device's profile model, driven by the CPU time its cgroup (or namespace) counts."""
-        if spec not in ("auto", "model"):
-            raise ShoalError(f"--power {spec}: emulated devices have no sensors of their own; "
-                             "use --power model (each device's profile, driven by its CPU use)")
-        plans = []
-        for node in self.nodes:
-            usage = self.emulated.usage_counter(node.name)
-            if usage is None:
-                raise ShoalError(f"nothing counts {node.name}'s CPU time, so its power cannot be "
-                                 "modelled; is the emulated cluster up?")
-            where, budget_cpus = usage
-            plans.append(NodePower(node.name, f"model:{node.profile.idle_W},{node.profile.busy_W},"
-                                              f"cores={budget_cpus:.6g},{where}"))
-        return plans + self.switch_power()
+        _models_only(spec)
+        return [_modelled(node, self.emulated.usage_counter(node.name)) for node in self.nodes] \
+            + self.switch_power()
 
     def describe(self) -> dict[str, Any]:
         return {"mode": self.kind, **self.emulated.describe(),
@@ -382,8 +390,13 @@ class SpreadDevices(Cluster):
         return liveness.Watch([engine.addresses[h] for h in self.spread.record["shares"]])
 
     def node_power(self, spec: str) -> list[NodePower]:
-        raise ShoalError(f"--power {spec}: the devices of a cluster over hosts count their CPU time on "
-                         "their hosts, which a run does not read yet; run without --power")
+        """Each device's profile model, driven by the CPU time its cgroup (or namespace)
+        counts, sampled on its host, in its share's head (``SpreadCluster.in_share``)."""
+        _models_only(spec)
+        entries = self.spread.record.get("nodes", {})
+        return [dataclasses.replace(_modelled(node, _emulated.usage_of(entries.get(node.name, {}))),
+                                    remote=tuple(self.spread.in_share(entries[node.name]["host"])))
+                for node in self.nodes] + self.switch_power()
 
     def describe(self) -> dict[str, Any]:
         return {**self.spread.describe(), "mode": self.kind,

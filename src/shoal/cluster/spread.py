@@ -10,10 +10,11 @@ the launch's environment, and stopped when this side stops).
 
 from __future__ import annotations
 
+import shlex
 import sys
 
-from shoal import proc
-from shoal.cluster import hostengine
+from shoal import environment, proc
+from shoal.cluster import hostengine, remote
 from shoal.cluster.inventory import Inventory
 from shoal.errors import ShoalError
 
@@ -49,6 +50,21 @@ class SpreadCluster:
         host (the head layout: the launcher's daemon in the head starts every rank)."""
         return [self.launcher, "--rank", rank_variable, layout, "--"]
 
+    def in_share(self, host: str) -> list[str]:
+        """argv prefix that runs one shell command line (the last argument, as ssh takes it)
+        in the head of ``host``'s share, on that host: a device's power sampler there."""
+        enter = [sys.executable, "-m", "shoal.cluster.nsexec", "--cluster", self.record["shares"][host]["id"], "head"]
+        engine = hostengine.from_record(self.record["hosts"])
+        if engine.kind == hostengine.SLURM:
+            return [*self._srun_on(engine, host), *enter]
+        state = [f"{environment.STATE_DIR.name}={environment.STATE_DIR.get()}"] if environment.STATE_DIR.is_set() else []
+        return [remote.ssh_program(), "-o", "BatchMode=yes", engine.addresses[host], shlex.join(["env", *state, *enter])]
+
+    @staticmethod
+    def _srun_on(engine: hostengine.Engine, host: str) -> list[str]:
+        return [proc.tool("srun", "Slurm job steps", "slurm-client"), f"--jobid={engine.job_id}", "--overlap",
+                "--nodes=1", "--ntasks=1", f"--nodelist={host}", "--cpu-bind=none", "--quiet"]
+
     def head_prefix(self) -> list[str]:
         """argv prefix that runs a program (mpiexec) in the cluster's head, on its host."""
         engine = hostengine.from_record(self.record["hosts"])
@@ -59,8 +75,7 @@ class SpreadCluster:
                     "--forward", ",".join(("SHOAL_", *kinds.launcher_prefixes())),
                     "--local", ",".join(kinds.host_settings()), engine.addresses[self.head_host],
                     self.head_share["id"], "--", "/bin/sh", "-c", _NOT_A_STEP, "sh"]
-        return [proc.tool("srun", "Slurm job steps", "slurm-client"), f"--jobid={engine.job_id}", "--overlap",
-                "--nodes=1", "--ntasks=1", f"--nodelist={self.head_host}", "--cpu-bind=none",
+        return [*self._srun_on(engine, self.head_host),
                 sys.executable, "-m", "shoal.cluster.nsexec", "--cluster", self.head_share["id"], "--run", "head",
                 "--", "/bin/sh", "-c", _NOT_A_STEP, "sh"]
 
