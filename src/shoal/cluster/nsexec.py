@@ -118,7 +118,8 @@ def _from_the_host(mirror: dict) -> None:
     nsenter outside it.)"""
     holder = mirror.get("entry_pid") or mirror.get("owner_pid")
     try:
-        inside = open(f"/proc/{holder}/task/{holder}/children").read().split()[0]
+        with open(f"/proc/{holder}/task/{holder}/children") as fh:
+            inside = fh.read().split()[0]
     except (OSError, IndexError):
         fail(f"emulated cluster {mirror['id']} is gone (its process {holder} ended)")
     try:  # all opened first: the host's /proc is not in there

@@ -52,6 +52,18 @@ class NodePower:
     named: bool = True  # samples carry ``node``; False: this machine's host name
 
 
+def _head_launch(mpi: MPIInstall, chosen: list, counts: list[int], env: dict[str, str]):
+    """The MPI's head-side launch for ``chosen`` (``counts`` ranks each): (its settings, the
+    launcher's extra arguments, the "NODE:K,..." layout ranks fill); ``env`` gains the
+    ranks' transport and launch variables."""
+    head = mpi.impl.head_launch(str(SUBNET), kinds=len({n.profile.name for n in chosen}))
+    if head is None:
+        raise ShoalError(f"{mpi.name} has no head-side launch; use the default layout")
+    transport, extra = transport_env(mpi)
+    env.update({**transport, **head.rank_env})
+    return head, extra, ",".join(f"{n.name}:{c}" for n, c in zip(chosen, counts))
+
+
 def _models_only(spec: str) -> None:
     if spec not in ("auto", "model"):
         raise ShoalError(f"--power {spec}: emulated devices have no sensors of their own; "
@@ -289,12 +301,7 @@ class EmulatedDevices(Cluster):
         """Every rank started by the launcher's daemon in the head namespace, each through
         the launcher helper into its device by rank number (``nsexec --rank``), then onto
         its core; nothing of the MPI's runtime runs in a device but the rank."""
-        head = mpi.impl.head_launch(str(SUBNET), kinds=len({n.profile.name for n in chosen}))
-        if head is None:
-            raise ShoalError(f"{mpi.name} has no head-side launch; use the default layout")
-        transport, extra = transport_env(mpi)
-        env.update({**transport, **head.rank_env})
-        layout = ",".join(f"{n.name}:{c}" for n, c in zip(chosen, counts))
+        head, extra, layout = _head_launch(mpi, chosen, counts, env)
         placed = [*self.emulated.rank_prefix(head.rank_variable, layout),
                   self.emulated.placement, environment.DEVICE_RANK.name, *argv]
         return Job(mpi, sum(counts), placed, env, launcher_env=dict(head.launcher_env),
@@ -364,12 +371,7 @@ class SpreadDevices(Cluster):
         a rank on another host there as it takes a daemon (srun or ssh, with the rank's
         environment); the rank is not put on its device's core (as in the box layout here)."""
         self._no_multicast()
-        head = mpi.impl.head_launch(str(SUBNET), kinds=len({n.profile.name for n in chosen}))
-        if head is None:
-            raise ShoalError(f"{mpi.name} has no head-side launch; use the default layout")
-        transport, extra = transport_env(mpi)
-        env.update({**transport, **head.rank_env})
-        layout = ",".join(f"{n.name}:{c}" for n, c in zip(chosen, counts))
+        head, extra, layout = _head_launch(mpi, chosen, counts, env)
         return Job(mpi, sum(counts), [*self.spread.rank_prefix(head.rank_variable, layout), *argv], env,
                    launcher_env=dict(head.launcher_env), extra_args=[*head.launcher_args, *extra],
                    exec_prefix=self.spread.head_prefix(), on_this_host=True)
