@@ -146,12 +146,15 @@ WAIT_VARIABLES = (WAIT, WAIT_CLASSES, WAIT_TELEMETRY, WAIT_SLACK_NS, WAIT_FLOOR_
 
 def state_root() -> str:
     """Where cluster records and the live-run registry live: SHOAL_STATE_DIR, else /run/shoal
-    for root and the user's runtime or cache directory for everyone else."""
+    for root and the user's runtime directory (where it exists here) or cache directory
+    for everyone else."""
     if STATE_DIR.is_set() or os.geteuid() == 0:
         return STATE_DIR.get()
+    # A Slurm step or an ssh command may carry a runtime directory from another host.
     runtime = os.environ.get("XDG_RUNTIME_DIR")
-    return os.path.join(runtime, "shoal") if runtime else os.path.join(
-        os.path.expanduser("~"), ".cache", "shoal", "clusters")
+    if runtime and os.path.isdir(runtime) and os.access(runtime, os.W_OK | os.X_OK):
+        return os.path.join(runtime, "shoal")
+    return os.path.join(os.path.expanduser("~"), ".cache", "shoal", "clusters")
 
 
 def markdown_table() -> str:

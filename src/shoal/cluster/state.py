@@ -25,6 +25,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import sys
 import time
 from pathlib import Path
@@ -86,6 +87,7 @@ def host_owner() -> tuple[int, int] | None:
 
 
 def write(record: dict) -> None:
+    record.setdefault("written_on", this_host())
     directory = cluster_dir(record["id"])
     directory.mkdir(parents=True, exist_ok=True)
     tmp = directory / "state.json.tmp"
@@ -102,6 +104,7 @@ def _write_mirror(record: dict) -> None:
     mirror = {"id": name, "owner_pid": owner_pid, "owner_start": owner_start,
               # Whose child is inside (commands enter there); a share of a cluster over hosts.
               "entry_pid": entry_pid, "entry_start": entry_start, "part_of": record.get("part_of"),
+              "written_on": record.get("written_on"),
               "persistent": bool(record.get("persistent")), "in_user_namespace": True,
               "created": record.get("created"), "cgroups": record.get("cgroups", []),
               "netns": [], "uts": [], "nodes": {node: {} for node in record.get("nodes", {})},
@@ -153,9 +156,27 @@ def owner_alive(record: dict) -> bool:
     return bool(pid) and sysns.process_start_time(pid) == record.get("owner_start")
 
 
+def this_host() -> dict:
+    """Which host and boot a record is written on: hosts may share a state root (an ordinary
+    user's home over NFS, where each host of a cluster over hosts mirrors its share)."""
+    try:
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        boot = ""
+    return {"host": socket.gethostname(), "boot": boot}
+
+
 def is_leftover(record: dict) -> bool:
     """A cluster nobody owns any more: its shoal process died before removing it
-    (a user namespace's cluster, persistent or not, dies with its owner)."""
+    (a user namespace's cluster, persistent or not, dies with its owner). Another host's
+    record is that host's to judge (its owner's pid means nothing here); one of this host's
+    from before a restart is left over."""
+    written = record.get("written_on") or {}
+    here = this_host()
+    if written.get("host", here["host"]) != here["host"]:
+        return False
+    if written.get("boot", here["boot"]) != here["boot"]:
+        return True
     if record.get("in_user_namespace"):
         return not owner_alive(record)
     return not record.get("persistent") and not owner_alive(record)
