@@ -111,3 +111,33 @@ def test_a_real_clusters_hosts_are_compared_node_by_node(stacks):
     found = stack_compare.stack_differences(manifest(ondemand), manifest(performance))
     assert [(d.fact, d.a, d.b) for d in found] == [("node.n2.governor", "ondemand", "performance")]
     assert stack_compare.stack_differences(manifest(ondemand), manifest(ondemand)) == []
+
+
+def test_with_repeats_a_point_moved_only_where_every_run_of_one_side_is_slower(tmp_path, stacks):
+    ondemand, _ = stacks
+    # Every run's CIs are narrow (+-2 %); from run to run the same stack moves 1.3x at 8 B
+    # latency. B's 64 KiB bandwidth is 1.5x slower in every run of it.
+    drift = [1.0, 1.3, 0.8, 1.15]
+    a_runs = [_bench_run(tmp_path / f"a{i}", ondemand, {("mpbench.latency", 8): base(8) * d})
+              for i, d in enumerate(drift[:2])]
+    b_runs = [_bench_run(tmp_path / f"b{i}", ondemand, {("mpbench.latency", 8): base(8) * d,
+                                                        ("mpbench.bandwidth", 65536): base(65536) * 1.5})
+              for i, d in enumerate(drift[2:])]
+    alone = stack_compare.compare(a_runs[0], b_runs[0])
+    assert {(m.test, m.size_B) for m in alone.moved} == {("mpbench.latency", 8), ("mpbench.bandwidth", 65536)}
+    found = stack_compare.compare(a_runs[0], b_runs[0], (a_runs[1],), (b_runs[1],))
+    assert [(m.test, m.size_B, m.runs_a_s, m.runs_b_s) for m in found.moved] == [
+        ("mpbench.bandwidth", 65536, (base(65536), base(65536)), (base(65536) * 1.5, base(65536) * 1.5))]
+    assert found.moved[0].ratio == pytest.approx(1.5)
+    assert [(m.test, m.size_B) for m in found.within_spread] == [("mpbench.latency", 8)]
+    assert found.runs == (2, 2) and found.chance == pytest.approx(1 / 3)
+    assert found.to_json()["repeats"] == [str(a_runs[1].path), str(b_runs[1].path)]
+
+
+def test_the_cli_takes_repeats_of_either_side(tmp_path, stacks, capsys):
+    ondemand, _ = stacks
+    runs = [_bench_run(tmp_path / f"r{i}", ondemand, {}) for i in range(4)]
+    assert cli.main(["compare", str(runs[0].path), str(runs[1].path), "--again-a", str(runs[2].path),
+                     "--again-b", str(runs[3].path), "--json", "--out", str(tmp_path / "out")]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["runs"] == [2, 2] and shown["moved"] == [] and shown["moved_by_chance"] == pytest.approx(1 / 3)

@@ -22,6 +22,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "overlay figures and compare.json.")
     p.add_argument("run_a", type=typed.run_dir, metavar="RUN_A", help="the first run directory")
     p.add_argument("run_b", type=typed.run_dir, metavar="RUN_B", help="the second run directory")
+    p.add_argument("--again-a", type=typed.run_dir, action="append", default=[], metavar="RUN",
+                   help="RUN_A's stack measured again (repeatable): a point moved only where "
+                        "every run of one side is slower than every run of the other")
+    p.add_argument("--again-b", type=typed.run_dir, action="append", default=[], metavar="RUN",
+                   help="RUN_B's stack measured again (repeatable)")
     p.add_argument("--out", type=typed.out_dir, default=None,
                    help="where to write figures and compare.json (default: RUN_A/compare-RUN_B)")
     p.add_argument("--json", action="store_true", help="print the comparison as JSON")
@@ -32,7 +37,8 @@ def run(args: argparse.Namespace) -> int:
     from shoal.report import stack_compare
 
     a, b = Run.open(args.run_a), Run.open(args.run_b)
-    found = stack_compare.compare(a, b)
+    found = stack_compare.compare(a, b, tuple(Run.open(r) for r in args.again_a),
+                                  tuple(Run.open(r) for r in args.again_b))
     out = args.out or a.path / f"compare-{b.path.name}"
     out.mkdir(parents=True, exist_ok=True)
     figures = stack_compare.write_figures(a, b, out)
@@ -58,13 +64,19 @@ def _print(found, name_a: str, name_b: str) -> None:
     else:
         print("stack: no difference recorded")
     print(f"A = {name_a}, B = {name_b}")
+    beyond = "their 95% CIs"
+    if found.repeats:
+        n_a, n_b = found.runs
+        beyond = f"every run of the other side ({n_a} and {n_b} runs; by chance: {found.chance:.0%} of points)"
+        if found.within_spread:
+            print(f"{len(found.within_spread)} point(s) whose CIs part in A and B overlap in their runs: "
+                  "not counted")
     if not found.moved:
-        print(f"results: none of {found.points} point(s) moved beyond their 95% CIs")
+        print(f"results: none of {found.points} point(s) moved beyond {beyond}")
         return
     table = render.narrow_table(["test", "config", "nodes", "ranks", "size", "time A", "time B", "B/A"],
                                 left=("test", "config"),
-                                title=f"results: {len(found.moved)} of {found.points} point(s) "
-                                      "moved beyond their 95% CIs")
+                                title=f"results: {len(found.moved)} of {found.points} point(s) moved beyond {beyond}")
     for m in found.moved[:SHOWN]:
         table.add_row(m.test, m.config, str(m.nodes), str(m.ranks), render.byte_size(m.size_B),
                       render.seconds(m.time_a_s), render.seconds(m.time_b_s), f"{m.ratio:.2f}")

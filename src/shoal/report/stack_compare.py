@@ -5,11 +5,18 @@ systems, compared". A difference between two runs means something only when both
 named: what changed underneath (kernel, its configuration, governor, MPI build, compiler,
 how busy the rest of the system was) and which points changed beyond the noise of their
 own measurement (the 95% confidence intervals of the medians no longer overlap).
+
+A run's confidence intervals hold only that run's own noise; the same stack measured again
+moves further (another placement, another moment of the host). Given repeats (either
+stack measured again), each side is a set of runs, and a point moved only where every run
+of one side is slower than every run of the other: for runs of one stack, as likely as
+2 / C(n_a + n_b, n_a) (10 % with 3 runs a side, 3 % with 4), whatever their distribution.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+import math
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +53,10 @@ class Moved:
     size_B: int
     time_a_s: float
     time_b_s: float
+    # With repeats: the medians of every run of each side at this point (the times above
+    # are their medians).
+    runs_a_s: tuple[float, ...] = ()
+    runs_b_s: tuple[float, ...] = ()
 
     @property
     def ratio(self) -> float:
@@ -60,22 +71,60 @@ class Comparison:
     differences: list[Difference]
     moved: list[Moved]
     points: int   # points measured in both runs
+    # Repeats given (their paths), and the points whose CIs part in A and B but whose runs'
+    # medians overlap between the sides (so not counted as moved).
+    repeats: list[str] = field(default_factory=list)
+    within_spread: list[Moved] = field(default_factory=list)
+    runs: tuple[int, int] = (1, 1)
+
+    @property
+    def chance(self) -> float | None:
+        """How likely one point of one stack is counted as moved (with repeats; else None)."""
+        n_a, n_b = self.runs
+        return 2 / math.comb(n_a + n_b, n_a) if self.repeats else None
 
     def to_json(self) -> dict[str, Any]:
-        return {"a": self.a, "b": self.b, "points_compared": self.points,
+        return {"a": self.a, "b": self.b, "points_compared": self.points, "repeats": self.repeats,
+                "runs": list(self.runs), "moved_by_chance": self.chance,
                 "stack_differences": [asdict(d) for d in self.differences],
-                "moved": [{**asdict(m), "ratio": m.ratio} for m in self.moved]}
+                "moved": [{**asdict(m), "ratio": m.ratio} for m in self.moved],
+                "within_run_to_run_spread": [{**asdict(m), "ratio": m.ratio} for m in self.within_spread]}
 
 
-def compare(a: Run, b: Run) -> Comparison:
+def compare(a: Run, b: Run, repeats_a: tuple[Run, ...] = (), repeats_b: tuple[Run, ...] = ()) -> Comparison:
+    """``repeats_a``/``repeats_b``: the same stack as A's (B's) measured again."""
     results_a, results_b = _results(a), _results(b)
     joined = _join(a, b, results_a, results_b)
-    moved = [Moved(row.test, row.config, int(row.nodes), int(row.ranks), int(row.size_B),
-                   float(row.time_median_s_a), float(row.time_median_s_b))
-             for row in joined.itertuples()
-             if row.time_ci_high_s_a < row.time_ci_low_s_b or row.time_ci_high_s_b < row.time_ci_low_s_a]
+    runs_a = _medians(a, results_a, repeats_a)
+    runs_b = _medians(b, results_b, repeats_b)
+    moved, within = [], []
+    for row in joined.itertuples():
+        if not (row.time_ci_high_s_a < row.time_ci_low_s_b or row.time_ci_high_s_b < row.time_ci_low_s_a):
+            continue
+        point = (int(row.nodes), int(row.ranks), row.test, int(row.size_B))
+        if not (repeats_a or repeats_b):
+            moved.append(Moved(row.test, row.config, *point[:2], point[3], float(row.time_median_s_a),
+                               float(row.time_median_s_b)))
+            continue
+        side_a = (float(row.time_median_s_a), *runs_a.get(point, ()))
+        side_b = (float(row.time_median_s_b), *runs_b.get(point, ()))
+        found = Moved(row.test, row.config, *point[:2], point[3], float(pd.Series(side_a).median()),
+                      float(pd.Series(side_b).median()), side_a, side_b)
+        apart = max(side_a) < min(side_b) or max(side_b) < min(side_a)
+        (moved if apart else within).append(found)
     return Comparison(str(a.path), str(b.path), stack_differences(a.manifest, b.manifest),
-                      moved, len(joined))
+                      moved, len(joined), [str(r.path) for r in (*repeats_a, *repeats_b)], within,
+                      (1 + len(repeats_a), 1 + len(repeats_b)))
+
+
+def _medians(run: Run, results: pd.DataFrame, repeats: tuple[Run, ...]) -> dict[tuple, tuple[float, ...]]:
+    """Per point (nodes, ranks, test, size), each repeat's median where it measured it."""
+    found: dict[tuple, tuple[float, ...]] = {}
+    for repeat in repeats:
+        for row in _join(run, repeat, results, _results(repeat)).itertuples():
+            point = (int(row.nodes), int(row.ranks), row.test, int(row.size_B))
+            found[point] = (*found.get(point, ()), float(row.time_median_s_b))
+    return found
 
 
 def _results(run: Run) -> pd.DataFrame:
