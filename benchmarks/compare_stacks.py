@@ -5,8 +5,10 @@ with an injected background load: a CPU-bound program beside the ranks, named
 ``noise-burner`` so its command name is its own; with ``--noise PROFILE``, the runs are on
 two emulated MinnowBoards and B's carry that OS noise profile instead). Target:
 compare(A, A') names no stack difference and no moved point; compare(A, B) names the load
-and the points it moved. Prints, per round, what each comparison named.
-Run: .venv/bin/python benchmarks/compare_stacks.py [--rounds 2] [--mpi mpich] [--noise busy]
+and the points it moved. With ``--runs N`` each side is N runs (interleaved A, A', B), the
+first of each compared with the others as repeats (``compare --again-a/--again-b``).
+Prints, per round, what each comparison named.
+Run: .venv/bin/python benchmarks/compare_stacks.py [--rounds 2] [--runs 4] [--mpi mpich] [--noise busy]
 """
 
 from __future__ import annotations
@@ -60,12 +62,18 @@ def burner(work: Path, cpus: int):
 def describe(found: stack_compare.Comparison) -> str:
     named = "; ".join(f"{d.fact}: {d.a} -> {d.b}" for d in found.differences) or "none"
     moved = ", ".join(f"{m.test}@{m.size_B} x{m.ratio:.2f}" for m in found.moved) or "none"
-    return f"stack differences: {named}\n    moved {len(found.moved)}/{found.points}: {moved}"
+    chance = f" (by chance: {found.chance * found.points:.2f} expected)" if found.repeats else ""
+    return f"stack differences: {named}\n    moved {len(found.moved)}/{found.points}{chance}: {moved}"
+
+
+def compared(a: list[Run], b: list[Run]) -> stack_compare.Comparison:
+    return stack_compare.compare(a[0], b[0], tuple(a[1:]), tuple(b[1:]))
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--runs", type=int, default=1, help="runs a side (repeats for compare)")
     parser.add_argument("--mpi", default="mpich")
     parser.add_argument("--load-cpus", type=int, default=1)
     parser.add_argument("--noise", default=None, metavar="PROFILE",
@@ -76,16 +84,18 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="compare-stacks-") as tmp:
         work = Path(tmp)
         for r in range(1, args.rounds + 1):
-            a = bench(work / f"a{r}", args.mpi, plain)
-            again = bench(work / f"a{r}-again", args.mpi, plain)
-            if args.noise:
-                loaded = bench(work / f"b{r}", args.mpi, f"{plain}@{args.noise}")
-            else:
-                with burner(work, args.load_cpus):
-                    loaded = bench(work / f"b{r}", args.mpi)
-            print(f"round {r} (load average {os.getloadavg()[0]:.2f})")
-            print(f"  same stack:   {describe(stack_compare.compare(a, again))}")
-            print(f"  with {args.noise or 'burner'}:  {describe(stack_compare.compare(a, loaded))}")
+            a, again, loaded = [], [], []
+            for k in range(args.runs):
+                a.append(bench(work / f"a{r}-{k}", args.mpi, plain))
+                again.append(bench(work / f"a{r}-{k}-again", args.mpi, plain))
+                if args.noise:
+                    loaded.append(bench(work / f"b{r}-{k}", args.mpi, f"{plain}@{args.noise}"))
+                else:
+                    with burner(work, args.load_cpus):
+                        loaded.append(bench(work / f"b{r}-{k}", args.mpi))
+            print(f"round {r} (load average {os.getloadavg()[0]:.2f}, {args.runs} run(s) a side)")
+            print(f"  same stack:   {describe(compared(a, again))}")
+            print(f"  with {args.noise or 'burner'}:  {describe(compared(a, loaded))}")
     return 0
 
 
