@@ -79,6 +79,9 @@ DEVICE_CORE = Variable("SHOAL_DEVICE_CORE", "set by shoal in each rank on an emu
 DEVICE_RANK = Variable("SHOAL_DEVICE_RANK", "set by shoal in each rank started from the head "
                        "(the head launch layout): its index among the ranks of its device", "unset",
                        reader="internal")
+DEVICE_PLACEMENT = Variable("SHOAL_DEVICE_PLACEMENT", "set by shoal in each process it starts in an "
+                            "emulated device: the device cluster's rank placement program (a "
+                            "cluster over hosts names one per host)", "unset", reader="internal")
 LINK_EMULATOR = Variable("SHOAL_LINK_EMULATOR", "how emulated links are made: netem, forwarder "
                         "(shoal-linkemu) or tbf (rates only)", "netem where the kernel has it, "
                         "else forwarder")
@@ -135,7 +138,7 @@ BENCH_CRASH = Variable("SHOAL_BENCH_CRASH", "tests only: this rank of the benchm
                        "none", reader="native")
 
 ALL = (MPI, CACHE, RUNS, PROFILES, SSH, STATE_DIR, CGROUP_ROOT, USERNS, USERNS_INSIDE,
-       USERNS_OWNER, DEVICE_CORE, DEVICE_RANK, LINK_EMULATOR, SYSFS_ROOT, PROC_ROOT, POWER_FASTPOLL, WAIT, WAIT_CLASSES, WAIT_TELEMETRY,
+       USERNS_OWNER, DEVICE_CORE, DEVICE_RANK, DEVICE_PLACEMENT, LINK_EMULATOR, SYSFS_ROOT, PROC_ROOT, POWER_FASTPOLL, WAIT, WAIT_CLASSES, WAIT_TELEMETRY,
        WAIT_SLACK_NS, WAIT_FLOOR_NS, WAIT_CALIBRATION, WAIT_WAKE, WAIT_SEND_EAGER_B, WAIT_ALLTOALL,
        PLANTCAST, PLANTCAST_IF, PLANTCAST_RATE_BPS, PLANTCAST_MIN_B, PLANTCAST_IDLE_S, PLANTCAST_WAIT_S,
        PLANTCAST_STATS, BENCH_CORRUPT, BENCH_CRASH)

@@ -86,6 +86,10 @@ def test_up_over_hosts_refuses_in_one_line(tmp_path, hosts, env, said):
     assert not (tmp_path / "state").exists() or not any((tmp_path / "state").iterdir())
 
 
+_OTHER_VERSION = ("import sys; from shoal.cluster import agent\n"
+                  "for r in agent.read_reports(sys.stdin.read()): agent.say(r.pop(\"host\"), **{**r, \"shoal\": \"0.0.0\"})")
+
+
 def _ssh_inventory(tmp_path) -> str:
     hosts = tmp_path / "hosts.toml"
     hosts.write_text('[cluster]\nmode = "ssh"\n' + "".join(
@@ -98,8 +102,9 @@ def _ssh_inventory(tmp_path) -> str:
     # A host that does not answer (ssh fails): named, with what ssh said.
     ("#!/bin/sh\necho 'ssh: connect to host: No route to host' >&2; exit 255\n",
      "host h1, h2: its agent did not answer (ssh: connect to host: No route to host)"),
-    # A host with another shoal: the real agent runs here, its version changed on the way back.
-    ("#!/bin/sh\nfor last; do :; done\nsh -c \"$last\" | sed 's/\"shoal\": \"[^\"]*\"/\"shoal\": \"0.0.0\"/'\n",
+    # A host with another shoal: the real agent runs here, its version changed on the way back
+    # (its reports read and said again: a long one comes in parts).
+    ("#!/bin/sh\nfor last; do :; done\nsh -c \"$last\" | " + sys.executable + " -c '" + _OTHER_VERSION + "'\n",
      "host h1: shoal 0.0.0 there"),
 ])
 def test_a_host_that_is_unreachable_or_has_another_shoal_is_refused_before_anything_is_made(

@@ -19,13 +19,16 @@ through the host engine (``hostengine``) three times at most:
   sending device: frames, late, lost), for ``crosslinks``' judgement of a run.
 
 Every answer is one line ``shoal-agent {json}`` on stdout naming the host, so that the
-lines of all hosts, interleaved by srun or ssh, can be told apart from anything else.
+lines of all hosts, interleaved by srun or ssh, can be told apart from anything else; a
+long one goes as short ``shoal-agent-part`` lines (srun splits and interleaves long lines
+of its tasks), put together again by ``read_reports``.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import secrets
 import signal
 import socket
 import sys
@@ -37,6 +40,9 @@ from shoal.cluster import (agentns, chrony, cpulimit, crosslinks, hostengine, ho
 from shoal.errors import ShoalError
 
 PREFIX = "shoal-agent "
+PART_PREFIX = "shoal-agent-part "
+# Characters of a report per part: a part's line stays under 500 B even with its text escaped.
+PART_CHARS = 200
 # How long ``down`` waits for the agent holding a share to remove it itself.
 STOP_WAIT_S = 15.0
 # Probes answered by every other host's forwarder before the share is ready (its window).
@@ -55,18 +61,35 @@ def host_name(given: str | None = None) -> str:
 
 
 def say(host: str, **facts) -> None:
-    print(PREFIX + json.dumps({"host": host, **facts}), flush=True)
+    """One report. srun interleaves long lines of its tasks (here 29 of 200 lines of 2 kB
+    from two tasks at once, none of 500 B): a long report goes out in short parts."""
+    text = json.dumps({"host": host, **facts})
+    if len(text) <= PART_CHARS:
+        print(PREFIX + text, flush=True)
+        return
+    seq = secrets.token_hex(4)
+    parts = [text[i:i + PART_CHARS] for i in range(0, len(text), PART_CHARS)]
+    for i, part in enumerate(parts):
+        print(PART_PREFIX + json.dumps({"host": host, "seq": seq, "i": i, "n": len(parts), "text": part}),
+              flush=True)
 
 
 def read_reports(text: str) -> list[dict]:
-    """The agents' lines in a command's output (anything else is left out)."""
-    reports = []
+    """The agents' reports in a command's output, each where its last part came (anything
+    else is left out, as is a report a part of which is missing)."""
+    reports, parts = [], {}
     for line in text.splitlines():
-        if line.startswith(PREFIX):
-            try:
+        try:
+            if line.startswith(PREFIX):
                 reports.append(json.loads(line[len(PREFIX):]))
-            except ValueError:
-                continue
+            elif line.startswith(PART_PREFIX):
+                part = json.loads(line[len(PART_PREFIX):])
+                got = parts.setdefault((part["host"], part["seq"]), {})
+                got[int(part["i"])] = part["text"]
+                if len(got) == int(part["n"]):
+                    reports.append(json.loads("".join(got[i] for i in range(len(got)))))
+        except (ValueError, KeyError, TypeError):
+            continue
     return reports
 
 

@@ -178,6 +178,8 @@ def main(argv: list[str] | None = None) -> None:
         sysns.setns(os.path.join(directory, device["uts"]), sysns.CLONE_NEWUTS)
     except OSError as exc:
         fail(f"cannot enter device {host}: {exc}")
+    if host != "head":  # where a rank on this device finds its core (``SpreadDevices``)
+        os.environ[environment.DEVICE_PLACEMENT.name] = os.path.join(directory, "oncore")
     try:
         if direct:
             os.execvp(command[0], command)

@@ -336,6 +336,12 @@ class EmulatedDevices(Cluster):
                                "distribution (the manifest's stack); a device's OS noise is in its node"}
 
 
+# Each share's placement program (``oncore``) is at a path of its own host; the device's
+# launcher helper says where (DEVICE_PLACEMENT), so one rank command line serves every host.
+_ON_ITS_HOSTS_PLACEMENT = ["/bin/sh", "-c", f'exec "${{{environment.DEVICE_PLACEMENT.name}:?not started in a device}}" "$@"',
+                           "oncore"]
+
+
 class SpreadDevices(Cluster):
     """Devices emulated on several hosts (``cluster up --hosts``): ranks start from the
     cluster's head through the launcher helper into devices of every host (``spread``)."""
@@ -354,7 +360,8 @@ class SpreadDevices(Cluster):
         self._no_multicast()
         transport, extra = transport_env(mpi)
         env.update(transport)
-        return Job(mpi, sum(counts), argv, env, hosts=[HostSlots(n.name, c) for n, c in zip(chosen, counts)],
+        placed = [*_ON_ITS_HOSTS_PLACEMENT, mpi.impl.local_rank_variable or "-", *argv]
+        return Job(mpi, sum(counts), placed, env, hosts=[HostSlots(n.name, c) for n, c in zip(chosen, counts)],
                    launcher_exec=self.spread.launcher,
                    extra_args=[*extra, *mpi.impl.launcher_from_mpiexec_only()],
                    exec_prefix=self.spread.head_prefix())
@@ -369,10 +376,12 @@ class SpreadDevices(Cluster):
         """As on one host (``EmulatedDevices._head_job``): the launcher's daemon stays in the
         cluster's head and starts every rank, here through the launcher helper, which takes
         a rank on another host there as it takes a daemon (srun or ssh, with the rank's
-        environment); the rank is not put on its device's core (as in the box layout here)."""
+        environment), then onto its core by its host's placement program."""
         self._no_multicast()
         head, extra, layout = _head_launch(mpi, chosen, counts, env)
-        return Job(mpi, sum(counts), [*self.spread.rank_prefix(head.rank_variable, layout), *argv], env,
+        placed = [*self.spread.rank_prefix(head.rank_variable, layout), *_ON_ITS_HOSTS_PLACEMENT,
+                  environment.DEVICE_RANK.name, *argv]
+        return Job(mpi, sum(counts), placed, env,
                    launcher_env=dict(head.launcher_env), extra_args=[*head.launcher_args, *extra],
                    exec_prefix=self.spread.head_prefix(), on_this_host=True)
 
