@@ -450,7 +450,9 @@ class Process:
                     members = self._members()
                     if not members and self.popen.returncode is not None:
                         break
-                    for pid in members - sent:   # each once: a second SIGTERM means "hurry" to some
+                    # Each once (a second SIGTERM means "hurry" to some); the command itself
+                    # first, so it cannot see a child die and exit on its own in between.
+                    for pid in sorted(members - sent, key=lambda p: p != self.popen.pid):
                         _kill(pid, signum)
                         if signum == signal.SIGTERM:
                             _kill(pid, signal.SIGCONT)   # a stopped process must run to see it
