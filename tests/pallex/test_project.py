@@ -90,3 +90,17 @@ def test_a_profile_without_a_card_rate_reads_nothing():
     assert off.storage_B == {"cap": 0}
     bare = project.project(APP, {"cap": project.StageDemand(1.0, 0.0)}, b, d, "baseline")
     assert off.app_end_s == pytest.approx(bare.app_end_s)
+
+
+def test_the_virtual_boards_card_is_held_to_its_read_and_write_rates(tmp_path):
+    from shoal.pallex import vmboard, vmimage
+
+    b = boot.load("rpi3")
+    assert (b.storage_read_Bps, b.storage_write_Bps) == (25e6, 10e6)  # the bus; the U1 card's minimum write
+    assert "speed class 1" in b.sources["storage_write_Bps"]
+    img = vmimage.Image(tmp_path, tmp_path / "root.img", tmp_path / "vmlinuz", tmp_path / "initrd", tmp_path / "u")
+    argv = vmboard.argv(img, vmboard.BoardSpec(4, 2 ** 30, b.storage_read_Bps, write_Bps=b.storage_write_Bps))
+    drive = argv[argv.index("-drive") + 1]
+    assert "throttling.bps-read=25000000" in drive and "throttling.bps-write=10000000" in drive
+    free = vmboard.argv(img, vmboard.BoardSpec(4, 2 ** 30))
+    assert "throttling" not in free[free.index("-drive") + 1]

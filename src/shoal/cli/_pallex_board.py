@@ -123,12 +123,14 @@ def _spec(args, img):
     if not device.memory_B:
         raise ShoalError(f"--profile {args.profile}: the device profile gives no memory_B; add it to the profile")
     try:
-        read_Bps = boot.load(args.profile).storage_read_Bps or None
+        profile = boot.load(args.profile)
+        read_Bps, write_Bps = profile.storage_read_Bps or None, profile.storage_write_Bps or None
     except ShoalError:
-        read_Bps = None
-    spec = vmboard.BoardSpec(device.cores, int(device.memory_B), read_Bps)
+        read_Bps = write_Bps = None
+    spec = vmboard.BoardSpec(device.cores, int(device.memory_B), read_Bps, write_Bps=write_Bps)
     accel, why = vmboard.choose_accel(img, spec, args.accel)
-    card = f"card {render.bandwidth(read_Bps)} read" if read_Bps else "card unthrottled"
+    held = [f"{render.bandwidth(rate)} {way}" for rate, way in ((read_Bps, "read"), (write_Bps, "write")) if rate]
+    card = f"card {', '.join(held)}" if held else "card unthrottled"
     print(f"virtual board as {args.profile}: {device.cores} core(s), {render.byte_size(device.memory_B)}, {card}; "
           f"QEMU {accel.upper()} ({why})", file=sys.stderr)
     from dataclasses import replace

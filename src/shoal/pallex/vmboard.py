@@ -4,7 +4,7 @@ One boot is one QEMU process: power on is its start, power off a SIGKILL (no
 shutdown, as when the testbed's switch cuts the supply). The serial console
 is QEMU's stdout; each line is stamped with the host's monotonic clock as it
 arrives. The board has its profile's cores and memory and, where the profile
-gives one, its SD card's read rate (QEMU's block throttling). KVM is used
+gives them, its SD card's read and write rates (QEMU's block throttling). KVM is used
 where a guest actually runs on it: on some hosts /dev/kvm opens but the guest
 never gets past its boot loader, so a short probe boot decides, once per host
 and kernel, and every boot says which accelerator it ran on.
@@ -37,6 +37,7 @@ class BoardSpec:
     memory_B: int
     read_Bps: float | None = None
     accel: str = "tcg"           # kvm | tcg
+    write_Bps: float | None = None
 
 
 @dataclass
@@ -127,6 +128,8 @@ def argv(img: vmimage.Image, spec: BoardSpec, disk: Path | None = None, snapshot
         drive += ",snapshot=on"
     if spec.read_Bps:
         drive += f",throttling.bps-read={int(spec.read_Bps)}"
+    if spec.write_Bps:
+        drive += f",throttling.bps-write={int(spec.write_Bps)}"
     out = [qemu(), "-accel", spec.accel, "-smp", str(spec.cores), "-m", f"{spec.memory_B // 2 ** 20}M",
            "-kernel", str(img.kernel), "-initrd", str(img.initrd), "-append", cmdline,
            "-drive", drive, "-display", "none", "-no-reboot", "-nodefaults"]

@@ -145,6 +145,7 @@ class BootPhases:
     sources: dict[str, str] = field(default_factory=dict)
     userspace_cpu_share: float = 0.0  # of the device's cores that userspace initialisation keeps busy
     storage_read_Bps: float = 0.0  # read rate of the boot storage (SD card); 0: reads not modelled
+    storage_write_Bps: float = 0.0  # its write rate (the card's speed class); 0: not held
 
     @property
     def bootloader_kernel_s(self) -> float:
@@ -167,6 +168,7 @@ class BootPhases:
     def describe(self) -> dict:
         return {"device": self.device, **{k: getattr(self, k) for k in _PHASES},
                 "userspace_cpu_share": self.userspace_cpu_share, "storage_read_Bps": self.storage_read_Bps,
+                "storage_write_Bps": self.storage_write_Bps,
                 "userspace": {k: {"duration_s": u.duration_s, "energy_J": u.energy_J, "source": u.source}
                               for k, u in self.userspace.items()},
                 "units": dict(self.units), "sources": dict(self.sources)}
@@ -188,8 +190,9 @@ def boot_from_table(device: str, table: dict, where: str) -> BootPhases:
         values["userspace_cpu_share"] = number(table, "userspace_cpu_share", "the boot")
         if values["userspace_cpu_share"] > 1:
             raise ShoalError(f"{where}: boot profile {device!r}: userspace_cpu_share is a fraction, at most 1")
-    if "storage_read_Bps" in table:
-        values["storage_read_Bps"] = number(table, "storage_read_Bps", "the boot")
+    for rate in ("storage_read_Bps", "storage_write_Bps"):
+        if rate in table:
+            values[rate] = number(table, rate, "the boot")
     userspace = {}
     for name, tab in (table.get("userspace") or {}).items():
         duration = number(tab, "duration_s", f"userspace {name!r}")
