@@ -13,7 +13,6 @@ import json
 import subprocess
 import time
 
-import numpy as np
 import pytest
 
 from shoal.bench.stats import summarize
@@ -257,9 +256,9 @@ def test_roundtrip_is_two_half_round_trips(mpich):
     fractions of a second, and the samples become a mixture of quiet and
     contended moments. So the two tests alternate in twenty short points of
     equal length, their samples are pooled, and the pools are compared at
-    their 10th percentile, which stays in the quiet part of the mixture for
-    both (the pooled medians flip between the two parts when the machine is
-    busy about half of the time).
+    their fastest sample, the quietest moment of each (the pooled medians flip
+    between the two parts when the machine is busy about half of the time, and
+    the 10th percentiles read 1.68 once under a load average of 6).
     """
     program = build.build("bench", mpich)
     spec = ",".join(["mpbench.roundtrip:8,imb.PingPong:8"] * 20)
@@ -268,8 +267,8 @@ def test_roundtrip_is_two_half_round_trips(mpich):
     assert code == 0, err
     got = points(records)
     assert [r["test"] for r in got] == ["mpbench.roundtrip", "imb.PingPong"] * 20
-    roundtrip = np.percentile([x for r in got[0::2] for x in r["samples_s"]], 10)
-    half = np.percentile([x for r in got[1::2] for x in r["samples_s"]], 10)
+    roundtrip = min(x for r in got[0::2] for x in r["samples_s"])
+    half = min(x for r in got[1::2] for x in r["samples_s"])
     assert roundtrip / half == pytest.approx(2.0, rel=0.15), (roundtrip, half)
 
 

@@ -100,7 +100,13 @@ def test_stage_runs_unchanged_under_systemd_socket_activate(tmp_path):
         while not os.path.exists(path) and time.monotonic() < deadline:
             time.sleep(0.01)
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-            s.connect(path)
+            while True:  # the path is there once bound; connections are taken once it listens
+                try:
+                    s.connect(path)
+                    break
+                except ConnectionRefusedError:
+                    assert time.monotonic() < deadline, "systemd-socket-activate never listened"
+                    time.sleep(0.01)
             s.sendall(struct.pack(">Q", len(payload)) + payload)
             s.shutdown(socket.SHUT_WR)
             s.recv(1)
