@@ -168,6 +168,12 @@ class Where:
             raise ShoalError(f"--ranks-per-node must be at least 1, got {self.ranks_per_node}")
         if self.nodes and not self.on_cluster:
             raise ShoalError("--nodes needs a cluster: add --emulate 4xminnowboard or --cluster FILE")
+        # Before the dilation, which may measure this host's core first (and warn of it).
+        from shoal.cluster import plantcast
+
+        plantcast.refuse_unless_emulated(plantcast.check(self.bcast), self.kind)
+        if self.bcast == "multicast" and self.kind == "emulated":
+            plantcast.refuse_without_a_medium(self.bcast, [n.link for n in self.inventory().nodes])
         self._validate_dilation()
         self._validate_ranks_per_device()
         if self.kind == "emulated" or (self.kind == "inventory" and self.emulated_here()):
@@ -186,11 +192,6 @@ class Where:
             parse_mode(self.wait)
         self._validate_launch()
         self._validate_clock()
-        from shoal.cluster import plantcast
-
-        plantcast.refuse_unless_emulated(plantcast.check(self.bcast), self.kind)
-        if self.bcast == "multicast" and self.kind == "emulated":
-            plantcast.refuse_without_a_medium(self.bcast, [n.link for n in self.inventory().nodes])
         if self.background:   # folded into --emulate when there is one
             given = ",".join(f"{k}={v}" for k, v in self.background.items())
             raise ShoalError(f"--background {given} runs beside the ranks of devices emulated here: "
