@@ -116,7 +116,7 @@ def _relay_place(share: str) -> tuple[str, str]:
 
 
 def _stop_inside(holder: int) -> None:
-    inside = userns.inside_pid({"entry_pid": holder})
+    inside = sysns.first_child(holder)
     if inside is not None:
         try:
             os.kill(int(inside), signal.SIGTERM)

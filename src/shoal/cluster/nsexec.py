@@ -117,10 +117,8 @@ def _from_the_host(mirror: dict) -> None:
     CPU limit without cgroups stops and continues every process in a device, never the
     nsenter outside it.)"""
     holder = mirror.get("entry_pid") or mirror.get("owner_pid")
-    try:
-        with open(f"/proc/{holder}/task/{holder}/children") as fh:
-            inside = fh.read().split()[0]
-    except (OSError, IndexError):
+    inside = sysns.first_child(holder)
+    if inside is None:
         fail(f"emulated cluster {mirror['id']} is gone (its process {holder} ended)")
     try:  # all opened first: the host's /proc is not in there
         joins = [(os.open(f"/proc/{inside}/ns/{name}", os.O_RDONLY | os.O_CLOEXEC), kind)

@@ -21,6 +21,7 @@ is gone.
 from __future__ import annotations
 
 import errno
+import functools
 import json
 import os
 import shutil
@@ -156,14 +157,20 @@ def owner_alive(record: dict) -> bool:
     return bool(pid) and sysns.process_start_time(pid) == record.get("owner_start")
 
 
-def this_host() -> dict:
-    """Which host and boot a record is written on: hosts may share a state root (an ordinary
-    user's home over NFS, where each host of a cluster over hosts mirrors its share)."""
+@functools.lru_cache(maxsize=1)
+def _this_host() -> tuple[str, str]:
     try:
         boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
     except OSError:
         boot = ""
-    return {"host": socket.gethostname(), "boot": boot}
+    return socket.gethostname(), boot
+
+
+def this_host() -> dict:
+    """Which host and boot a record is written on: hosts may share a state root (an ordinary
+    user's home over NFS, where each host of a cluster over hosts mirrors its share)."""
+    host, boot = _this_host()  # read once: every record of a reap asks
+    return {"host": host, "boot": boot}
 
 
 def is_leftover(record: dict) -> bool:

@@ -126,6 +126,16 @@ def process_start_time(pid: int) -> int | None:
     return info.start if info is not None else None
 
 
+def first_child(pid: int | str) -> str | None:
+    """The first child of ``pid`` (a user namespace's holder: its child is the one inside),
+    None when it has none or is gone."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as fh:
+            return fh.read().split()[0]
+    except (OSError, IndexError):
+        return None
+
+
 def pids_in_netns(inode: int) -> list[int]:
     """Processes whose network namespace is the one with this inode."""
     found = []

@@ -171,11 +171,7 @@ def hold() -> None:
 def inside_pid(record: dict) -> str | None:
     """A process inside the namespaces of a record mirrored from a user namespace: the
     holder's child (the holder, unshare, stays on the host's side). None: it is gone."""
-    holder = record.get("entry_pid") or record.get("owner_pid")
-    try:
-        return Path(f"/proc/{holder}/task/{holder}/children").read_text().split()[0]
-    except (OSError, IndexError):
-        return None
+    return sysns.first_child(record.get("entry_pid") or record.get("owner_pid"))
 
 
 def entering(pid: str) -> list[str]:
