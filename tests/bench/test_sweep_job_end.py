@@ -10,10 +10,11 @@ from shoal import proc
 from shoal.bench.sweep import Config, Options, Point, Sweep
 from shoal.runs.store import Run
 
-# Says hello, skips its one point (as a program does for a test it cannot run), then hangs.
-PROGRAM = ("import json, time; print(json.dumps({'type': 'hello', 'ranks': 2}), flush=True); "
-           "print(json.dumps({'type': 'skip', 'test': 'imb.PingPong', 'size_B': 8, 'reason': 'not here'}),"
-           " flush=True); time.sleep(600)")
+# Says hello and skips its one point (as a program does for a test it cannot run) in one
+# write, so however busy the host no timeout falls between them; then hangs.
+PROGRAM = ("import json, time; print(json.dumps({'type': 'hello', 'ranks': 2}) + chr(10) + "
+           "json.dumps({'type': 'skip', 'test': 'imb.PingPong', 'size_B': 8, 'reason': 'not here'}), "
+           "flush=True); time.sleep(600)")
 
 
 class _Job:
