@@ -182,6 +182,32 @@ def test_impossible_ci_within_tiny_budget_is_not_converged(any_mpi, program):
         assert r["reps"] == len(r["samples_s"]) >= 1
 
 
+def test_a_call_past_the_budget_is_calibrated_once_and_is_its_own_warm_up(mpich):
+    """A repetition that alone outlasts the point's budget (a budget of 1 ns here; in a study a
+    32 MiB call on a 100 Mbit/s link) is the calibration's last trial, and as it ran at the
+    inner count measured it counts as the warm-up: one untimed call, then one measured. (A
+    repetition time of 1 ns keeps the inner count at the one call a trial ran.)"""
+    program = build.build("bench", mpich)
+    code, records, err = launch(mpich, program, 2, [
+        "--points", "mpbench.bandwidth:65536,mpbench.alltoall:65536", "--budget", "1e-9",
+        "--rep-time", "1e-9", "--warmup", "1", "--min-reps", "1"])
+    assert code == 0, err
+    for r in points(records):
+        assert (r["inner"], r["untimed_reps"], r["reps"], r["stop"]) == (1, 1, 1, "budget"), r
+    # Two warm-ups asked for: the calibration's one trial at that count and one more.
+    code, records, err = launch(mpich, program, 2, [
+        "--points", "mpbench.bandwidth:65536", "--budget", "1e-9", "--rep-time", "1e-9",
+        "--warmup", "2"])
+    assert code == 0, err
+    assert [(r["untimed_reps"], r["reps"]) for r in points(records)] == [(2, 1)]
+    # A fixed inner count runs no calibration: the warm-ups asked for, no more.
+    code, records, err = launch(mpich, program, 2, [
+        "--points", "imb.PingPong:8", "--inner", "3", "--warmup", "2", "--min-reps", "4", "--max-reps", "4",
+        "--budget", "1000"])
+    assert code == 0, err
+    assert [(r["untimed_reps"], r["reps"]) for r in points(records)] == [(2, 4)]
+
+
 def test_max_reps_stops_without_convergence(mpich):
     program = build.build("bench", mpich)
     code, records, err = launch(mpich, program, 2, [

@@ -46,7 +46,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--inner", type=typed.whole(1, MAX_REPS), default=None,
                    help="operations per repetition, with no calibration (1 for a call that takes "
                         "minutes, as a large Alltoall on a shared plant)")
-    p.add_argument("--warmup", type=typed.whole(0, MAX_REPS), default=None, help="untimed warm-up repetitions (default 2)")
+    p.add_argument("--warmup", type=typed.whole(0, MAX_REPS), default=None,
+                   help="untimed warm-up repetitions (default 2); the calibration's trials at the "
+                        "inner count measured are among them")
     p.add_argument("--flush", default=0, type=typed.SIZE, help="flush caches between repetitions with a buffer this big (e.g. 16M)")
     p.add_argument("--check", action="store_true", help="verify every received byte")
     p.add_argument("--timeout", type=typed.SECONDS_NUMBER, default=None,

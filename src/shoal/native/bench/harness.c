@@ -152,21 +152,31 @@ static long clamp_inner(double k)
  * times. Each trial count is timed CALIBRATION_TRIALS times and the fastest
  * kept: one repetition that lost the CPU to another process must not
  * shrink the count (a preempted first trial at 1 iteration would otherwise
- * leave the barrier's exit skew inside every sample). */
+ * leave the barrier's exit skew inside every sample). A trial that ends
+ * past the point's budget is the last: one call of 32 MiB on a 100 Mbit/s
+ * link is seconds, and two more trials of it would measure nothing new.
+ * *same_shape is how many trials ran at the count returned: repetitions
+ * exactly like the measured ones, which the warm-up need not repeat;
+ * *untimed counts every trial. */
 #define CALIBRATION_TRIALS 3
 
-static long calibrate(const sb_test *t, sb_ctx *c, const sb_options *o, double t_point, long *errors)
+static long calibrate(const sb_test *t, sb_ctx *c, const sb_options *o, double t_point, long *errors,
+                      long *untimed, int *same_shape)
 {
     long k = 1;
     for (;;) {
         double dt = INFINITY;
-        for (int trial = 0; trial < CALIBRATION_TRIALS; trial++) {
+        int trials = 0, over_budget = 0;
+        while (trials < CALIBRATION_TRIALS && !over_budget) {
             double d = rep_time_at_root(t, c, run_rep(t, c, o, k, errors));
             dt = d < dt ? d : dt;
+            trials++;
+            (*untimed)++;
+            over_budget = c->rank == 0 && shoal_now_s() - t_point > o->budget;
+            MPI_Bcast(&over_budget, 1, MPI_INT, 0, c->comm);
         }
         long msg[2] = {k, 0}; /* next inner count, done */
         if (c->rank == 0) {
-            int over_budget = shoal_now_s() - t_point > o->budget;
             if (dt >= 0.5 * o->rep_time || k >= SB_MAX_INNER || over_budget) {
                 msg[0] = clamp_inner(dt > 0 ? (double)k * o->rep_time / dt : (double)SB_MAX_INNER);
                 msg[1] = 1;
@@ -178,9 +188,11 @@ static long calibrate(const sb_test *t, sb_ctx *c, const sb_options *o, double t
             }
         }
         MPI_Bcast(msg, 2, MPI_LONG, 0, c->comm);
+        if (msg[1]) {
+            *same_shape = msg[0] == k ? trials : 0;
+            return msg[0];
+        }
         k = msg[0];
-        if (msg[1])
-            return k;
     }
 }
 
@@ -227,8 +239,9 @@ static int samples_push(samples *s, double v)
     return 0;
 }
 
-static void emit_point(const sb_test *t, const sb_ctx *c, const sb_options *o, long inner, const samples *s,
-                       int stop, double t_start, double t_end, long errors, const double *rank_mean)
+static void emit_point(const sb_test *t, const sb_ctx *c, const sb_options *o, long inner, long untimed,
+                       const samples *s, int stop, double t_start, double t_end, long errors,
+                       const double *rank_mean)
 {
     double median = NAN;
     double ci = shoal_median_ci_rel(s->x, s->n, s->scratch, &median);
@@ -239,6 +252,7 @@ static void emit_point(const sb_test *t, const sb_ctx *c, const sb_options *o, l
     printf(",\"size_B\":%zu,\"ranks\":%d,\"inner\":%ld,\"ops_per_rep\":%ld,\"bytes_per_op\":%.0f", c->size,
            c->nprocs, inner, inner * t->ops_per_iter, t->bytes(c));
     printf(",\"metric\":\"%s\"", sb_metric_name(t->metric));
+    printf(",\"untimed_reps\":%ld", untimed);
     printf(",\"reps\":%zu,\"converged\":%s,\"stop\":\"%s\",\"ci_rel\":", s->n, converged ? "true" : "false",
            stop_names[stop]);
     sb_json_double(ci >= 0 ? ci : NAN, 9);
@@ -300,8 +314,10 @@ void sb_run_point(const sb_options *o, const sb_point *p, MPI_Comm comm)
     }
 
     long errors = 0;
-    long inner = o->inner ? o->inner : calibrate(t, &c, o, t_point, &errors);
-    for (long w = 0; w < o->warmup; w++)
+    int warm = 0; /* calibration repetitions already run at the measured inner count */
+    long untimed = 0; /* repetitions run before the measured ones */
+    long inner = o->inner ? o->inner : calibrate(t, &c, o, t_point, &errors, &untimed, &warm);
+    for (long w = warm; w < o->warmup; w++, untimed++)
         run_rep(t, &c, o, inner, &errors);
     /* The reported window holds the measured repetitions only, so energy
      * over [t_start, t_end] divides by reps * ops_per_rep operations. */
@@ -350,7 +366,7 @@ void sb_run_point(const sb_options *o, const sb_point *p, MPI_Comm comm)
     long total_errors = 0;
     MPI_Reduce(&errors, &total_errors, 1, MPI_LONG, MPI_SUM, 0, comm);
     if (c.rank == 0)
-        emit_point(t, &c, o, inner, &s, stop, t_start, t_end, total_errors, rank_mean);
+        emit_point(t, &c, o, inner, untimed, &s, stop, t_start, t_end, total_errors, rank_mean);
 
     free(rank_mean);
     free(s.x);
