@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import subprocess
+import sys
 
 import pytest
 
@@ -104,3 +106,18 @@ def test_the_virtual_boards_card_is_held_to_its_read_and_write_rates(tmp_path):
     assert "throttling.bps-read=25000000" in drive and "throttling.bps-write=10000000" in drive
     free = vmboard.argv(img, vmboard.BoardSpec(4, 2 ** 30))
     assert "throttling" not in free[free.index("-drive") + 1]
+
+
+def test_the_faster_card_writes_at_the_bus_and_the_choice_is_refused_in_one_line(tmp_path):
+    from shoal.pallex import vmboard
+
+    b = boot.load("rpi3")
+    # No card given: the profile's (U1). U1: its 10 MB/s minimum; U3: 30 MB/s, held to the 25 MB/s bus.
+    assert vmboard.card_rates(None, b.storage_read_Bps, b.storage_write_Bps) == (25e6, 10e6)
+    assert vmboard.card_rates("u1", b.storage_read_Bps, b.storage_write_Bps) == (25e6, 10e6)
+    assert vmboard.card_rates("u3", b.storage_read_Bps, b.storage_write_Bps) == (25e6, 25e6)
+    assert vmboard.card_rates("u3", None, None) == (None, 30e6)  # no bus modelled: the class's own
+    proc = subprocess.run([sys.executable, "-m", "shoal", "pallex", "cycle", "--card", "u2"],
+                          capture_output=True, text=True, timeout=60)
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and len(lines) == 1 and "--card" in lines[0] and "u3" in lines[0], proc.stderr

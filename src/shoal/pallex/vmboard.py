@@ -31,6 +31,22 @@ SHELL_CMDLINE = CMDLINE.replace(" systemd.getty_auto=0", "")  # vm shell: a logi
 KVM_PROBE_S = 20.0  # a kernel that runs prints its banner within this, even under TCG on a loaded host
 
 
+# Seed 004 §IV-D's two cards, by their UHS speed class: "UHS 1 and UHS 3 refer to minimum
+# write speed of 10 MB/sec and 30 MB/sec". Either is read through the board's SD bus (the boot
+# profile's storage_read_Bps, 25 MB/s), which also holds the faster card's writes.
+CARD_WRITE_BPS = {"u1": 10e6, "u3": 30e6}
+
+
+def card_rates(card: str | None, bus_Bps: float | None, profile_write_Bps: float | None
+               ) -> tuple[float | None, float | None]:
+    """(read, write) rates of the board's card: the profile's with no ``card``, else the speed
+    class's minimum write held to the bus."""
+    if card is None:
+        return bus_Bps, profile_write_Bps
+    write = CARD_WRITE_BPS[card]
+    return bus_Bps, min(write, bus_Bps) if bus_Bps else write
+
+
 @dataclass(frozen=True)
 class BoardSpec:
     cores: int
@@ -38,6 +54,7 @@ class BoardSpec:
     read_Bps: float | None = None
     accel: str = "tcg"           # kvm | tcg
     write_Bps: float | None = None
+    card: str | None = None      # the UHS speed class given (CARD_WRITE_BPS); None: the profile's
 
 
 @dataclass
