@@ -7,7 +7,7 @@ import pytest
 from shoal import profiles
 from shoal.errors import ShoalError
 from shoal.inputs import grammar
-from shoal.study import imb_budget, presets, run, schedule
+from shoal.study import bench_budget, presets, run, schedule
 from shoal.study.request import StudyRequest
 
 
@@ -73,7 +73,7 @@ def test_the_full_seed002_is_128_boxes_beside_a_blade_with_what_does_not_fit_pla
     assert {(w.workload.name, w.size) for w in study.work.cluster} >= {("raytrace", "512"), ("raytrace", "2048"),
                                                                        ("msa", "S20-L300"), ("msa", "S300-L20")}
     # A 128-box Alltoall of 256 KiB: 128 x 127 x 256 KiB through the one 27 Mbit/s upstream.
-    todo, skipped = bench.points(128, "128xstb")
+    todo, skipped = bench.points(128, "128xstb", 128)
     why = dict((f"{p.test}:{p.size_B}", reason) for p, reason in skipped)
     assert why["imb.Alltoall:262144"].startswith("not run: it would take 5.4e+03 s of host time at D = 2 "
                                                  "(one call 1.34e+03 s on the docsis-27m plant by the model, "
@@ -86,13 +86,13 @@ def test_the_full_seed002_is_128_boxes_beside_a_blade_with_what_does_not_fit_pla
     # At 8 boxes all but the five longest points run (Alltoall of 256 KiB, and the gathers and
     # the exchange, which cost four times their modelled calls; Gather of 256 KiB has three steps
     # of one box sending 256 KiB at its 5.12 Mbit/s).
-    assert {f"{p.test}:{p.size_B}" for p, _ in bench.points(8, "128xstb")[1]} == {
+    assert {f"{p.test}:{p.size_B}" for p, _ in bench.points(8, "128xstb", 8)[1]} == {
         "imb.Alltoall:262144", "imb.Allgather:262144", "imb.Allgather:131072", "imb.Exchange:262144",
         "imb.Gather:262144"}
     # A point that runs is not declared hung before its warm-up and call could end, six times
     # over: Bcast of 256 KiB at 128 boxes, 127 transfers of 256 KiB on the one upstream.
-    bcast = imb_budget.call_s("imb.Bcast", 128, 262144, profiles.load_links()["docsis-27m"])
-    assert ("128xstb", "imb.Bcast", 262144, 128) not in bench.not_run
+    bcast = bench_budget.call_s("imb.Bcast", 128, 262144, profiles.load_links()["docsis-27m"])
+    assert ("128xstb", "imb.Bcast", 262144, 128, 128) not in bench.not_run
     assert bench.request.options.timeout_s >= 12 * bcast > 60
     # Saved and read back for --resume: the same plan.
     again = run.plan(StudyRequest.from_manifest(request.to_manifest()))
@@ -143,8 +143,8 @@ def test_the_full_seed002_states_its_planned_time_and_what_it_left_out():
     assert timing.imb_budget_s == pytest.approx(5100 - timing.setup_s - timing.work_s - timing.reference_imb_s)
     assert timing.imb.planned_s <= timing.imb_budget_s and timing.total_s <= 5100
     dropped = {}
-    for (_test, _size, ranks) in study.plans[0].not_run and timing.imb.not_run:
-        dropped[ranks] = dropped.get(ranks, 0) + 1
+    for (_test, _size, nodes, _ranks) in study.plans[0].not_run and timing.imb.not_run:
+        dropped[nodes] = dropped.get(nodes, 0) + 1
     assert dropped[128] == 59 and dropped[128] > dropped[64] > dropped[32] > dropped[8]
     text = "\n".join(timing.lines())
     assert "planned: 85 min of the study's 85 min" in text
@@ -171,10 +171,27 @@ def test_seed000_is_six_minnowboards_beside_the_nuc_with_mpbench_to_32_mib():
     sizes = grammar.sizes(request.size_list)
     assert max(sizes) == 32 * 2**20 and 2**18 in sizes  # the thesis's "218MB" read as 2^18 B
     the_plan = run.plan(request)
-    options = the_plan.plans[0].request.options
-    assert options.min_reps == 2 and options.timeout_s == 180.0  # 32 MiB calls take seconds
     labels = {(p.label, p.nodes) for p in the_plan.plans[0].placements}
     assert labels == {("6xminnowboard", n) for n in range(1, 7)} | {("reference", 1)}
+    # 18 minutes planned: the workloads' seven rounds as measured, MPBench what they leave.
+    timing = the_plan.timing
+    assert timing.work_rounds == 7 and timing.work_s == pytest.approx(7 * 33.9)
+    assert timing.total_s <= 1080 and timing.imb.planned_s <= timing.imb_budget_s
+    text = "\n".join(timing.lines())
+    assert "MPBench on the ethernet-100m links: " in text and "MPBench on the reference: " in text
+    # Only 32 MiB points over the wire are left out, the costliest first; one board's two
+    # ranks (through memory) and every smaller size run.
+    dropped = the_plan.plans[0].not_run
+    assert dropped and {(label, size) for label, _test, size, _n, _r in dropped} == {
+        ("6xminnowboard", 32 * 2**20)}
+    assert all(nodes >= 2 for *_, nodes, _r in dropped)
+    assert "left out to fit: " in text and " at 6 devices" in text
+    # A 32 MiB call is seconds: a point is not hung before six times its two calls.
+    options = the_plan.plans[0].request.options
+    longest = max(bench_budget.call_s(t.name, n, 32 * 2**20, profiles.load_links()["ethernet-100m"])
+                  for t in the_plan.plans[0].tests for n in range(2, 7)
+                  if ("6xminnowboard", t.name, 32 * 2**20, n, n) not in dropped)
+    assert options.timeout_s == pytest.approx(12 * longest)
     quick = StudyRequest.create(preset="seed000", quick=True)
     assert quick.nodes == "1,3,4,6" and quick.workload_list == ["raytrace"]
 

@@ -4,7 +4,7 @@ model, and how long a point may then run before it counts as hung.
 On one shared medium every byte any device sends crosses the one channel: a call's time is
 at least the bytes all ranks send in it over the channel's rate, and at least its steps'
 messages each sent by one box at its own cap, plus its sequential steps of one latency each.
-The study plans its IMB points by it (``shoal.study.imb_budget``), and ``shoal bench`` on such
+The study plans its IMB points by it (``shoal.study.bench_budget``), and ``shoal bench`` on such
 a plant waits for a point as long as its calls could take.
 """
 
@@ -16,7 +16,9 @@ from typing import Iterable
 from shoal.cluster import linkmodel
 from shoal.profiles import LinkType
 
-CALLS_PER_POINT = 2  # the warm-up and one counted repetition
+# The calibration's one trial, which is also the warm-up once a call outlasts the point's budget
+# (shoal-bench), and one counted repetition.
+CALLS_PER_POINT = 2
 
 # Gathers and exchanges queue on the plant beyond the model's bytes: Gather of 128 KiB at 128
 # boxes took 18.9 s against 4.9 s modelled, and the others 3-4 times their calls.

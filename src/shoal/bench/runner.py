@@ -58,20 +58,22 @@ class Plan:
     tests: list[catalog.TestInfo]
     sizes: list[int]
     placements: list[Placement]
-    # Points planned as not run, (config label, test, size_B, ranks) -> why (a study's budget:
-    # shoal.study.imb_budget).
-    not_run: dict[tuple[str, str, int, int], str] = field(default_factory=dict)
+    # Points planned as not run, (config label, test, size_B, nodes, ranks) -> why (a study's
+    # budget: shoal.study.bench_budget).
+    not_run: dict[tuple[str, str, int, int, int], str] = field(default_factory=dict)
 
-    def points(self, ranks: int, label: str = "") -> tuple[list[Point], list[tuple[Point, str]]]:
-        """Points to measure at this rank count, and those that cannot or will not run there (with why)."""
+    def points(self, ranks: int, label: str = "", nodes: int = 0) -> tuple[list[Point], list[tuple[Point, str]]]:
+        """Points to measure at this rank count (on ``nodes`` nodes), and those that cannot or
+        will not run there (with why)."""
         run, skip = [], []
         for test in self.tests:
             for size in ([0] if test.name == "imb.Barrier" else self.sizes):
                 point = Point(test.name, size)
+                why = self.not_run.get((label, test.name, size, nodes, ranks))
                 if test.min_ranks > ranks:
                     skip.append((point, f"needs {test.min_ranks} ranks, this configuration has {ranks}"))
-                elif (label, test.name, size, ranks) in self.not_run:
-                    skip.append((point, self.not_run[(label, test.name, size, ranks)]))
+                elif why:
+                    skip.append((point, why))
                 else:
                     run.append(point)
         return run, skip
@@ -79,7 +81,7 @@ class Plan:
     @property
     def total_points(self) -> int:
         return sum(len(run) + len(skip)
-                   for run, skip in (self.points(p.ranks, p.label) for p in self.placements))
+                   for run, skip in (self.points(p.ranks, p.label, p.nodes) for p in self.placements))
 
 
 def plan(request: BenchRequest, placements: list[Placement] | None = None) -> Plan:
@@ -153,7 +155,7 @@ def measure_in(run: Run, the_plan: Plan, session: Session, events: Events | None
                   hosts_ready=lambda: still_ready(cluster, the_plan.mpi, the_plan.program, run))
     for placement in the_plan.placements:
         config = _config(the_plan, session, placement)
-        todo, impossible = the_plan.points(placement.ranks, placement.label)
+        todo, impossible = the_plan.points(placement.ranks, placement.label, placement.nodes)
         sweep.skip(config, impossible)
         sweep.run_config(config, todo)
 
@@ -167,7 +169,7 @@ def _plant_options(the_plan: Plan, where: Any) -> Options:
     if options.point_timeout_s is not None or not links:
         return options
     points = [(point.test, point.size_B, placement.ranks) for placement in the_plan.placements
-              for point in the_plan.points(placement.ranks, placement.label)[0]]
+              for point in the_plan.points(placement.ranks, placement.label, placement.nodes)[0]]
     longest = max(plant_calls.longest_call_s(points, link) for link in links.values())
     ranks = max(placement.ranks for placement in the_plan.placements)
     hung = plant_calls.hung_after_s(longest, ranks)

@@ -100,10 +100,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                         f"{defaults.QUICK_TIME_BUDGET_S:g}; {defaults.BENCH_BUDGET_WITH_WORK_S:g} "
                         "after workloads); sets each point's budget")
     p.add_argument("--imb-budget", type=typed.SECONDS_NUMBER, default=None, metavar="SECONDS",
-                   help="host seconds for IMB on a shared plant (docsis-27m; preset seed002: what "
-                        "its 85 minutes leave after the workloads): the costliest points (modelled "
-                        "calls and a fixed cost by node count) are planned as not run, each with its "
-                        "reason in the report")
+                   help="host seconds for the cluster's benchmark calls (IMB on a shared plant, "
+                        "MPBench's 32 MiB on 100 Mbit/s; presets: what their 85 or 18 minutes leave "
+                        "after the workloads): the costliest points (modelled calls and a fixed cost) "
+                        "are planned as not run, each with its reason in the report")
     p.add_argument("--mpi", type=typed.text, default=None, help=kinds.choices_help())
     p.add_argument("--power", default=None, type=POWER_SPEC,
                    help=f"power source on real hosts and 'host' (default {defaults.DEFAULT_POWER})")

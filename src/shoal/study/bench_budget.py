@@ -1,34 +1,64 @@
-"""Which IMB points of a study fit its budget on a shared plant, by the link model and the
-fixed cost of a point measured by node count.
+"""Which benchmark points of a study fit its budget, by the link model and the fixed cost of a
+point measured by node count.
 
-A call's time on one shared medium (seed 002's 27 Mbit/s DOCSIS upstream) is
-``shoal.bench.plant_calls``'s model. A point costs a warm-up and one counted
-call, each D times longer on the emulated plant, and a fixed cost of host time that grows
-with the number of boxes (the harness's own collectives and its timing negotiation on slow
-boxes over the request-grant plant), which on the plant is most of a point below 128 KiB.
-The costliest points are planned as not run, one at a time, until the rest fit the budget;
-the points of tests the study keeps (``keep``) are never dropped. Each point not run keeps
-its reason ("not run: ..."), which the run's ``skipped`` table and the report print, so
-nothing is left out silently.
+A point costs a calibration call, which is also its warm-up once a call outlasts the point's
+own budget, and one counted call (``CALLS_PER_POINT``), each D times longer on emulated
+devices, and a fixed cost of host time. Its calls come from the link's model: on one shared
+medium (seed 002's 27 Mbit/s DOCSIS upstream) ``shoal.bench.plant_calls``, where the fixed
+cost grows with the number of boxes (the harness's own collectives and its timing
+negotiation on slow boxes over the request-grant plant) and is most of a point below
+128 KiB; on switched links (seed 000's 100 Mbit/s Ethernet) ``shoal.bench.switch_calls``,
+where a 32 MiB call is seconds. The costliest points are planned as not run, one at a time,
+until the rest fit the budget; the points of tests the study keeps (``keep``) are never
+dropped. Each point not run keeps its reason ("not run: ..."), which the run's ``skipped``
+table and the report print, so nothing is left out silently.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from shoal.bench.plant_calls import (CALLS_PER_POINT, call_s, hung_after_s, longest_call_s,
-                                     point_fixed_s, slowed_call_s)
+from shoal.bench import plant_calls, switch_calls
+from shoal.bench.plant_calls import CALLS_PER_POINT, hung_after_s
 from shoal.profiles import LinkType
 
-def fixed_s(ranks: int, dilation: float) -> float:
-    """Host seconds of a point beside its calls, at ``ranks`` (one per box) and ``dilation``."""
-    return point_fixed_s(ranks) * dilation
+# Host seconds a point on switched links costs beside its calls, at D = 2: its set-up, the
+# calibration's short trials and the harness's agreements, about 0.1 s of its own budget
+# (the seed000 preset, docs/study.md: the median gap between points below 32 MiB).
+SWITCHED_FIXED_S = 0.25
+SWITCHED_FIXED_AT_DILATION = 2.0
+
+Point = tuple[str, int, int, int]  # (test, size_B, nodes, ranks)
 
 
-def point_s(test: str, ranks: int, size_B: int, link: LinkType, dilation: float) -> float:
+def fixed_s(ranks: int, dilation: float, link: LinkType | None = None) -> float:
+    """Host seconds of a point beside its calls, at ``ranks`` and ``dilation``: on a shared
+    plant by the boxes (one rank each), on switched links the same at any count."""
+    if link is not None and not link.shared:
+        return SWITCHED_FIXED_S / SWITCHED_FIXED_AT_DILATION * dilation
+    return plant_calls.point_fixed_s(ranks) * dilation
+
+
+def call_s(test: str, ranks: int, size_B: int, link: LinkType, nodes: int | None = None) -> float:
+    """One call's modelled device time, on ``nodes`` devices (default: one rank on each)."""
+    if link.shared:
+        return plant_calls.call_s(test, ranks, size_B, link)
+    return switch_calls.call_s(test, nodes or ranks, size_B, link)
+
+
+def slowed_call_s(test: str, ranks: int, size_B: int, link: LinkType, nodes: int | None = None) -> float:
+    """A call's modelled time, slowed as a shared plant was measured to slow its test."""
+    if link.shared:
+        return plant_calls.slowed_call_s(test, ranks, size_B, link)
+    return call_s(test, ranks, size_B, link, nodes)
+
+
+def point_s(test: str, ranks: int, size_B: int, link: LinkType, dilation: float,
+            nodes: int | None = None) -> float:
     """Host seconds one point costs at ``dilation``: its calls, slowed as measured, and its
     fixed cost."""
-    return CALLS_PER_POINT * dilation * slowed_call_s(test, ranks, size_B, link) + fixed_s(ranks, dilation)
+    return (CALLS_PER_POINT * dilation * slowed_call_s(test, ranks, size_B, link, nodes)
+            + fixed_s(ranks, dilation, link))
 
 
 def kept(test: str, size_B: int, keep: frozenset[str]) -> bool:
@@ -38,11 +68,11 @@ def kept(test: str, size_B: int, keep: frozenset[str]) -> bool:
 
 @dataclass(frozen=True)
 class Budget:
-    not_run: dict[tuple[str, int, int], str]  # (test, size_B, ranks) -> why
+    not_run: dict[Point, str]  # (test, size_B, nodes, ranks) -> why
     planned_s: float  # host seconds the points that run are planned to take
     dropped_s: float  # host seconds the points not run would have taken
     longest_call_s: float  # the longest modelled call of a point that runs (device time)
-    planned: dict[int, int]  # ranks -> points that run
+    planned: dict[int, int]  # nodes -> points that run
 
     @property
     def point_timeout_s(self) -> float:
@@ -50,28 +80,28 @@ class Budget:
         return hung_after_s(self.longest_call_s)
 
 
-def plan(points: list[tuple[str, int, int]], link: LinkType, dilation: float, budget_s: float,
+def plan(points: list[Point], link: LinkType, dilation: float, budget_s: float,
          keep: frozenset[str] = frozenset()) -> Budget:
-    """Points (test, size_B, ranks) within ``budget_s`` host seconds at ``dilation``, never
-    dropping those ``keep`` holds (they may then take more than the budget)."""
-    call = {pt: call_s(pt[0], pt[2], pt[1], link) for pt in points}  # device seconds
-    cost = {pt: point_s(pt[0], pt[2], pt[1], link, dilation) for pt in points}
+    """Points (test, size_B, nodes, ranks) within ``budget_s`` host seconds at ``dilation``,
+    never dropping those ``keep`` holds (they may then take more than the budget)."""
+    call = {pt: slowed_call_s(pt[0], pt[3], pt[1], link, pt[2]) for pt in points}  # device s
+    cost = {pt: point_s(pt[0], pt[3], pt[1], link, dilation, pt[2]) for pt in points}
     total = sum(cost.values())
-    not_run: dict[tuple[str, int, int], str] = {}
+    where = f"the {link.name} plant" if link.shared else f"{link.name} links"
+    not_run: dict[Point, str] = {}
     for pt in sorted(points, key=lambda q: -cost[q]):
         if total <= budget_s:
             break
         if kept(pt[0], pt[1], keep):
             continue
         total -= cost[pt]
-        one = call[pt]
         not_run[pt] = (f"not run: it would take {cost[pt]:.3g} s of host time at D = {dilation:g} "
-                       f"(one call {one:.3g} s on the {link.name} plant by the model, "
-                       f"{fixed_s(pt[2], dilation):.3g} s fixed at {pt[2]} ranks), over the study's "
-                       f"{budget_s:.0f} s for IMB on it")
+                       f"(one call {call[pt]:.3g} s on {where} by the model, "
+                       f"{fixed_s(pt[3], dilation, link):.3g} s fixed at {pt[3]} ranks), over the "
+                       f"study's {budget_s:.0f} s for benchmarks on {where}")
     running = [pt for pt in points if pt not in not_run]
-    longest = longest_call_s(running, link)
     planned: dict[int, int] = {}
     for pt in running:
         planned[pt[2]] = planned.get(pt[2], 0) + 1
+    longest = max((call[pt] for pt in running), default=0.0)
     return Budget(not_run, total, sum(cost[pt] for pt in not_run), longest, planned)

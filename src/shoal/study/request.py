@@ -93,19 +93,15 @@ class StudyRequest:
     preset: str | None = None
     # Ranks per cluster device of the workloads (None: one per core of the device).
     work_ranks_per_node: int | None = None
-    # Host seconds for IMB's calls on a shared plant (None: no limit); the points whose calls
-    # do not fit are planned as not run, with their modelled call time (shoal.study.imb_budget).
+    # Host seconds for the cluster's benchmark calls (--imb-budget; None: no limit); the points
+    # whose calls do not fit are planned as not run, with their modelled call time
+    # (shoal.study.bench_budget). Named for seed 002's IMB on the plant, where it began.
     imb_budget_s: float | None = None
-    # IMB points never planned as not run: test names, or test@size_B (e.g. imb.Allreduce@64).
+    # Points never planned as not run: test names, or test@size_B (e.g. imb.Allreduce@64).
     imb_keep: str | None = None
     # Host seconds for the whole study (a preset's): the workloads and the reference as
-    # measured, IMB on the plant what they leave unless --imb-budget (shoal.study.schedule).
+    # measured, the cluster's benchmarks what they leave unless --imb-budget (shoal.study.schedule).
     study_budget_s: float | None = None
-    # Fewest counted calls of a benchmark point (None: the study's 6); a preset whose largest
-    # messages take seconds a call lowers it (seed000: 32 MiB on 100 Mbit/s).
-    bench_min_reps: int | None = None
-    # Device seconds a benchmark point may take before it counts as hung (None: from its budget).
-    bench_point_timeout_s: float | None = None
     # The clock of the cluster's emulated devices: folded into ``emulate`` (4xminnowboard@500M)
     # by create(); left here only where there is no emulated cluster, for validate() to refuse.
     freq: float | None = None

@@ -27,7 +27,7 @@ from shoal.bench.sweep import Events, Options
 from shoal.errors import ShoalError
 from shoal.mpi import stack
 from shoal.runs.store import Run
-from shoal.study import blades, imb_budget, schedule, workloads
+from shoal.study import bench_budget, blades, schedule, workloads
 from shoal.study.request import StudyRequest
 
 REFERENCE = "reference"
@@ -136,8 +136,7 @@ def plan(request: StudyRequest) -> StudyPlan:
                             dilation=request.dilation, host_speed=request.host_speed,
                             recalibrate=request.recalibrate, launch=request.launch, bcast=request.bcast)
         plans.append(runner.plan(base, placements))
-        if (request.imb_budget_s is not None or request.study_budget_s is not None) \
-                and cluster_nodes[0].link.shared:
+        if request.imb_budget_s is not None or request.study_budget_s is not None:
             budget, timing = _plan_within_budget(request, plans[0], cluster_nodes, reference_nodes, counts)
         spread = blades.bcast_placements(ref_names, reference_nodes[0].profile.cores) if k else []
         if spread and "imb.Bcast" in [t.strip() for t in request.suite.split(",")]:
@@ -150,7 +149,8 @@ def plan(request: StudyRequest) -> StudyPlan:
     study = StudyPlan(request, label, plans, work, at_once, timing, reference_note)
     options = _options(request, sum(p.total_points for p in plans))
     if budget is not None:
-        # The plant's long calls: a point is not hung before its modelled calls could end.
+        # Long calls (a shared plant's, 32 MiB on slow Ethernet): a point is not hung before its
+        # modelled calls could end.
         options.point_timeout_s = max(options.timeout_s, budget.point_timeout_s)
     for p in plans:
         p.request.options = options
@@ -158,16 +158,20 @@ def plan(request: StudyRequest) -> StudyPlan:
 
 
 def _plan_within_budget(request: StudyRequest, the_plan: Plan, cluster_nodes: list, reference: list,
-                        counts: list[int]) -> tuple[imb_budget.Budget, schedule.Schedule | None]:
-    """Plan the cluster's IMB points that do not fit the study's budget on its shared plant as
-    not run (shoal.study.imb_budget), at the dilation the devices will run at; with a study
-    budget, IMB's is what the set-up, the workloads and the reference leave of it."""
+                        counts: list[int]) -> tuple[bench_budget.Budget, schedule.Schedule | None]:
+    """Plan the cluster's benchmark points that do not fit the study's budget as not run
+    (shoal.study.bench_budget), at the dilation the devices will run at; with a study budget,
+    theirs is what the set-up, the workloads and the reference leave of it."""
     at_once = [tuple(n.name for n in cluster_nodes)] + ([tuple(n.name for n in reference)] if reference else [])
     d = the_plan.request.planned_dilation(at_once)
     label = next(p.label for p in the_plan.placements if p.label != REFERENCE)
-    points = [(p.test, p.size_B, placement.ranks) for placement in the_plan.placements
-              if placement.label == label for p in the_plan.points(placement.ranks, label)[0]]
+    points = [(p.test, p.size_B, placement.nodes, placement.ranks) for placement in the_plan.placements
+              if placement.label == label
+              for p in the_plan.points(placement.ranks, label, placement.nodes)[0]]
     keep = frozenset(w.strip() for w in (request.imb_keep or "").split(",") if w.strip())
+    link = cluster_nodes[0].link
+    what = schedule.benchmarks_there(request.suite, link)
+    setup_s = schedule.setup_s(request.preset)
     timing = None
     budget_s = request.imb_budget_s
     if request.study_budget_s is not None:
@@ -179,14 +183,15 @@ def _plan_within_budget(request: StudyRequest, the_plan: Plan, cluster_nodes: li
                              f"which preset {request.preset or '(none)'} does not hold; "
                              "give --imb-budget SECONDS instead")
         work_s = rounds * one_round
-        ref_points = sum(len(the_plan.points(p.ranks, p.label)[0]) for p in the_plan.placements
+        ref_points = sum(len(the_plan.points(p.ranks, p.label, p.nodes)[0]) for p in the_plan.placements
                          if p.label == REFERENCE)
         ref_s = schedule.reference_imb_s(ref_points)
         if budget_s is None:
-            budget_s = schedule.imb_share_s(request.study_budget_s, work_s, ref_s)
-    budget = imb_budget.plan(points, cluster_nodes[0].link, d, budget_s, keep)
+            budget_s = schedule.bench_share_s(request.study_budget_s, work_s, ref_s, setup_s, what)
+    budget = bench_budget.plan(points, link, d, budget_s, keep)
     if request.study_budget_s is not None:
-        timing = schedule.Schedule(request.study_budget_s, rounds, work_s, ref_s, budget_s, budget)
+        timing = schedule.Schedule(request.study_budget_s, rounds, work_s, ref_s, budget_s, budget,
+                                   setup_s, what)
     the_plan.not_run = {(label, *point): why for point, why in budget.not_run.items()}
     return budget, timing
 
@@ -195,8 +200,7 @@ def _options(request: StudyRequest, points: int) -> Options:
     """Per-point budget from the study's time budget; a looser CI target than bench."""
     per_point = MEASURE_SHARE * request.bench_budget_s / max(points, 1)
     per_point = min(2.0, max(0.05, per_point))
-    return Options(ci=0.05, budget_s=per_point, min_reps=request.bench_min_reps or 6, warmup=1,
-                   point_timeout_s=request.bench_point_timeout_s)
+    return Options(ci=0.05, budget_s=per_point, min_reps=6, warmup=1)
 
 
 def start(request: StudyRequest, command: list[str], out: Path | None) -> tuple[Run, StudyPlan]:

@@ -1,11 +1,11 @@
 """The planned time of a study's parts, stated before anything starts (studies with a time
-budget: ``study_budget_s``, e.g. the seed002 preset's 90 minutes).
+budget: ``study_budget_s``, e.g. the seed002 preset's 90 minutes, seed000's 20).
 
 The workloads cost what their rounds cost as measured (``presets.WORK_ROUND_S``: host seconds
 of one round at each node count, one launch per configuration), times the rounds (the warm-up
-and ``work_reps``); the IMB points on a shared plant cost their modelled calls and their fixed
-cost by node count (``shoal.study.imb_budget``); what is left of the budget after the set-up,
-the workloads and the reference's IMB is IMB's on the plant, unless ``--imb-budget`` gives it.
+and ``work_reps``); the benchmark points on the cluster cost their modelled calls and their
+fixed cost (``shoal.study.bench_budget``); what is left of the budget after the set-up, the
+workloads and the reference's benchmarks is theirs, unless ``--imb-budget`` gives it.
 """
 
 from __future__ import annotations
@@ -15,11 +15,26 @@ from dataclasses import dataclass
 import numpy as np
 
 from shoal.errors import ShoalError
-from shoal.study import imb_budget, presets
+from shoal.profiles import LinkType
+from shoal.study import bench_budget, presets
 
 # Host seconds outside the parts: the 128 boxes and the blade brought up and calibrated,
 # down again, and the report (cluster up of 128 boxes: 29 s at D = 7, docs/cluster.md).
 SETUP_S = 120.0
+
+
+def setup_s(preset: str | None) -> float:
+    """Host seconds of a study's set-up, down and report: the preset's as measured, else
+    ``SETUP_S``."""
+    return presets.SETUP_S.get(preset or "", SETUP_S)
+
+
+def benchmarks_there(suite: str, link: LinkType) -> str:
+    """What the cluster's benchmarks are, for the plan's lines: "IMB on the plant", "MPBench
+    on the ethernet-100m links"."""
+    names = {t.strip().split(".", 1)[0] for t in suite.split(",") if t.strip()}
+    kind = {frozenset({"imb"}): "IMB", frozenset({"mpbench"}): "MPBench"}.get(frozenset(names), "benchmarks")
+    return f"{kind} on the plant" if link.shared else f"{kind} on the {link.name} links"
 
 
 def work_round_s(preset: str | None, counts: list[int], reference: bool) -> float | None:
@@ -53,9 +68,10 @@ class Schedule:
     work_rounds: int
     work_s: float
     reference_imb_s: float
-    imb_budget_s: float
-    imb: imb_budget.Budget
+    imb_budget_s: float  # the cluster's benchmarks' share (IMB's on seed002's plant)
+    imb: bench_budget.Budget
     setup_s: float = SETUP_S
+    benchmarks: str = "IMB on the plant"  # what they are, where (benchmarks_there)
 
     @property
     def total_s(self) -> float:
@@ -65,30 +81,34 @@ class Schedule:
         """What the study plans to spend, and what it leaves out to fit."""
         ran = sum(self.imb.planned.values())
         dropped: dict[int, int] = {}
-        for (_test, _size, ranks) in self.imb.not_run:
-            dropped[ranks] = dropped.get(ranks, 0) + 1
+        for (_test, _size, nodes, _ranks) in self.imb.not_run:
+            dropped[nodes] = dropped.get(nodes, 0) + 1
         out = [f"planned: {_span(self.total_s)} of the study's {_span(self.budget_s)} "
                f"(host time, by measured costs; shoal.study.schedule)",
                f"  workloads: {_span(self.work_s)}, {self.work_rounds} rounds (the warm-up and "
                f"{self.work_rounds - 1} counted)",
-               f"  IMB on the plant: {_span(self.imb.planned_s)}, {ran} points, of its "
+               f"  {self.benchmarks}: {_span(self.imb.planned_s)}, {ran} points, of its "
                f"{_span(self.imb_budget_s)}",
-               f"  IMB on the reference: {_span(self.reference_imb_s)}",
+               f"  {self.benchmarks.split(' on ', 1)[0]} on the reference: {_span(self.reference_imb_s)}",
                f"  set-up and report: {_span(self.setup_s)}"]
         if dropped:
-            per = ", ".join(f"{dropped[r]} of {dropped[r] + self.imb.planned.get(r, 0)} at {r} boxes"
-                            for r in sorted(dropped))
-            points = "IMB point" if len(self.imb.not_run) == 1 else "IMB points"
+            kind = self.benchmarks.split(" on ", 1)[0]
+            devices = "boxes" if self.benchmarks.endswith("plant") else "devices"
+            per = ", ".join(f"{dropped[n]} of {dropped[n] + self.imb.planned.get(n, 0)} at {n} {devices}"
+                            for n in sorted(dropped))
+            points = f"{kind} point" if len(self.imb.not_run) == 1 else f"{kind} points"
             out.append(f"  left out to fit: {len(self.imb.not_run)} {points} ({per}; "
                        f"{_span(self.imb.dropped_s)}), each in skipped.csv and the report")
         return out
 
 
-def imb_share_s(budget_s: float, work_s: float, reference_s: float) -> float:
-    """The study's seconds left to IMB on the plant after the set-up, workloads and reference."""
-    left = budget_s - SETUP_S - work_s - reference_s
+def bench_share_s(budget_s: float, work_s: float, reference_s: float, setup: float = SETUP_S,
+                  benchmarks: str = "IMB on the plant") -> float:
+    """The study's seconds left to the cluster's benchmarks after the set-up, workloads and
+    reference."""
+    left = budget_s - setup - work_s - reference_s
     if left <= 0:
-        raise ShoalError(f"the study's {budget_s:.0f} s hold no IMB on the plant: its workloads are "
-                         f"planned at {work_s:.0f} s and the reference's IMB at {reference_s:.0f} s; "
+        raise ShoalError(f"the study's {budget_s:.0f} s hold no {benchmarks}: its workloads are "
+                         f"planned at {work_s:.0f} s and the reference's at {reference_s:.0f} s; "
                          "give fewer --work-reps or --nodes, or --imb-budget SECONDS")
     return left

@@ -1,0 +1,70 @@
+"""How long one MPBench or IMB call takes on switched links (a port per device, full duplex),
+by the link model and the algorithms the default MPI (MPICH) picks for long messages.
+
+A call's time is the bytes its busiest port carries one after another, over the port's
+payload rate, plus one latency per step. Only calls of long messages matter to a study's
+time (a 32 MiB call on 100 Mbit/s Ethernet is 2.85 s of device time; a 2 KiB one is not
+worth planning), so the algorithms are MPICH's for long messages on few ranks:
+binomial broadcast below 8 ranks, scatter and ring allgather from 8; reduce and allreduce
+as reduce-scatter then gather or allgather (Rabenseifner), with one more whole message each
+way for the ranks beyond the largest power of two. Ranks on one device exchange through
+memory and cost nothing here. The study plans its points by it (``shoal.study.bench_budget``).
+"""
+
+from __future__ import annotations
+
+import math
+
+from shoal.cluster import linkmodel
+from shoal.profiles import LinkType
+
+# MPICH's binomial-tree broadcast below this many ranks (MPIR_CVAR_BCAST_MIN_PROCS), scatter
+# and ring allgather from it.
+BCAST_MIN_PROCS = 8
+
+# MPBench's bidirectional bandwidth (Isend and Irecv both ways, then Waitall) took twice a
+# one-way call on the emulated boards' full-duplex ports: 5.71 s against 2.85 s at 32 MiB,
+# 3, 4 and 6 boards (the seed000 preset; one MPI progress engine per rank moves the two
+# directions in turn). Its busiest port is counted as carrying both messages.
+BIBW_SERIAL = 2.0
+
+
+def _pof2(p: int) -> int:
+    return 1 << (p.bit_length() - 1)
+
+
+def _port_messages(test: str, p: int) -> tuple[float, int]:
+    """(whole messages the busiest port carries one after another, steps) for one call on
+    ``p`` devices, one rank on each."""
+    short = test.split(".", 1)[-1]
+    log2 = max(1, math.ceil(math.log2(p)))
+    pof2 = _pof2(p)
+    extra = 0 if pof2 == p else 1  # the ranks beyond a power of two fold in first
+    halves = 2 * (pof2 - 1) / pof2  # reduce-scatter and allgather (or gather) over pof2 ranks
+    table = {
+        "bandwidth": (1, 1), "latency": (1, 1), "roundtrip": (2, 2), "bibw": (BIBW_SERIAL, 1),
+        "PingPong": (2, 2), "PingPing": (1, 1), "Uniband": (1, 1), "Biband": (BIBW_SERIAL, 1),
+        "Sendrecv": (1, 1), "Exchange": (2, 2),
+        "bcast": (log2, log2) if p < BCAST_MIN_PROCS else (2 * (p - 1) / p, 2 * log2),
+        "reduce": (halves + extra, 2 * log2 + extra),
+        "allreduce": (halves + 2 * extra, 2 * log2 + 2 * extra),
+        "alltoall": ((p - 1) / p, p - 1),  # MPBench: size/p to every rank
+        "Bcast": (log2, log2) if p < BCAST_MIN_PROCS else (2 * (p - 1) / p, 2 * log2),
+        "Reduce": (halves + extra, 2 * log2 + extra),
+        "Allreduce": (halves + 2 * extra, 2 * log2 + 2 * extra),
+        "Reduce_scatter": ((p - 1) / p, log2),
+        "Allgather": (p - 1, log2), "Gather": (p - 1, log2), "Scatter": (p - 1, log2),
+        "Alltoall": (p - 1, p - 1),  # IMB: size to every rank
+        "Barrier": (0, 2 * log2),
+    }
+    return table.get(short, (p - 1, log2))
+
+
+def call_s(test: str, nodes: int, size_B: int, link: LinkType) -> float:
+    """One call's device time on ``nodes`` devices of ``link`` (one rank each; on one device
+    the ranks meet in memory: 0)."""
+    if nodes < 2:
+        return 0.0
+    messages, steps = _port_messages(test, nodes)
+    path = linkmodel.path(link)
+    return messages * size_B / path.stream_Bps() + steps * path.latency_s
