@@ -72,6 +72,10 @@ def test_on_switched_links_a_call_is_its_busiest_ports_messages_at_the_links_rat
     assert bcast == pytest.approx([1, 2, 2, 3, 3], rel=1e-3)
     # MPBench's all-to-all sends size/P to each rank: (P-1)/P of a message through each port.
     assert bench_budget.call_s("mpbench.alltoall", 6, MIB32, ETHERNET) == pytest.approx(5 / 6 * one, rel=1e-3)
+    # Collectives are planned as slow as they were measured: allreduce 1.68x its model.
+    allreduce = bench_budget.call_s("mpbench.allreduce", 4, MIB32, ETHERNET)
+    assert bench_budget.slowed_call_s("mpbench.allreduce", 4, MIB32, ETHERNET) == pytest.approx(1.68 * allreduce)
+    assert bench_budget.slowed_call_s("mpbench.bandwidth", 2, MIB32, ETHERNET) == pytest.approx(one)
     # Two ranks on one board meet in memory: no wire time, whatever the size.
     assert bench_budget.call_s("mpbench.bandwidth", 2, MIB32, ETHERNET, nodes=1) == 0.0
 

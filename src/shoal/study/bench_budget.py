@@ -23,8 +23,9 @@ from shoal.bench.plant_calls import CALLS_PER_POINT, hung_after_s
 from shoal.profiles import LinkType
 
 # Host seconds a point on switched links costs beside its calls, at D = 2: its set-up, the
-# calibration's short trials and the harness's agreements, about 0.1 s of its own budget
-# (the seed000 preset, docs/study.md: the median gap between points below 32 MiB).
+# calibration's short trials, its own budget of measured repetitions and the harness's
+# agreements (the seed000 preset's first run, docs/study.md: 0.3-0.6 s between a 32 MiB
+# point's two calls and the next point, 0.1-0.2 s for a point below 32 MiB).
 SWITCHED_FIXED_S = 0.25
 SWITCHED_FIXED_AT_DILATION = 2.0
 
@@ -47,10 +48,10 @@ def call_s(test: str, ranks: int, size_B: int, link: LinkType, nodes: int | None
 
 
 def slowed_call_s(test: str, ranks: int, size_B: int, link: LinkType, nodes: int | None = None) -> float:
-    """A call's modelled time, slowed as a shared plant was measured to slow its test."""
+    """A call's modelled time, slowed as its test was measured to run slower than the model."""
     if link.shared:
         return plant_calls.slowed_call_s(test, ranks, size_B, link)
-    return call_s(test, ranks, size_B, link, nodes)
+    return switch_calls.slowed_call_s(test, nodes or ranks, size_B, link)
 
 
 def point_s(test: str, ranks: int, size_B: int, link: LinkType, dilation: float,

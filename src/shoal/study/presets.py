@@ -107,11 +107,11 @@ PRESETS: dict[str, dict[str, Any]] = {
 # 16: 247 and 210, 32: 180 and 150, 64: 173 and 151, 128: 242 and 236, the blade 37 and 36.
 # (Measured in pieces before, 277, 111, 111, 170, 200 and 111 s: 7 minutes short a run.)
 # Seed000's default workloads (ray tracing, sequence alignment, video, EP: one launch per
-# configuration) at D = 2: the first full run's seven rounds took 237 s over 1..6 boards and
-# the NUC, shared by each count's time in its runs (docs/study.md).
+# configuration) at D = 2: seven rounds took 237 and 268 s over 1..6 boards and the NUC in two
+# full runs, the mean shared by each count's time in its runs (docs/study.md).
 WORK_ROUND_S: dict[str, dict[Any, float]] = {
     "seed002": {8: 350.0, 16: 228.0, 32: 165.0, 64: 162.0, 128: 239.0, "reference": 36.0},
-    "seed000": {1: 10.6, 2: 5.8, 3: 4.3, 4: 3.5, 5: 3.4, 6: 3.0, "reference": 3.3},
+    "seed000": {1: 11.3, 2: 6.2, 3: 4.6, 4: 3.8, 5: 3.6, 6: 3.2, "reference": 3.5},
 }
 # Host seconds outside a study's parts (shoal.study.schedule.SETUP_S when not here): the six
 # boards and the NUC up in 5 s with the host's core measured before (a first measurement takes
