@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from shoal.errors import ShoalError
 from shoal.pallex import boot, testbed, vmimage
 
 # The serial line of one ALLU boot of the virtual board (TCG, load average about 60), as the testbed reads it
@@ -181,9 +182,10 @@ def test_the_board_layer_is_made_again_when_its_configuration_disk_is_newer(tmp_
 
     from shoal.pallex import vmconfig, vmlayer
 
-    made = []
+    made, settled = [], []
     monkeypatch.setattr(vmconfig, "overlay", lambda base, out: out.write_bytes(b"layer over " + bytes(base)))
     monkeypatch.setattr(vmconfig, "run_offline", lambda img, spec, disk, script, what: made.append(disk.name))
+    monkeypatch.setattr(vmlayer, "settle", lambda img, spec, disk, config: settled.append((disk.name, config)))
     img = vmimage.Image(tmp_path, tmp_path / "root.img", tmp_path / "vmlinuz", tmp_path / "initrd.img",
                         tmp_path / "units.txt")
     base = img.configured("EU")
@@ -191,9 +193,43 @@ def test_the_board_layer_is_made_again_when_its_configuration_disk_is_newer(tmp_
     base.write_bytes(b"EU")
     first = vmlayer.disk_for(img, base, "EU", None)
     assert vmlayer.disk_for(img, base, "EU", None) == first and len(made) == 1    # cached
+    assert settled == [(made[0], "EU")]     # the layer booted once, as it was being made
     later = first.stat().st_mtime_ns + 10**9
     os.utime(base, ns=(later, later))                                           # EU applied again
     assert vmlayer.disk_for(img, base, "EU", None) == first and len(made) == 2
+
+
+def test_a_layer_is_settled_by_one_whole_boot_that_keeps_its_writes_and_powers_off(tmp_path, monkeypatch):
+    """The board's first boot, its writes kept (dphys-swapfile's swap file: seed 004's cycles ran on
+    one card), ends in the graceful shutdown the layer's hook runs; a board that stays on is cut
+    after SETTLE_TIMEOUT_S, the half-made layer removed, and one line says so."""
+    from shoal.pallex import vmboard, vmlayer
+
+    asked = []
+
+    def board(program):
+        def argv(img, spec, disk=None, snapshot=True, cmdline=vmboard.CMDLINE, **kw):
+            asked.append((spec, snapshot, cmdline))
+            return [sys.executable, "-c", program]
+        return argv
+
+    img = vmimage.Image(tmp_path, tmp_path / "root.img", tmp_path / "vmlinuz", tmp_path / "initrd.img",
+                        tmp_path / "units.txt")
+    spec = vmboard.BoardSpec(4, 2 ** 30, 25e6, write_Bps=10e6)
+    disk = tmp_path / "layer.qcow2"
+    disk.write_bytes(b"layer")
+    monkeypatch.setattr(vmboard, "argv", board("print('shoal: shutdown graceful 21.5', flush=True)"))
+    vmlayer.settle(img, spec, disk, "ALLU")
+    ((used, snapshot, cmdline),) = asked
+    assert snapshot is False and cmdline.endswith(" shoal.shutdown=graceful")  # writes kept, then off
+    assert (used.read_Bps, used.write_Bps, used.cores) == (None, None, 4)       # the state, not the card's speed
+    assert disk.exists()
+    monkeypatch.setattr(vmboard, "argv", board("import time; print('booting', flush=True); time.sleep(3600)"))
+    monkeypatch.setattr(vmlayer, "SETTLE_TIMEOUT_S", 1.0)
+    with pytest.raises(ShoalError, match=r"^the first boot of EU's board layer did not power off within 1 s "
+                                         r"\(last on the serial line: booting\); the layer is not kept$"):
+        vmlayer.settle(img, spec, disk, "EU")
+    assert not disk.exists()
 
 
 # The serial line of one EU boot with the board layer's monitor (TCG, board speed free, load average about 8)
