@@ -82,7 +82,9 @@ def run_offline(img: vmimage.Image, spec: vmboard.BoardSpec, disk: Path, script:
     if not found or found[1].text.split()[-1] != "0":
         disk.unlink(missing_ok=True)
         out = testbed.sections(boot.text()).get("output", "").strip().splitlines()[-2:]
-        raise ShoalError(f"{what} inside the board failed: {' | '.join(out) or 'no answer on the serial line'}"
+        # Nothing from the script: QEMU's own last words (its errors share the serial line's pipe).
+        said = out or [line.text for line in boot.lines if line.text.strip()][-2:]
+        raise ShoalError(f"{what} inside the board failed: {' | '.join(said) or 'no answer on the serial line'}"
                          "; the image is unchanged")
     return testbed.sections(boot.text())
 
