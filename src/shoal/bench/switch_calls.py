@@ -1,10 +1,10 @@
 """How long one MPBench or IMB call takes on switched links (a port per device, full duplex),
-by the link model and the algorithms the default MPI (MPICH) picks for long messages.
+by the link model and the algorithms the default MPI picks for long messages.
 
 A call's time is the bytes its busiest port carries one after another, over the port's
 payload rate, plus one latency per step. Only calls of long messages matter to a study's
 time (a 32 MiB call on 100 Mbit/s Ethernet is 2.85 s of device time; a 2 KiB one is not
-worth planning), so the algorithms are MPICH's for long messages on few ranks:
+worth planning), so the algorithms are the default MPI's for long messages on few ranks:
 binomial broadcast below 8 ranks, scatter and ring allgather from 8; reduce and allreduce
 as reduce-scatter then gather or allgather (Rabenseifner), with one more whole message each
 way for the ranks beyond the largest power of two. Ranks on one device exchange through
@@ -18,8 +18,8 @@ import math
 from shoal.cluster import linkmodel
 from shoal.profiles import LinkType
 
-# MPICH's binomial-tree broadcast below this many ranks (MPIR_CVAR_BCAST_MIN_PROCS), scatter
-# and ring allgather from it.
+# The default MPI's binomial-tree broadcast below this many ranks (its own minimum for the
+# long-message broadcast), scatter and ring allgather from it.
 BCAST_MIN_PROCS = 8
 
 # MPBench's bidirectional bandwidth (Isend and Irecv both ways, then Waitall) took up to twice
@@ -30,7 +30,7 @@ BIBW_SERIAL = 2.0
 
 
 # Collectives ran above their modelled calls on the emulated boards (32 MiB, 2-6 boards, the
-# seed000 preset's first run, MPICH): broadcast 1.0-1.40x, reduce 1.16-1.24x (the sums on the
+# seed000 preset's first run, the default MPI): broadcast 1.0-1.40x, reduce 1.16-1.24x (the sums on the
 # boards' slow cores), allreduce 1.09-1.68x, all-to-all 1.05-1.49x (six senders into each
 # port at once). A point is planned at the highest.
 SLOW_TESTS = {"bcast": 1.40, "reduce": 1.24, "allreduce": 1.68, "alltoall": 1.49,
