@@ -1,4 +1,5 @@
-"""`shoal bench` on a shared plant waits for a point as long as its modelled calls could take."""
+"""`shoal bench` waits for a point as long as its modelled calls could take: on a shared plant,
+and on switched links where a call of 32 MiB takes seconds."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from types import SimpleNamespace
 import pytest
 
 from shoal import profiles
-from shoal.bench import plant_calls, runner
+from shoal.bench import plant_calls, runner, switch_calls
 from shoal.bench.sweep import Options
 from shoal.cluster import inventory
 from shoal.execute.placement import Placement
@@ -47,3 +48,15 @@ def test_the_users_timeout_and_unshared_links_keep_theirs():
     # first use of 127 connections a box) still outlasts the usual timeout.
     small = _plan("imb.Alltoall", "64")
     assert runner._plant_options(small, where).timeout_s > 2 * small.request.options.timeout_s
+
+
+def test_a_32_mib_allreduce_on_six_boards_of_100_mbit_ethernet_is_not_hung_after_half_a_minute():
+    request = runner.BenchRequest(tests="mpbench.allreduce", sizes="33554432", mpi="mpich",
+                                  emulate="6xminnowboard", options=Options())
+    the_plan = runner.Plan(request, None, None, [SimpleNamespace(name="mpbench.allreduce", min_ranks=1)],
+                           [32 * 2**20], [Placement("6xminnowboard", 6, 6), Placement("6xminnowboard", 1, 2)])
+    where = _where("6xminnowboard", "ethernet-100m")
+    call = switch_calls.slowed_call_s("mpbench.allreduce", 6, 32 * 2**20, where.nodes[0].link)
+    assert call > 15   # device seconds: 3.5 messages through the busiest port, slowed 1.68x
+    chosen = runner._plant_options(the_plan, where).timeout_s
+    assert chosen == pytest.approx(plant_calls.hung_after_s(call)) and chosen > 3 * Options().timeout_s

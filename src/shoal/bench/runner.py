@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from shoal import hostfacts
-from shoal.bench import catalog, plant_calls
+from shoal.bench import catalog, plant_calls, switch_calls
 from shoal.bench.sweep import Config, Events, Options, Point, Sweep
 from shoal.errors import Interrupted, ShoalError
 from shoal.execute.lifecycle import still_ready, transport_env
@@ -161,17 +161,26 @@ def measure_in(run: Run, the_plan: Plan, session: Session, events: Events | None
 
 
 def _plant_options(the_plan: Plan, where: Any) -> Options:
-    """The sweep's options. On a shared plant, without --timeout, a point may run as long as
-    its modelled calls and fixed cost could (one 256 KiB broadcast to 128 set-top boxes is 11 s
-    of device time; the usual 4 x budget + 20 s declared it hung)."""
+    """The sweep's options. Without --timeout, a point may run as long as its modelled calls
+    (and on a shared plant its fixed cost) could: one 256 KiB broadcast to 128 set-top boxes
+    is 11 s of device time, a 32 MiB allreduce on six boards on 100 Mbit/s Ethernet 17 s,
+    and the usual 4 x budget + 20 s declared them hung."""
     options = the_plan.request.options
-    links = {node.link.name: node.link for node in where.nodes if node.link.shared}
+    links = {node.link.name: node.link for node in where.nodes if getattr(node, "link", None)}
     if options.point_timeout_s is not None or not links:
         return options
-    points = [(point.test, point.size_B, placement.ranks) for placement in the_plan.placements
-              for point in the_plan.points(placement.ranks, placement.label, placement.nodes)[0]]
-    longest = max(plant_calls.longest_call_s(points, link) for link in links.values())
-    ranks = max(placement.ranks for placement in the_plan.placements)
+
+    def call_s(test: str, size_B: int, placement: Placement, link: Any) -> float:
+        if link.shared:
+            return plant_calls.slowed_call_s(test, placement.ranks, size_B, link)
+        return switch_calls.slowed_call_s(test, placement.nodes, size_B, link)
+
+    longest = max((call_s(point.test, point.size_B, placement, link)
+                   for placement in the_plan.placements
+                   for point in the_plan.points(placement.ranks, placement.label, placement.nodes)[0]
+                   for link in links.values()), default=0.0)
+    shared = any(link.shared for link in links.values())
+    ranks = max(placement.ranks for placement in the_plan.placements) if shared else 0
     hung = plant_calls.hung_after_s(longest, ranks)
     return dataclasses.replace(options, point_timeout_s=max(options.timeout_s, hung))
 

@@ -30,9 +30,9 @@ BIBW_SERIAL = 2.0
 
 
 # Collectives ran above their modelled calls on the emulated boards (32 MiB, 2-6 boards, the
-# seed000 preset's first run, the default MPI): broadcast 1.0-1.40x, reduce 1.16-1.24x (the sums on the
-# boards' slow cores), allreduce 1.09-1.68x, all-to-all 1.05-1.49x (six senders into each
-# port at once). A point is planned at the highest.
+# seed000 preset's first run, the default MPI): broadcast 1.0-1.40x, reduce 1.16-1.24x (the
+# sums on the boards' slow cores), allreduce 1.09-1.68x, all-to-all 1.05-1.49x (six senders
+# into each port at once). A point is planned at the highest.
 SLOW_TESTS = {"bcast": 1.40, "reduce": 1.24, "allreduce": 1.68, "alltoall": 1.49,
               "Bcast": 1.40, "Reduce": 1.24, "Allreduce": 1.68}
 
