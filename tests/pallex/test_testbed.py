@@ -191,7 +191,12 @@ def test_the_board_layer_is_made_again_when_its_configuration_disk_is_newer(tmp_
     base = img.configured("EU")
     base.parent.mkdir(parents=True)
     base.write_bytes(b"EU")
+    stale = base.parent / "EU-layer-0123456789.qcow2"       # made with earlier testbed files
+    stale.write_bytes(b"old layer")
+    other = base.parent / "ALLU-layer-0123456789.qcow2"     # another configuration's: kept
+    other.write_bytes(b"old layer")
     first = vmlayer.disk_for(img, base, "EU", None)
+    assert not stale.exists() and other.exists()
     assert vmlayer.disk_for(img, base, "EU", None) == first and len(made) == 1    # cached
     assert settled == [(made[0], "EU")]     # the layer booted once, as it was being made
     later = first.stat().st_mtime_ns + 10**9

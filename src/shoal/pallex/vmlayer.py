@@ -157,6 +157,11 @@ def disk_for(img: vmimage.Image, config_disk: Path, config: str, spec: vmboard.B
     vmconfig.run_offline(img, spec, tmp, script(), f"writing the board layer over {config}")
     settle(img, spec, tmp, config)
     tmp.rename(out)
+    # Layers of earlier testbed files (another key) are never read again: 20 MB each for ALLU.
+    # (One being made by another run, ".making.", is left to it.)
+    for stale in out.parent.glob(f"{config}-layer-*.qcow2"):
+        if stale != out and ".making." not in stale.name:
+            stale.unlink(missing_ok=True)
     return out
 
 
