@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 
 from shoal import profiles
+from shoal.bench import call_model
 from shoal.errors import ShoalError
 from shoal.inputs import grammar
-from shoal.study import bench_budget, presets, run, schedule
+from shoal.study import presets, run, schedule
 from shoal.study.request import StudyRequest
 
 
@@ -91,7 +92,7 @@ def test_the_full_seed002_is_128_boxes_beside_a_blade_with_what_does_not_fit_pla
         "imb.Gather:262144"}
     # A point that runs is not declared hung before its warm-up and call could end, six times
     # over: Bcast of 256 KiB at 128 boxes, 127 transfers of 256 KiB on the one upstream.
-    bcast = bench_budget.call_s("imb.Bcast", 128, 262144, profiles.load_links()["docsis-27m"])
+    bcast = call_model.call_s("imb.Bcast", 128, 262144, profiles.load_links()["docsis-27m"])
     assert ("128xstb", "imb.Bcast", 262144, 128, 128) not in bench.not_run
     assert bench.request.options.timeout_s >= 12 * bcast > 60
     # Saved and read back for --resume: the same plan.
@@ -189,7 +190,7 @@ def test_seed000_is_six_minnowboards_beside_the_nuc_with_mpbench_to_32_mib():
     # A 32 MiB call is seconds: a point is not hung before six times its two calls (as slowed
     # as its test was measured).
     options = the_plan.plans[0].request.options
-    longest = max(bench_budget.slowed_call_s(t.name, n, 32 * 2**20, profiles.load_links()["ethernet-100m"])
+    longest = max(call_model.slowed_call_s(t.name, n, 32 * 2**20, profiles.load_links()["ethernet-100m"])
                   for t in the_plan.plans[0].tests for n in range(2, 7)
                   if ("6xminnowboard", t.name, 32 * 2**20, n, n) not in dropped)
     assert options.timeout_s == pytest.approx(12 * longest)

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from shoal import hostfacts
-from shoal.bench import catalog, plant_calls, switch_calls
+from shoal.bench import call_model, catalog, plant_calls
 from shoal.bench.sweep import Config, Events, Options, Point, Sweep
 from shoal.errors import Interrupted, ShoalError
 from shoal.execute.lifecycle import still_ready, transport_env
@@ -150,7 +150,7 @@ def measure_in(run: Run, the_plan: Plan, session: Session, events: Events | None
     described = run.manifest.get("clusters", {})
     described[request.config_label] = session.describe()
     run.update_manifest(clusters=described)
-    sweep = Sweep(run, the_plan.program, _plant_options(the_plan, cluster), events or Events(),
+    sweep = Sweep(run, the_plan.program, _long_call_options(the_plan, cluster), events or Events(),
                   session.meter, session.slack,
                   hosts_ready=lambda: still_ready(cluster, the_plan.mpi, the_plan.program, run))
     for placement in the_plan.placements:
@@ -160,7 +160,7 @@ def measure_in(run: Run, the_plan: Plan, session: Session, events: Events | None
         sweep.run_config(config, todo)
 
 
-def _plant_options(the_plan: Plan, where: Any) -> Options:
+def _long_call_options(the_plan: Plan, where: Any) -> Options:
     """The sweep's options. Without --timeout, a point may run as long as its modelled calls
     (and on a shared plant its fixed cost) could: one 256 KiB broadcast to 128 set-top boxes
     is 11 s of device time, a 32 MiB allreduce on six boards on 100 Mbit/s Ethernet 17 s,
@@ -169,13 +169,7 @@ def _plant_options(the_plan: Plan, where: Any) -> Options:
     links = {node.link.name: node.link for node in where.nodes if getattr(node, "link", None)}
     if options.point_timeout_s is not None or not links:
         return options
-
-    def call_s(test: str, size_B: int, placement: Placement, link: Any) -> float:
-        if link.shared:
-            return plant_calls.slowed_call_s(test, placement.ranks, size_B, link)
-        return switch_calls.slowed_call_s(test, placement.nodes, size_B, link)
-
-    longest = max((call_s(point.test, point.size_B, placement, link)
+    longest = max((call_model.slowed_call_s(point.test, placement.ranks, point.size_B, link, placement.nodes)
                    for placement in the_plan.placements
                    for point in the_plan.points(placement.ranks, placement.label, placement.nodes)[0]
                    for link in links.values()), default=0.0)

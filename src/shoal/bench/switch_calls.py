@@ -33,44 +33,47 @@ BIBW_SERIAL = 2.0
 # seed000 preset's first run, the default MPI): broadcast 1.0-1.40x, reduce 1.16-1.24x (the
 # sums on the boards' slow cores), allreduce 1.09-1.68x, all-to-all 1.05-1.49x (six senders
 # into each port at once). A point is planned at the highest.
-SLOW_TESTS = {"bcast": 1.40, "reduce": 1.24, "allreduce": 1.68, "alltoall": 1.49,
-              "Bcast": 1.40, "Reduce": 1.24, "Allreduce": 1.68}
+SLOW_TESTS = {"bcast": 1.40, "reduce": 1.24, "allreduce": 1.68, "alltoall": 1.49}
 
 
 def _pof2(p: int) -> int:
     return 1 << (p.bit_length() - 1)
 
 
+def _kind(test: str) -> str:
+    """A test's call, MPBench's and IMB's alike by name (``mpbench.bcast``, ``imb.Bcast``):
+    all-to-all apart, where MPBench sends size/P to every rank and IMB size."""
+    suite, _, short = test.rpartition(".")
+    name = short.lower()
+    return "imb_alltoall" if name == "alltoall" and suite == "imb" else name
+
+
 def _port_messages(test: str, p: int) -> tuple[float, int]:
     """(whole messages the busiest port carries one after another, steps) for one call on
     ``p`` devices, one rank on each."""
-    short = test.split(".", 1)[-1]
     log2 = max(1, math.ceil(math.log2(p)))
     pof2 = _pof2(p)
     extra = 0 if pof2 == p else 1  # the ranks beyond a power of two fold in first
     halves = 2 * (pof2 - 1) / pof2  # reduce-scatter and allgather (or gather) over pof2 ranks
     table = {
         "bandwidth": (1, 1), "latency": (1, 1), "roundtrip": (2, 2), "bibw": (BIBW_SERIAL, 1),
-        "PingPong": (2, 2), "PingPing": (1, 1), "Uniband": (1, 1), "Biband": (BIBW_SERIAL, 1),
-        "Sendrecv": (1, 1), "Exchange": (2, 2),
+        "pingpong": (2, 2), "pingping": (1, 1), "uniband": (1, 1), "biband": (BIBW_SERIAL, 1),
+        "sendrecv": (1, 1), "exchange": (2, 2),
         "bcast": (log2, log2) if p < BCAST_MIN_PROCS else (2 * (p - 1) / p, 2 * log2),
         "reduce": (halves + extra, 2 * log2 + extra),
         "allreduce": (halves + 2 * extra, 2 * log2 + 2 * extra),
+        "reduce_scatter": ((p - 1) / p, log2),
+        "allgather": (p - 1, log2), "gather": (p - 1, log2), "scatter": (p - 1, log2),
         "alltoall": ((p - 1) / p, p - 1),  # MPBench: size/p to every rank
-        "Bcast": (log2, log2) if p < BCAST_MIN_PROCS else (2 * (p - 1) / p, 2 * log2),
-        "Reduce": (halves + extra, 2 * log2 + extra),
-        "Allreduce": (halves + 2 * extra, 2 * log2 + 2 * extra),
-        "Reduce_scatter": ((p - 1) / p, log2),
-        "Allgather": (p - 1, log2), "Gather": (p - 1, log2), "Scatter": (p - 1, log2),
-        "Alltoall": (p - 1, p - 1),  # IMB: size to every rank
-        "Barrier": (0, 2 * log2),
+        "imb_alltoall": (p - 1, p - 1),    # IMB: size to every rank
+        "barrier": (0, 2 * log2),
     }
-    return table.get(short, (p - 1, log2))
+    return table.get(_kind(test), (p - 1, log2))
 
 
 def slowed_call_s(test: str, nodes: int, size_B: int, link: LinkType) -> float:
     """A call's modelled time, slowed as the boards were measured to slow its test."""
-    return call_s(test, nodes, size_B, link) * SLOW_TESTS.get(test.split(".", 1)[-1], 1.0)
+    return call_s(test, nodes, size_B, link) * SLOW_TESTS.get(_kind(test), 1.0)
 
 
 def call_s(test: str, nodes: int, size_B: int, link: LinkType) -> float:

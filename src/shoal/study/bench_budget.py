@@ -7,7 +7,8 @@ devices, and a fixed cost of host time. Its calls come from the link's model: on
 medium (seed 002's 27 Mbit/s DOCSIS upstream) ``shoal.bench.plant_calls``, where the fixed
 cost grows with the number of boxes (the harness's own collectives and its timing
 negotiation on slow boxes over the request-grant plant) and is most of a point below
-128 KiB; on switched links (seed 000's 100 Mbit/s Ethernet) ``shoal.bench.switch_calls``,
+128 KiB; on switched links (seed 000's 100 Mbit/s Ethernet) ``shoal.bench.switch_calls``
+(both through ``shoal.bench.call_model``),
 where a 32 MiB call is seconds. The costliest points are planned as not run, one at a time,
 until the rest fit the budget; the points of tests the study keeps (``keep``) are never
 dropped. Each point not run keeps its reason ("not run: ..."), which the run's ``skipped``
@@ -18,7 +19,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from shoal.bench import plant_calls, switch_calls
+from shoal.bench import plant_calls
+from shoal.bench.call_model import slowed_call_s
 from shoal.bench.plant_calls import CALLS_PER_POINT, hung_after_s
 from shoal.profiles import LinkType
 
@@ -38,20 +40,6 @@ def fixed_s(ranks: int, dilation: float, link: LinkType | None = None) -> float:
     if link is not None and not link.shared:
         return SWITCHED_FIXED_S / SWITCHED_FIXED_AT_DILATION * dilation
     return plant_calls.point_fixed_s(ranks) * dilation
-
-
-def call_s(test: str, ranks: int, size_B: int, link: LinkType, nodes: int | None = None) -> float:
-    """One call's modelled device time, on ``nodes`` devices (default: one rank on each)."""
-    if link.shared:
-        return plant_calls.call_s(test, ranks, size_B, link)
-    return switch_calls.call_s(test, nodes or ranks, size_B, link)
-
-
-def slowed_call_s(test: str, ranks: int, size_B: int, link: LinkType, nodes: int | None = None) -> float:
-    """A call's modelled time, slowed as its test was measured to run slower than the model."""
-    if link.shared:
-        return plant_calls.slowed_call_s(test, ranks, size_B, link)
-    return switch_calls.slowed_call_s(test, nodes or ranks, size_B, link)
 
 
 def point_s(test: str, ranks: int, size_B: int, link: LinkType, dilation: float,

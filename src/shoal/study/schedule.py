@@ -29,12 +29,31 @@ def setup_s(preset: str | None) -> float:
     return presets.SETUP_S.get(preset or "", SETUP_S)
 
 
-def benchmarks_there(suite: str, link: LinkType) -> str:
-    """What the cluster's benchmarks are, for the plan's lines: "IMB on the plant", "MPBench
-    on the ethernet-100m links"."""
+@dataclass(frozen=True)
+class Benchmarks:
+    """What the cluster's benchmarks are and where, for the plan's lines: "IMB on the plant",
+    "MPBench on the ethernet-100m links"."""
+
+    kind: str    # IMB, MPBench, or benchmarks (a mix)
+    shared: bool  # on one shared medium (a plant of boxes) rather than switched links
+    link: str
+
+    def __str__(self) -> str:
+        return f"{self.kind} on the plant" if self.shared else f"{self.kind} on the {self.link} links"
+
+    @property
+    def devices(self) -> str:
+        return "boxes" if self.shared else "devices"
+
+
+PLANT_IMB = Benchmarks("IMB", True, "docsis-27m")  # seed002's
+
+
+def benchmarks_there(suite: str, link: LinkType) -> Benchmarks:
+    """The suite's benchmarks on ``link``."""
     names = {t.strip().split(".", 1)[0] for t in suite.split(",") if t.strip()}
     kind = {frozenset({"imb"}): "IMB", frozenset({"mpbench"}): "MPBench"}.get(frozenset(names), "benchmarks")
-    return f"{kind} on the plant" if link.shared else f"{kind} on the {link.name} links"
+    return Benchmarks(kind, link.shared, link.name)
 
 
 def work_round_s(preset: str | None, counts: list[int], reference: bool) -> float | None:
@@ -71,7 +90,7 @@ class Schedule:
     imb_budget_s: float  # the cluster's benchmarks' share (IMB's on seed002's plant)
     imb: bench_budget.Budget
     setup_s: float = SETUP_S
-    benchmarks: str = "IMB on the plant"  # what they are, where (benchmarks_there)
+    benchmarks: Benchmarks = PLANT_IMB  # what they are, where (benchmarks_there)
 
     @property
     def total_s(self) -> float:
@@ -89,11 +108,10 @@ class Schedule:
                f"{self.work_rounds - 1} counted)",
                f"  {self.benchmarks}: {_span(self.imb.planned_s)}, {ran} points, of its "
                f"{_span(self.imb_budget_s)}",
-               f"  {self.benchmarks.split(' on ', 1)[0]} on the reference: {_span(self.reference_imb_s)}",
+               f"  {self.benchmarks.kind} on the reference: {_span(self.reference_imb_s)}",
                f"  set-up and report: {_span(self.setup_s)}"]
         if dropped:
-            kind = self.benchmarks.split(" on ", 1)[0]
-            devices = "boxes" if self.benchmarks.endswith("plant") else "devices"
+            kind, devices = self.benchmarks.kind, self.benchmarks.devices
             per = ", ".join(f"{dropped[n]} of {dropped[n] + self.imb.planned.get(n, 0)} at {n} {devices}"
                             for n in sorted(dropped))
             points = f"{kind} point" if len(self.imb.not_run) == 1 else f"{kind} points"
@@ -103,7 +121,7 @@ class Schedule:
 
 
 def bench_share_s(budget_s: float, work_s: float, reference_s: float, setup: float = SETUP_S,
-                  benchmarks: str = "IMB on the plant") -> float:
+                  benchmarks: Benchmarks = PLANT_IMB) -> float:
     """The study's seconds left to the cluster's benchmarks after the set-up, workloads and
     reference."""
     left = budget_s - setup - work_s - reference_s
