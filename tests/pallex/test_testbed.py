@@ -170,10 +170,12 @@ def test_no_image_is_one_line_and_says_how_to_build_it(tmp_path, monkeypatch, ca
     from shoal import cli
 
     monkeypatch.setenv("SHOAL_CACHE", str(tmp_path / "cache"))
-    for argv in (["vm", "boot"], ["cycle", "--cycles", "1"], ["config", "diff", "EU", "--vm"]):
+    for argv in (["vm", "boot"], ["cycle", "--cycles", "1"], ["config", "diff", "EU", "--vm"],
+                 ["lab", "--vm", "--rounds", "1", "--out", str(tmp_path / "lab")]):
         assert cli.main(["pallex", *argv]) == 2
         err = capsys.readouterr().err.strip()
         assert len(err.splitlines()) == 1 and "build it first: shoal pallex vm build" in err, err
+    assert not (tmp_path / "lab").exists()   # lab --vm asks for the image before its host rounds
 
 
 def test_the_board_layer_is_made_again_when_its_configuration_disk_is_newer(tmp_path, monkeypatch):

@@ -6,6 +6,7 @@ and Improving the Duty-Cycling Performance of Linux-based IoT Devices".
     shoal pallex run STAGES [--profile rpi3]  run the stages here on the profile's boot timeline
     shoal pallex lifetime [--profile rpi3]    battery lifetime (eq. 3) and the paper's tables checked
     shoal pallex lab [--profile rpi3]         the four scenarios, baseline against Pallex
+    shoal pallex lab --vm --scenarios ic,icc  ... and started by a real systemd on the virtual board
     shoal pallex profile [--from DIR]         a boot profile from systemd-analyze and a meter log
     shoal pallex vm build|boot|shell          the virtual board: Debian 12 under QEMU
     shoal pallex config show|diff|apply|undo  the paper's unit configurations (EU, ..., ALLU)
@@ -110,6 +111,15 @@ def register(subparsers) -> None:
     lb.add_argument("--link", default="wifi-n",
                     help="link the uploads cross on the device (default wifi-n: the duty-cycling paper uploads over Wi-Fi)")
     _battery_args(lb)
+    lb.add_argument("--vm", action="store_true",
+                    help="also install each scenario's units on the virtual board and boot it, baseline and Pallex, "
+                         "--rounds cycles each (build it first: shoal pallex vm build)")
+    lb.add_argument("--accel", choices=("auto", "kvm", "tcg"), default="auto",
+                    help="with --vm: auto: KVM where a guest really runs on it, else TCG (default)")
+    lb.add_argument("--board-speed", choices=("profile", "free"), default="profile",
+                    help="with --vm: profile holds QEMU until the guest's core is the profile's (default); free: unheld")
+    lb.add_argument("--vm-timeout", type=typed.number(Bounds(1, 3600)), default=240.0,
+                    help="with --vm: seconds from power-on to the board's power-off before a cycle is cut (default 240)")
     lb.add_argument("--out", default=None, type=typed.out_dir, help="run directory (default runs/pallex-lab-...)")
     lb.add_argument("--json", action="store_true", help="print the summary as JSON")
     lb.set_defaults(func=cmd_lab)
@@ -258,16 +268,25 @@ def cmd_lifetime(args) -> int:
 
 # -- lab ---------------------------------------------------------------------------------
 def cmd_lab(args) -> int:
+    from shoal.cli import _pallex_board
     from shoal.pallex import lab
 
+    args.card = None   # the board's card as its boot profile gives it
     request = lab.LabRequest(profile=args.profile, scenarios=tuple(s for s in args.scenarios.split(",") if s),
                              rounds=1 if args.quick else args.rounds,
                              time_scale=args.time_scale or (0.3 if args.quick else 1.0),
                              host_speed=args.host_speed, link=args.link, capacity_mAh=args.capacity_mAh,
-                             voltage=args.voltage, usable=args.usable, sleep_W=args.sleep_W, out=args.out)
+                             voltage=args.voltage, usable=args.usable, sleep_W=args.sleep_W, out=args.out,
+                             vm=args.vm, spec_for=lambda img: _pallex_board._spec(args, img),
+                             board_speed=args.board_speed, vm_timeout_s=args.vm_timeout)
+    if args.vm:
+        from shoal.pallex import vmimage
+
+        vmimage.require()   # before the host's rounds: no image, one line and nothing run
     result = lab.run(request, ["shoal", "pallex", "lab", *sys.argv[3:]],
                      on_scenario=lambda s, rounds: print(f"pallex lab: {s} ({rounds} round(s), baseline and pallex)",
-                                                         file=sys.stderr))
+                                                         file=sys.stderr),
+                     on_note=lambda note: print(note, file=sys.stderr), on_vm_cycle=_print_vm_cycle)
     summary, order, problems = result.summary, result.ordering, result.problems
     if args.json:
         print(json.dumps(result.to_json()))
@@ -291,10 +310,38 @@ def cmd_lab(args) -> int:
     console.print("gains: duration and energy of the post-kernel part (the seed's), lifetime of the whole "
                   "cycle (eq. 3); ratio = ours / the seed's", highlight=False)
     console.print(f"ordering: {json.dumps(order)}", highlight=False)
+    if result.vm:
+        console.print(_vm_table(result.vm, result.device))
+        console.print("virtual board: post-kernel = start of userspace to the board's power-off, its gain the "
+                      "duration's (energy modelled at one power); configurations: "
+                      + ", ".join(f"{r['scenario']} {r['config']}" for r in result.vm), highlight=False)
     for p in problems:
         console.print(f"problem: {p}", highlight=False)
     console.print(f"run: {result.run}", highlight=False)
     return 0 if not problems else 1
+
+
+def _print_vm_cycle(row: dict) -> None:
+    state = (f"done {render.seconds(row['app_done_s'])} after userspace, off at {render.seconds(row['cycle_s'])}"
+             if row["ok"] else f"FAILED: {row['reason']}")
+    print(f"virtual board {row['scenario']} {row['mode']} cycle {row['cycle'] + 1}: {state}", file=sys.stderr)
+
+
+def _vm_table(vm: list[dict], device: str):
+    def pct(value, digits: int = 1) -> str:
+        return "-" if value is None else f"{value * 100:.{digits}f}"
+
+    t = render.narrow_table(["scenario", "baseline\npost-kernel", "pallex\npost-kernel", "gain %\n(min..max)",
+                             "projected\ngain %", "paper\ngain %", "lifetime\ngain %"], left=("scenario",),
+                            title=f"virtual board as {device}: started by its systemd (medians of cycle pairs)")
+    for r in vm:
+        gain = pct(r["vm_duration_gain"])
+        if r["vm_duration_gain_min"] is not None:
+            gain += f" ({pct(r['vm_duration_gain_min'], 0)}..{pct(r['vm_duration_gain_max'], 0)})"
+        t.add_row(r["scenario"], *("-" if r[k] is None else render.seconds(r[k])
+                                   for k in ("baseline_post_kernel_s", "pallex_post_kernel_s")),
+                  gain, pct(r["projected_duration_gain"]), pct(r["paper_duration_gain"]), pct(r["vm_lifetime_gain"]))
+    return t
 
 
 def cmd_profile(args) -> int:

@@ -26,7 +26,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--deadline", action="store_true")
     p.add_argument("--record", default=None)
     args = p.parse_args(argv)
-    record: dict = {"app": args.app, "t": time.time()}
+    # monotonic_s: the board's clock since boot (systemd's timestamps are on it), for the testbed
+    record: dict = {"app": args.app, "t": time.time(), "monotonic_s": time.monotonic()}
     code = 0
     if args.deadline:
         record.update(event="deadline")

@@ -30,7 +30,8 @@ def lifetime_figure(cycles: dict[str, dict[str, tuple[float, float]]], battery_J
         ax.set_xlabel("cycles per hour")
         ax.set_title(panel)
         ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=7)
+        if ax.get_lines():   # a panel none of the asked scenarios falls in stays empty
+            ax.legend(fontsize=7)
     axes[0].set_ylabel("lifetime (h)")
     fig.suptitle(title)
     fig.tight_layout()

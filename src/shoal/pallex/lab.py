@@ -106,21 +106,29 @@ def fill_projection(row: dict, app, boot: BootPhases, device: DeviceProfile, hos
     return row
 
 
+def pair_gains(cycles: list[dict], pair_key: str, post_s: str, post_J: str, whole_J: str) -> dict[str, list[float]]:
+    """Pallex's gains over the baseline, one per pair of good cycles (same ``pair_key``): duration
+    and energy of the post-kernel part (``post_s``, ``post_J``), lifetime from the whole cycle's
+    energy (``whole_J``, eq. 3)."""
+    pairs: dict = {}
+    for c in cycles:
+        if c["ok"]:
+            pairs.setdefault(c[pair_key], {})[c["mode"]] = c
+    gains: dict[str, list[float]] = {"duration": [], "energy": [], "lifetime": []}
+    for pair in pairs.values():
+        if len(pair) == 2:
+            b, p = pair["baseline"], pair["pallex"]
+            gains["duration"].append(1 - p[post_s] / b[post_s])
+            gains["energy"].append(1 - p[post_J] / b[post_J])
+            gains["lifetime"].append(lifetime.gain(1 / b[whole_J], 1 / p[whole_J]))
+    return gains
+
+
 def summarise(outcomes: list[ScenarioOutcome], board: str) -> list[dict]:
     """Median gains per scenario (over rounds) next to the seed's, with their ratios."""
     rows = []
     for o in outcomes:
-        pairs = {}
-        for c in o.cycles:
-            if c["ok"]:
-                pairs.setdefault(c["round"], {})[c["mode"]] = c
-        gains = {"duration": [], "energy": [], "lifetime": []}
-        for pair in pairs.values():
-            if len(pair) == 2:
-                b, p = pair["baseline"], pair["pallex"]
-                gains["duration"].append(1 - p["device_post_kernel_s"] / b["device_post_kernel_s"])
-                gains["energy"].append(1 - p["device_post_kernel_J"] / b["device_post_kernel_J"])
-                gains["lifetime"].append(lifetime.gain(1 / b["device_energy_J"], 1 / p["device_energy_J"]))
+        gains = pair_gains(o.cycles, "round", "device_post_kernel_s", "device_post_kernel_J", "device_energy_J")
         seed = seedtables.GAINS.get(board, {}).get(o.scenario, (None, None, None))
         row = {"scenario": o.scenario, "rounds": len(gains["lifetime"])}
         for (what, values), paper in zip(gains.items(), seed):
@@ -169,6 +177,12 @@ class LabRequest:
     usable: float = 1.0
     sleep_W: float = 0.0
     out: Path | None = None
+    # The scenarios also on the virtual board (vmlab), ``rounds`` cycles of each mode: ``spec_for(image)``
+    # gives the board (cli._pallex_board), ``board_speed`` "profile" holds it to the device's core.
+    vm: bool = False
+    spec_for: Callable | None = None
+    board_speed: str = "profile"
+    vm_timeout_s: float = 240.0
 
 
 @dataclass
@@ -180,16 +194,20 @@ class LabResult:
     ordering: dict
     problems: list[str]
     run: Path
+    vm: list[dict] | None = None   # the virtual board's summary per scenario (vmlab), when asked
 
     def to_json(self) -> dict:
         return {"summary": self.summary, "ordering": self.ordering, "problems": self.problems,
-                "run": str(self.run)}
+                "run": str(self.run), "vm": self.vm}
 
 
 def run(request: LabRequest, argv: list[str],
-        on_scenario: Callable[[str, int], None] | None = None) -> LabResult:
+        on_scenario: Callable[[str, int], None] | None = None,
+        on_note: Callable[[str], None] = lambda note: None,
+        on_vm_cycle: Callable[[dict], None] = lambda row: None) -> LabResult:
     """Every scenario, baseline against Pallex, kept as a run (``cycles``, ``stages``, ``summary``
-    tables and the lifetime figure); ``on_scenario(name, rounds)`` hears each scenario start."""
+    tables and the lifetime figure); ``on_scenario(name, rounds)`` hears each scenario start. With
+    ``request.vm`` the same scenarios then boot on the virtual board (``vm_cycles``, ``vm_summary``)."""
     from shoal import hostfacts
     from shoal import profiles as device_profiles
     from shoal.pallex import boot, figures
@@ -238,5 +256,15 @@ def run(request: LabRequest, argv: list[str],
                                   f"{profile.device}: lifetime, baseline (dashed) and Pallex (solid)")
     fig.savefig(record.path / "lifetime.png", dpi=120)
     problems = [p for o in outcomes for p in o.problems]
+    vm = None
+    if request.vm:
+        from shoal.pallex import vmlab
+
+        rows = vmlab.run(list(request.scenarios), rounds, request.profile, request.spec_for, request.board_speed,
+                         record, request.vm_timeout_s, on_note, on_vm_cycle)
+        vm = vmlab.beside(vmlab.summary(rows), summary)
+        record.rewrite("vm_summary", vm, list(vm[0].keys()))
+        problems += [f"virtual board {r['scenario']} {r['mode']} cycle {r['cycle']}: {r['reason']}"
+                     for r in rows if not r["ok"]]
     record.finish("complete" if not problems else "problems", ordering=order, problems=problems)
-    return LabResult(profile.device, summary, order, problems, record.path)
+    return LabResult(profile.device, summary, order, problems, record.path, vm)

@@ -139,7 +139,9 @@ def qemu() -> str:
 
 def argv(img: vmimage.Image, spec: BoardSpec, disk: Path | None = None, snapshot: bool = True,
          extra_disk: Path | None = None, cmdline: str = CMDLINE, network: bool = True,
-         interactive: bool = False) -> list[str]:
+         interactive: bool = False, forward: tuple[str, int] | None = None) -> list[str]:
+    """QEMU's command line for one boot. ``forward`` (guest address:port, a port on this machine's
+    loopback): the guest's connections to the first reach the second (``shoal.pallex.relay``)."""
     drive = f"file={disk or img.disk},if=virtio,format={'qcow2' if (disk or img.disk).suffix == '.qcow2' else 'raw'}"
     if snapshot:
         drive += ",snapshot=on"
@@ -154,7 +156,14 @@ def argv(img: vmimage.Image, spec: BoardSpec, disk: Path | None = None, snapshot
     out += ["-cpu", "host" if spec.accel == "kvm" else "max"]
     if extra_disk:
         out += ["-drive", f"file={extra_disk},if=virtio,format=raw,readonly=on"]
-    out += ["-nic", "user,model=virtio-net-pci"] if network else ["-nic", "none"]
+    nic = "user,model=virtio-net-pci"
+    if forward:
+        import sys
+
+        # QEMU starts the command for each connection; a comma in an option value is written twice
+        relay = f"{sys.executable} -m shoal.pallex.relay {forward[1]}".replace(",", ",,")
+        nic += f",guestfwd=tcp:{forward[0]}-cmd:{relay}"
+    out += ["-nic", nic] if network else ["-nic", "none"]
     out += ["-serial", "mon:stdio"] if interactive else ["-serial", "stdio", "-monitor", "none"]
     return out
 

@@ -28,10 +28,12 @@ from shoal.mpi.build import cache_root
 SUITE = "bookworm"
 # Appendix A's units as Debian packages them (see pallex_units.toml), a kernel, and what rc.local's
 # report needs. Left out, and listed there with the reason: console-setup, plymouth, systemd-resolved.
+# Python with numpy and cryptography: what Pallex's stage programs import (``pallex lab --vm``, vmapp);
+# they start no unit, so the boot is the same without them.
 PACKAGES = ("systemd-sysv", "udev", "kmod", "linux-image-cloud-amd64", "ifupdown", "isc-dhcp-client",
             "openssh-server", "avahi-daemon", "dbus", "bluez", "wpasupplicant", "rsyslog", "cron",
             "dphys-swapfile", "fake-hwclock", "sudo", "systemd-timesyncd", "rpcbind", "nfs-common",
-            "alsa-utils", "rsync", "busybox-static")
+            "alsa-utils", "rsync", "busybox-static", "python3", "python3-numpy", "python3-cryptography")
 IMAGE_BYTES = 2 * 1024 ** 3  # room for dphys-swapfile's 100 MB swap file and the journal
 SIGNAL = "SHOAL-SIGNAL"      # the completion signal's line on the serial console
 REPORT_BEGIN, REPORT_END = "SHOAL-REPORT-BEGIN", "SHOAL-REPORT-END"

@@ -123,17 +123,22 @@ def key() -> str:
     return hashlib.sha256(repr((sorted(FILES.items()), sorted(LINKS.items()), SETTLED)).encode()).hexdigest()[:10]
 
 
-def script() -> bytes:
-    """What the offline boot runs: each file written whole (scripts executable, unit files
-    not); the links that enable units."""
+UNIT_SUFFIXES = (".service", ".socket", ".target", ".timer", ".py")  # files that must not be executable
+
+
+def script(files: dict[str, str] | None = None, links: dict[str, str] | None = None,
+           then: tuple[str, ...] = ()) -> bytes:
+    """What the offline boot runs: each file written whole (scripts executable, unit files and
+    modules not), the links that enable units, then the commands ``then``. Default: this layer's."""
     lines = ["set -e"]
-    for path, text in FILES.items():
+    for path, text in (FILES if files is None else files).items():
         assert "LAYER_FILE_END" not in text
-        mode = "644" if path.endswith(".service") else "755"  # a unit file must not be executable
-        lines += [f"cat > {path} <<'LAYER_FILE_END'", text.rstrip("\n"), "LAYER_FILE_END", f"chmod {mode} {path}"]
-    for link, target in LINKS.items():
+        mode = "644" if path.endswith(UNIT_SUFFIXES) else "755"
+        lines += [f"mkdir -p {path.rsplit('/', 1)[0]}", f"cat > {path} <<'LAYER_FILE_END'", text.rstrip("\n"),
+                  "LAYER_FILE_END", f"chmod {mode} {path}"]
+    for link, target in (LINKS if links is None else links).items():
         lines += [f"mkdir -p {link.rsplit('/', 1)[0]}", f"ln -sfn {target} {link}"]
-    return ("\n".join(lines) + "\n").encode()
+    return ("\n".join([*lines, *then]) + "\n").encode()
 
 
 def path(img: vmimage.Image, config: str) -> Path:
@@ -145,10 +150,8 @@ def disk_for(img: vmimage.Image, config_disk: Path, config: str, spec: vmboard.B
     when its base was written after it (a configuration undone and applied again makes a
     new disk, which a copy-on-write layer over the old one would silently misread)."""
     out = path(img, config)
-    if out.exists():
-        if out.stat().st_mtime_ns >= config_disk.stat().st_mtime_ns:
-            return out
-        out.unlink()
+    if cached(out, config_disk):
+        return out
     if on_note:
         on_note(f"writing shoal's board files (boot monitor, shutdown hook) on a layer over {config}'s disk "
                 f"(one boot with init=shoal-offline), then booting it once as a board's first boot")
@@ -163,6 +166,16 @@ def disk_for(img: vmimage.Image, config_disk: Path, config: str, spec: vmboard.B
         if stale != out and ".making." not in stale.name:
             stale.unlink(missing_ok=True)
     return out
+
+
+def cached(layer: Path, base: Path) -> bool:
+    """Whether ``layer`` is there and was made after its ``base`` disk was last written (a
+    layer older than its base is removed)."""
+    if layer.exists():
+        if layer.stat().st_mtime_ns >= base.stat().st_mtime_ns:
+            return True
+        layer.unlink()
+    return False
 
 
 def settle(img: vmimage.Image, spec: vmboard.BoardSpec, disk: Path, config: str) -> None:
