@@ -24,6 +24,8 @@ def test_the_layer_carries_the_stage_programs_their_units_and_the_mode():
     assert f"ExecStart={vmapp.PYTHON} -m shoal.pallex.apps.knn_classify" in clas
     assert f"--record {vmapp.SERIAL}" in pallex["/etc/systemd/system/pallex-icc-done.service"]
     assert "SuccessAction=poweroff-force" in pallex["/etc/systemd/system/pallex-icc-done.service"]
+    for stage in ("cap", "load", "clas"):   # each stage's report goes to the serial line
+        assert pallex[f"/etc/systemd/system/pallex-icc-{stage}.service.d/shoal-serial.conf"] == vmapp.STAGE_OUTPUT
     # Pallex: the target is wanted at boot; baseline: rc.local starts it once it has signalled
     wants = "/etc/systemd/system/multi-user.target.wants/pallex-icc.target"
     assert wants in pallex_links and wants not in baseline_links and "/etc/rc.local" not in pallex
@@ -80,6 +82,9 @@ def _board(lines: list[tuple[float, str]], then_s: float = 0.0) -> list[str]:
     return [sys.executable, "-c", f"import time; {steps}; time.sleep({then_s})"]
 
 
+# A stage's PALLEX report as protocol.StageIO prints it (wall clock 1000 s ahead of the board's)
+STAGE = {"stage": "clas", "ok": True, "process_start_s": 0.52, "m_start": 1.27, "m_end": 1.9,
+         "t_inputs": 1001.6, "t_end": 1001.9}
 DONE = {"app": "icc", "event": "done", "monotonic_s": 2.02, "reports": [{"ok": True, "stage": "clas"}], "t": 1.0}
 
 
@@ -87,6 +92,7 @@ def test_a_cycle_runs_from_userspace_to_the_done_record_and_the_boards_power_off
     rpi3 = boot.load("rpi3")
     # the done record follows part of the report's line, as two programs share the serial line
     board = _board([(0.0, "[    0.5] kernel"), (0.2, f"{vmimage.SIGNAL} userspace 20000 0.05"),
+                    (0.1, "blame: 1.2s bar.service PALLEX " + json.dumps(STAGE)),
                     (0.1, "blame: 1.2s foo.service" + json.dumps(DONE, sort_keys=True))], then_s=0.3)
     row = vmlab.one_cycle(board, "icc", "EU", "pallex", 0, 30.0, rpi3, log_dir=tmp_path)
     assert row["ok"], row["reason"]
@@ -96,6 +102,10 @@ def test_a_cycle_runs_from_userspace_to_the_done_record_and_the_boards_power_off
     assert abs(row["post_kernel_s"] - (row["cycle_s"] - row["T_btl_knl_s"])) < 1e-9
     assert row["E_J"] == row["E_btl_knl_J"] + row["E_post_kernel_J"] and row["energy_kind"] == "modelled"
     assert (tmp_path / "serial-icc-pallex-0.log").read_text().count("SHOAL-SIGNAL userspace") == 1
+    stage, = row["stages"]   # since userspace began (0.02 s on the board's clock)
+    assert stage["stage"] == "clas" and stage["ok"] and abs(stage["process_start_s"] - 0.5) < 1e-9
+    assert abs(stage["startup_s"] - 0.75) < 1e-9 and abs(stage["inputs_s"] - 1.58) < 1e-9
+    assert abs(stage["end_s"] - 1.88) < 1e-9 and abs(stage["work_start_s"] - 1.25) < 1e-9
 
     late = dict(DONE, event="deadline", reports=[])
     row = vmlab.one_cycle(_board([(0, f"{vmimage.SIGNAL} userspace 1500000 1.6"), (0, json.dumps(late))]),

@@ -166,6 +166,7 @@ class StageIO:
     def __init__(self) -> None:
         self.stage = os.environ.get("PALLEX_STAGE", os.path.basename(sys.argv[0]))
         self.t_start = time.time()
+        self.m_start = time.monotonic()
         self.inputs = listen_fds()
         self.output_paths = outputs_from_env()
         self.senders: dict[str, _Sender] = {}
@@ -264,6 +265,9 @@ class StageIO:
         report = {
             "stage": self.stage, "ok": ok and not errors, "error": "; ".join(errors) or None,
             "t_start": self.t_start, "t_inputs": self.t_inputs, "t_work_done": t_work, "t_end": time.time(),
+            # on the clock since boot (a board's systemd stamps its units on it): when the process
+            # started (before the interpreter and its imports), this object was made, and now
+            "process_start_s": _process_start_s(), "m_start": self.m_start, "m_end": time.monotonic(),
             "received": self.received, "stand_in_cpu_s": self.stand_in_cpu_s,
             "network_bytes": self.network_bytes, "storage_loaded": loaded,
             "sent": {d: {"bytes": s.bytes, "messages": s.messages, "sha256": s.hash.hexdigest(),
@@ -282,6 +286,15 @@ class StageIO:
                 print(f"pallex: cannot report to {done}: {exc}", file=sys.stderr)
         if errors:
             raise SystemExit(1)
+
+
+def _process_start_s() -> float | None:
+    """When this process started, in seconds since boot (/proc/self/stat's starttime)."""
+    try:
+        fields = open("/proc/self/stat").read().rsplit(")", 1)[1].split()
+        return int(fields[19]) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 def parse_reports(text: str) -> list[dict]:

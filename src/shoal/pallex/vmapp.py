@@ -8,7 +8,9 @@ disk per scenario and mode holds, written once by an offline boot and cached by 
   ``/opt/shoal``, byte-compiled there as Debian compiles its own Python packages when it installs
   them (a board that cycles on one card finds them compiled); ``shoal-python`` runs Debian's
   Python 3 (the image has python3-numpy and python3-cryptography) with them on its path;
-* the scenario's units (``units.generate``), the done service's record going to the serial line;
+* the scenario's units (``units.generate``), the done service's record and each stage's report
+  (``PALLEX`` line: when its process started, its work began and ended, on the board's clock)
+  going to the serial line;
 * ``shoal-userspace.service``, first in userspace: systemd's start of userspace and the guest's
   uptime on the serial line, as a Pallex cycle may end before rc.local runs;
 * pallex: the application's target wanted by multi-user.target, so each stage starts as soon as
@@ -51,6 +53,7 @@ Type=oneshot
 ExecStart=/bin/sh -c 'echo "{USERSPACE_LINE} $(systemctl show -p UserspaceTimestampMonotonic --value) \
 $(cut -d" " -f1 /proc/uptime)" > {SERIAL}'
 """
+STAGE_OUTPUT = f"[Service]\nStandardOutput=append:{SERIAL}\n"
 USERSPACE_WANTED = "/etc/systemd/system/sysinit.target.wants/shoal-userspace.service"
 _SIGNAL_LINE = vmlayer.RC_LOCAL.splitlines()[2]
 assert _SIGNAL_LINE.startswith(f'echo "{vmimage.SIGNAL} rc-local'), "the layer's rc.local no longer signals first"
@@ -117,6 +120,8 @@ def files(app: stagefile.App, mode: str) -> tuple[dict[str, str], dict[str, str]
         out[f"{SHOAL_DIR}/{rel}"] = source.read_text()
     generated = units.generate(app, python=PYTHON, record=SERIAL, params={"upload_url": CLOUD_URL})
     out.update({f"/etc/systemd/system/{n}": text for n, text in generated.items()})
+    for stage in app.order:   # each stage's report line (its times on the board's clock) on the serial line
+        out[f"/etc/systemd/system/{units.service(app, stage)}.d/shoal-serial.conf"] = STAGE_OUTPUT
     links = {USERSPACE_WANTED: "/etc/systemd/system/shoal-userspace.service"}
     target = f"{units.prefix(app)}.target"
     if mode == "pallex":

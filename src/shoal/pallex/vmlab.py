@@ -35,16 +35,47 @@ COLUMNS = ["scenario", "config", "mode", "cycle", "ok", "reason", "T_btl_s", "T_
            "energy_source", "stages_ok", "uploads", "note", "qemu_cpu_s"]
 
 
-def done_record(text: str) -> dict | None:
-    """The done service's record in one serial line (it may follow part of another program's line)."""
-    at = text.find(DONE_MARK)
+def _json_after(text: str, mark: str, skip: int = 0) -> dict | None:
+    """The JSON object that starts at ``mark`` in one serial line (it may follow part of another
+    program's line, as programs share the serial line); ``skip`` characters of the mark are not
+    part of it."""
+    at = text.find(mark)
     if at < 0:
         return None
     try:
-        record, _ = json.JSONDecoder().raw_decode(text[at:])
+        record, _ = json.JSONDecoder().raw_decode(text[at + skip:])
     except ValueError:
         return None
     return record if isinstance(record, dict) else None
+
+
+def done_record(text: str) -> dict | None:
+    """The done service's record in one serial line."""
+    return _json_after(text, DONE_MARK)
+
+
+STAGE_COLUMNS = ["scenario", "mode", "cycle", "stage", "ok", "process_start_s", "work_start_s", "inputs_s",
+                 "end_s", "startup_s"]
+
+
+def stage_rows(lines: list[str], userspace_s: float) -> list[dict]:
+    """Each stage's report (``PALLEX`` line) as times since the start of userspace on the board's
+    clock: its process started, its work began (the interpreter and its imports between the two:
+    ``startup_s``), its inputs had all arrived, it ended."""
+    out = []
+    for line in lines:
+        rep = _json_after(line, "PALLEX {", skip=len("PALLEX "))
+        if not rep or rep.get("m_start") is None:
+            continue
+        shift = rep["m_end"] - rep["t_end"]   # its wall clock onto its monotonic one
+        start = rep.get("process_start_s")
+        out.append({"stage": rep.get("stage"), "ok": rep.get("ok"),
+                    "process_start_s": None if start is None else start - userspace_s,
+                    "work_start_s": rep["m_start"] - userspace_s,
+                    "inputs_s": None if rep.get("t_inputs") is None else rep["t_inputs"] + shift - userspace_s,
+                    "end_s": rep["m_end"] - userspace_s,
+                    "startup_s": None if start is None else rep["m_start"] - start})
+    return out
 
 
 def one_cycle(command: list[str], scenario: str, config: str, mode: str, index: int, timeout_s: float,
@@ -79,6 +110,7 @@ def one_cycle(command: list[str], scenario: str, config: str, mode: str, index: 
                        "userspace: T_btl and T_knl are not known, T_btl+knl is")
         if record and "monotonic_s" in record:
             row["app_done_s"] = record["monotonic_s"] - userspace_s
+        row["stages"] = stage_rows([line.text for line in boot.lines], userspace_s)
         event = (record or {}).get("event")
         reports = (record or {}).get("reports", [])
         row["stages_ok"] = sum(bool(r.get("ok")) for r in reports)
@@ -190,7 +222,10 @@ def run(scenarios: list[str], cycles: int, profile_name: str, spec_for: Callable
         logs.mkdir(exist_ok=True)
 
         def keep(row: dict) -> None:
-            record.append("vm_cycles", [row], COLUMNS)
+            record.append("vm_cycles", [{k: v for k, v in row.items() if k != "stages"}], COLUMNS)
+            tag = {k: row[k] for k in ("scenario", "mode", "cycle")}
+            if row.get("stages"):
+                record.append("vm_stages", [{**tag, **s} for s in row["stages"]], STAGE_COLUMNS)
             on_row(row)
 
         with Cloud() as cloud:

@@ -123,7 +123,7 @@ def key() -> str:
     return hashlib.sha256(repr((sorted(FILES.items()), sorted(LINKS.items()), SETTLED)).encode()).hexdigest()[:10]
 
 
-UNIT_SUFFIXES = (".service", ".socket", ".target", ".timer", ".py")  # files that must not be executable
+UNIT_SUFFIXES = (".service", ".socket", ".target", ".timer", ".conf", ".py")  # files that must not be executable
 
 
 def script(files: dict[str, str] | None = None, links: dict[str, str] | None = None,
