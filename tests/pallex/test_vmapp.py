@@ -4,6 +4,7 @@ cycle read from a stand-in board's serial line."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -34,6 +35,10 @@ def test_the_layer_carries_the_stage_programs_their_units_and_the_mode():
     assert "SHOAL-SIGNAL rc-local" in rc[start - 1] and "shoal-report" in rc[start + 1]
     assert vmapp.USERSPACE_WANTED in pallex_links and vmapp.USERSPACE_WANTED in baseline_links
     assert vmapp.key(icc, "pallex") != vmapp.key(icc, "baseline")
+    # a slower board's deadline (lab --vm-deadline) is its units' own
+    later = dataclasses.replace(icc, deadline_s=240)
+    assert "OnStartupSec=240s" in vmapp.files(later, "pallex")[0]["/etc/systemd/system/pallex-icc-deadline.timer"]
+    assert vmapp.key(later, "pallex") != vmapp.key(icc, "pallex")
     # the upload scenarios boot EU with networking (the seed's NET1) and send to the forwarded address
     icu2 = stagefile.resolve("icu2")
     assert vmapp.config_for(icu2) == "NET1" and vmapp.config_for(icc) == "EU"

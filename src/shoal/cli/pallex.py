@@ -118,8 +118,12 @@ def register(subparsers) -> None:
                     help="with --vm: auto: KVM where a guest really runs on it, else TCG (default)")
     lb.add_argument("--board-speed", choices=("profile", "free"), default="profile",
                     help="with --vm: profile holds QEMU until the guest's core is the profile's (default); free: unheld")
-    lb.add_argument("--vm-timeout", type=typed.number(Bounds(1, 3600)), default=240.0,
-                    help="with --vm: seconds from power-on to the board's power-off before a cycle is cut (default 240)")
+    lb.add_argument("--vm-timeout", type=typed.number(Bounds(1, 3600)), default=None,
+                    help="with --vm: seconds from power-on to the board's power-off before a cycle is cut "
+                         "(default 240, or 60 more than --vm-deadline)")
+    lb.add_argument("--vm-deadline", type=typed.number(Bounds(1, 3600)), default=None,
+                    help="with --vm: the applications' deadline from the start of userspace on the board (default: "
+                         "the stage files', 60 s; a board slower than the device needs more)")
     lb.add_argument("--out", default=None, type=typed.out_dir, help="run directory (default runs/pallex-lab-...)")
     lb.add_argument("--json", action="store_true", help="print the summary as JSON")
     lb.set_defaults(func=cmd_lab)
@@ -278,7 +282,8 @@ def cmd_lab(args) -> int:
                              host_speed=args.host_speed, link=args.link, capacity_mAh=args.capacity_mAh,
                              voltage=args.voltage, usable=args.usable, sleep_W=args.sleep_W, out=args.out,
                              vm=args.vm, spec_for=lambda img: _pallex_board._spec(args, img),
-                             board_speed=args.board_speed, vm_timeout_s=args.vm_timeout)
+                             board_speed=args.board_speed, vm_deadline_s=args.vm_deadline,
+                             vm_timeout_s=args.vm_timeout or max(240.0, (args.vm_deadline or 0) + 60.0))
     if args.vm:
         from shoal.pallex import vmimage
 

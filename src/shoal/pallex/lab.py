@@ -183,6 +183,7 @@ class LabRequest:
     spec_for: Callable | None = None
     board_speed: str = "profile"
     vm_timeout_s: float = 240.0
+    vm_deadline_s: float | None = None   # the applications' deadline on the board (None: the stage files')
 
 
 @dataclass
@@ -261,7 +262,7 @@ def run(request: LabRequest, argv: list[str],
         from shoal.pallex import vmlab
 
         rows = vmlab.run(list(request.scenarios), rounds, request.profile, request.spec_for, request.board_speed,
-                         record, request.vm_timeout_s, on_note, on_vm_cycle)
+                         record, request.vm_timeout_s, on_note, on_vm_cycle, request.vm_deadline_s)
         vm = vmlab.beside(vmlab.summary(rows), summary)
         record.rewrite("vm_summary", vm, list(vm[0].keys()))
         problems += [f"virtual board {r['scenario']} {r['mode']} cycle {r['cycle']}: {r['reason']}"

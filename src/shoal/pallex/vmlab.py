@@ -18,6 +18,7 @@ time, is kept as failed with the reason, and the next cycle runs.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import statistics
 import time
@@ -55,13 +56,14 @@ def done_record(text: str) -> dict | None:
 
 
 STAGE_COLUMNS = ["scenario", "mode", "cycle", "stage", "ok", "process_start_s", "work_start_s", "inputs_s",
-                 "end_s", "startup_s"]
+                 "end_s", "startup_s", "stand_in_cpu_s"]
 
 
 def stage_rows(lines: list[str], userspace_s: float) -> list[dict]:
     """Each stage's report (``PALLEX`` line) as times since the start of userspace on the board's
     clock: its process started, its work began (the interpreter and its imports between the two:
-    ``startup_s``), its inputs had all arrived, it ended."""
+    ``startup_s``), its inputs had all arrived, it ended; and the CPU its stand-in hardware took
+    (the synthetic camera: numpy imported and a frame made)."""
     out = []
     for line in lines:
         rep = _json_after(line, "PALLEX {", skip=len("PALLEX "))
@@ -74,7 +76,8 @@ def stage_rows(lines: list[str], userspace_s: float) -> list[dict]:
                     "work_start_s": rep["m_start"] - userspace_s,
                     "inputs_s": None if rep.get("t_inputs") is None else rep["t_inputs"] + shift - userspace_s,
                     "end_s": rep["m_end"] - userspace_s,
-                    "startup_s": None if start is None else rep["m_start"] - start})
+                    "startup_s": None if start is None else rep["m_start"] - start,
+                    "stand_in_cpu_s": rep.get("stand_in_cpu_s")})
     return out
 
 
@@ -190,9 +193,11 @@ def summary(rows: list[dict]) -> list[dict]:
 
 
 def run(scenarios: list[str], cycles: int, profile_name: str, spec_for: Callable, board_speed: str, record,
-        timeout_s: float, on_note: Callable[[str], None], on_row: Callable[[dict], None]) -> list[dict]:
+        timeout_s: float, on_note: Callable[[str], None], on_row: Callable[[dict], None],
+        deadline_s: float | None = None) -> list[dict]:
     """Every scenario's baseline and Pallex layers booted ``cycles`` times each on the virtual board,
-    each cycle appended to ``record``'s ``vm_cycles`` as it ends (serial logs in ``serial/``)."""
+    each cycle appended to ``record``'s ``vm_cycles`` as it ends (serial logs in ``serial/``).
+    ``deadline_s``: the applications' deadline on the board (None: their stage files')."""
     from shoal.pallex import boot, cycles as board_cycles, stagefile, unitconfig, vmapp, vmconfig, vmlayer
 
     catalog = unitconfig.load()
@@ -200,6 +205,8 @@ def run(scenarios: list[str], cycles: int, profile_name: str, spec_for: Callable
     profile = boot.load(profile_name)
     spec, accel, why = spec_for(img)
     apps = {s: stagefile.resolve(s) for s in scenarios}
+    if deadline_s is not None:
+        apps = {s: dataclasses.replace(app, deadline_s=deadline_s) for s, app in apps.items()}
     configs = {s: vmapp.config_for(app) for s, app in apps.items()}
     boards = {}
     for config in dict.fromkeys(configs.values()):
@@ -216,6 +223,7 @@ def run(scenarios: list[str], cycles: int, profile_name: str, spec_for: Callable
                                              "read_Bps": spec.read_Bps, "write_Bps": spec.write_Bps},
                                    "board_speed": speed.describe() if speed else {"verdict": "free"},
                                    "configs": configs, "image": str(img.disk),
+                                   "deadline_s": {s: app.deadline_s for s, app in apps.items()},
                                    "energy": "modelled from the boot profile's phase powers (no meter on a "
                                              "virtual board)"})
         logs = record.path / "serial"
