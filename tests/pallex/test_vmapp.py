@@ -33,7 +33,7 @@ def test_the_layer_carries_the_stage_programs_their_units_and_the_mode():
     rc = baseline["/etc/rc.local"].splitlines()
     start = rc.index("systemctl start --no-block pallex-icc.target")
     assert "SHOAL-SIGNAL rc-local" in rc[start - 1] and "shoal-report" in rc[start + 1]
-    assert vmapp.USERSPACE_WANTED in pallex_links and vmapp.USERSPACE_WANTED in baseline_links
+    assert not baseline_links   # the baseline's units are started by rc.local only
     assert vmapp.key(icc, "pallex") != vmapp.key(icc, "baseline")
     # a slower board's deadline (lab --vm-deadline) is its units' own
     later = dataclasses.replace(icc, deadline_s=240)
@@ -96,32 +96,32 @@ DONE = {"app": "icc", "event": "done", "monotonic_s": 2.02, "reports": [{"ok": T
 def test_a_cycle_runs_from_userspace_to_the_done_record_and_the_boards_power_off(tmp_path):
     rpi3 = boot.load("rpi3")
     # the done record follows part of the report's line, as two programs share the serial line
-    board = _board([(0.0, "[    0.5] kernel"), (0.2, f"{vmimage.SIGNAL} userspace 20000 0.05"),
+    board = _board([(0.0, "[    0.5] kernel"), (0.2, f"{vmimage.INITRD_DONE} 0.02"),
                     (0.1, "blame: 1.2s bar.service PALLEX " + json.dumps(STAGE)),
                     (0.1, "blame: 1.2s foo.service" + json.dumps(DONE, sort_keys=True))], then_s=0.3)
     row = vmlab.one_cycle(board, "icc", "EU", "pallex", 0, 30.0, rpi3, log_dir=tmp_path)
     assert row["ok"], row["reason"]
-    # the stand-in's line came at least a Python start-up after power-on, 0.03 s after "userspace" began
+    # the initrd's last line (the guest's uptime 0.02 s) came at least a Python start-up after power-on
     assert row["T_knl_s"] == 0.02 and abs(row["app_done_s"] - 2.0) < 1e-9 and row["stages_ok"] == 1
     assert row["T_btl_s"] > 0 and row["cycle_s"] > row["T_btl_knl_s"]
     assert abs(row["post_kernel_s"] - (row["cycle_s"] - row["T_btl_knl_s"])) < 1e-9
     assert row["E_J"] == row["E_btl_knl_J"] + row["E_post_kernel_J"] and row["energy_kind"] == "modelled"
-    assert (tmp_path / "serial-icc-pallex-0.log").read_text().count("SHOAL-SIGNAL userspace") == 1
+    assert (tmp_path / "serial-icc-pallex-0.log").read_text().count(vmimage.INITRD_DONE) == 1
     stage, = row["stages"]   # since userspace began (0.02 s on the board's clock)
     assert stage["stage"] == "clas" and stage["ok"] and abs(stage["process_start_s"] - 0.5) < 1e-9
     assert abs(stage["startup_s"] - 0.75) < 1e-9 and abs(stage["inputs_s"] - 1.58) < 1e-9
     assert abs(stage["end_s"] - 1.88) < 1e-9 and abs(stage["work_start_s"] - 1.25) < 1e-9
 
     late = dict(DONE, event="deadline", reports=[])
-    row = vmlab.one_cycle(_board([(0, f"{vmimage.SIGNAL} userspace 1500000 1.6"), (0, json.dumps(late))]),
+    row = vmlab.one_cycle(_board([(0, f"{vmimage.INITRD_DONE} 1.6"), (0, json.dumps(late))]),
                           "icc", "EU", "baseline", 1, 30.0, rpi3)
     assert not row["ok"] and row["reason"] == "the deadline passed before every stage was done"
     assert row["post_kernel_s"] > 0   # its time and energy are still measured
-    silent = vmlab.one_cycle(_board([(0, f"{vmimage.SIGNAL} userspace 1500000 1.6")], then_s=60), "icc", "EU",
+    silent = vmlab.one_cycle(_board([(0, f"{vmimage.INITRD_DONE} 1.6")], then_s=60), "icc", "EU",
                              "pallex", 2, 1.5, rpi3)
     assert not silent["ok"] and silent["reason"] == "no done record within 1.5 s"
     sent = iter([0, 0])
-    row = vmlab.one_cycle(_board([(0, f"{vmimage.SIGNAL} userspace 1500000 1.6"), (0, json.dumps(DONE))]),
+    row = vmlab.one_cycle(_board([(0, f"{vmimage.INITRD_DONE} 1.6"), (0, json.dumps(DONE))]),
                           "icu1", "NET1", "pallex", 0, 30.0, rpi3, uploads=lambda: next(sent), expected_uploads=1)
     assert not row["ok"] and row["reason"] == "the cloud received 0 upload(s), 1 expected"
 

@@ -11,8 +11,6 @@ disk per scenario and mode holds, written once by an offline boot and cached by 
 * the scenario's units (``units.generate``), the done service's record and each stage's report
   (``PALLEX`` line: when its process started, its work began and ended, on the board's clock)
   going to the serial line;
-* ``shoal-userspace.service``, first in userspace: systemd's start of userspace and the guest's
-  uptime on the serial line, as a Pallex cycle may end before rc.local runs;
 * pallex: the application's target wanted by multi-user.target, so each stage starts as soon as
   its own dependencies are met while userspace initialisation goes on;
   baseline: rc.local starts the target at the seed's end of userspace initialisation (the
@@ -42,19 +40,7 @@ PYTHONPATH={SHOAL_DIR} exec /usr/bin/python3 "$@"
 # Where the board's upload stages send (QEMU forwards it to the lab's cloud server: vmboard.argv)
 CLOUD_ADDRESS = "10.0.2.100:80"
 CLOUD_URL = f"http://{CLOUD_ADDRESS}/images"
-USERSPACE_LINE = f"{vmimage.SIGNAL} userspace"
-USERSPACE_UNIT = f"""[Unit]
-Description=shoal: the start of userspace on the serial line
-DefaultDependencies=no
-Before=sysinit.target
-
-[Service]
-Type=oneshot
-ExecStart=/bin/sh -c 'echo "{USERSPACE_LINE} $(systemctl show -p UserspaceTimestampMonotonic --value) \
-$(cut -d" " -f1 /proc/uptime)" > {SERIAL}'
-"""
 STAGE_OUTPUT = f"[Service]\nStandardOutput=append:{SERIAL}\n"
-USERSPACE_WANTED = "/etc/systemd/system/sysinit.target.wants/shoal-userspace.service"
 _SIGNAL_LINE = vmlayer.RC_LOCAL.splitlines()[2]
 assert _SIGNAL_LINE.startswith(f'echo "{vmimage.SIGNAL} rc-local'), "the layer's rc.local no longer signals first"
 
@@ -115,14 +101,14 @@ def files(app: stagefile.App, mode: str) -> tuple[dict[str, str], dict[str, str]
     """(path -> text, link -> target) the layer writes for ``app`` in ``mode``."""
     if mode not in MODES:
         raise ShoalError(f"mode {mode!r}: one of {', '.join(MODES)}")
-    out = {PYTHON: PYTHON_WRAPPER, "/etc/systemd/system/shoal-userspace.service": USERSPACE_UNIT}
+    out = {PYTHON: PYTHON_WRAPPER}
     for rel, source in sorted(modules(_program_modules(app)).items()):
         out[f"{SHOAL_DIR}/{rel}"] = source.read_text()
     generated = units.generate(app, python=PYTHON, record=SERIAL, params={"upload_url": CLOUD_URL})
     out.update({f"/etc/systemd/system/{n}": text for n, text in generated.items()})
     for stage in app.order:   # each stage's report line (its times on the board's clock) on the serial line
         out[f"/etc/systemd/system/{units.service(app, stage)}.d/shoal-serial.conf"] = STAGE_OUTPUT
-    links = {USERSPACE_WANTED: "/etc/systemd/system/shoal-userspace.service"}
+    links = {}
     target = f"{units.prefix(app)}.target"
     if mode == "pallex":
         links[f"/etc/systemd/system/multi-user.target.wants/{target}"] = f"/etc/systemd/system/{target}"

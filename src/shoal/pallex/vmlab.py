@@ -4,8 +4,8 @@ Each cycle boots a scenario's application layer (``vmapp``) and ends when the bo
 off after the application's done service (the stage file's ``poweroff-force``). Per cycle, from the
 serial line and QEMU's exit:
 
-* T_btl+knl: power-on to the start of userspace (host time of ``shoal-userspace``'s line less the
-  guest's time since userspace started then);
+* T_btl+knl: power-on to the start of userspace (the host's time of the initrd's last line, which
+  hands over to systemd; T_knl its guest uptime);
 * ``app_done_s``: userspace start to the done service's record (the guest's clock);
 * ``post_kernel_s``: userspace start to power-off (QEMU's exit): the part of the cycle Pallex
   changes, whose duration and energy the seed's gains compare;
@@ -92,7 +92,7 @@ def one_cycle(command: list[str], scenario: str, config: str, mode: str, index: 
     row = {"scenario": scenario, "config": config, "mode": mode, "cycle": index, "ok": False, "reason": ""}
     try:
         deadline = boot.power_on + timeout_s
-        user = boot.wait_for(f"{vmimage.SIGNAL} userspace ", deadline)
+        user = boot.wait_for(vmimage.INITRD_DONE, deadline)
         if not user:
             row["reason"] = (f"no start of userspace within {timeout_s:g} s" if not boot.closed
                              else "the board powered off before userspace")
@@ -104,9 +104,8 @@ def one_cycle(command: list[str], scenario: str, config: str, mode: str, index: 
             return row
         off = boot.wait_closed(time.monotonic() + OFF_AFTER_DONE_S)
         record = done_record(done[1].text)
-        fields = user[1].text.split()
-        userspace_s, uptime = int(fields[-2]) / 1e6, float(fields[-1])
-        t_btl_knl = user[1].t - boot.power_on - (uptime - userspace_s)
+        userspace_s = float(user[1].text.split()[-1])
+        t_btl_knl = user[1].t - boot.power_on
         row.update(T_btl_s=t_btl_knl - userspace_s, T_knl_s=userspace_s, T_btl_knl_s=t_btl_knl)
         if row["T_btl_s"] < 0:   # the guest's clock ran ahead of the host's (testbed.phases)
             row.update(T_btl_s=None, T_knl_s=None, note="the guest's clock ran ahead of the host's before "
