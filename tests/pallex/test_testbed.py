@@ -307,3 +307,24 @@ def test_the_board_layer_enables_its_monitor_and_reports_it_before_its_last_line
     assert "DefaultDependencies=no" in vmlayer.MONITOR_UNIT and "Before=sysinit.target" in vmlayer.MONITOR_UNIT
     lines = vmlayer.REPORT.splitlines()
     assert lines[-1] == f'echo "{vmimage.SIGNAL} report-done"' and lines[-2] == f"section monitor cat {vmlayer.MONITOR_OUT}"
+
+
+def test_an_apply_cut_short_leaves_no_disk_a_cycle_would_take_for_the_configuration(tmp_path, monkeypatch):
+    from shoal.pallex import unitconfig, vmboard, vmconfig
+
+    def cut(img, spec, disk, script, what):
+        assert disk.exists() and disk != img.configured("EU")   # applied under another name
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(vmconfig, "overlay", lambda base, out: out.write_bytes(b"overlay"))
+    monkeypatch.setattr(vmconfig, "plan", lambda img, catalog, config: unitconfig.Plan("EU", [], []))
+    monkeypatch.setattr(vmconfig, "run_offline", cut)
+    img = vmimage.Image(tmp_path, tmp_path / "root.img", tmp_path / "vmlinuz", tmp_path / "initrd.img",
+                        tmp_path / "units.txt")
+    (tmp_path / "configs").mkdir()
+    with pytest.raises(KeyboardInterrupt):
+        vmconfig.apply(img, None, "EU", None)
+    assert not img.configured("EU").exists() and not vmconfig.record_path(img, "EU").exists()
+    monkeypatch.setattr(vmconfig, "run_offline", lambda img, spec, disk, script, what: {})
+    spec = vmboard.BoardSpec(1, 2 ** 29)
+    assert vmconfig.apply(img, None, "EU", spec)["config"] == "EU" and img.configured("EU").exists()

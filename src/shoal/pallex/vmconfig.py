@@ -76,8 +76,8 @@ def run_offline(img: vmimage.Image, spec: vmboard.BoardSpec, disk: Path, script:
                                                       "init=/usr/local/sbin/shoal-offline")
         boot = vmboard.power_on(command)
         found = boot.wait_for(f"{vmimage.SIGNAL} offline-done", boot.power_on + OFFLINE_TIMEOUT_S)
-        time.sleep(0.5)  # the guest's sync and poweroff follow the line
-        boot.process.wait(timeout=30) if boot.process.poll() is None and found else None
+        if found:   # its root was synced and read-only before the line: a board slow to power off is cut
+            boot.wait_closed(time.monotonic() + 30)
         boot.power_off()
     if not found or found[1].text.split()[-1] != "0":
         disk.unlink(missing_ok=True)
@@ -96,12 +96,16 @@ def apply(img: vmimage.Image, catalog: unitconfig.Catalog, config: str, spec: vm
         return json.loads(record.read_text())
     p = plan(img, catalog, config)
     disk = img.configured(config)
-    overlay(img.disk, disk)
+    # Made under another name and renamed once applied: an apply cut short leaves no disk that
+    # a later cycle would take for the configuration.
+    making = disk.with_name(disk.name + ".making.qcow2")
+    overlay(img.disk, making)
     start = time.monotonic()
-    parts = run_offline(img, spec, disk, _script(p), f"applying {config}")
+    parts = run_offline(img, spec, making, _script(p), f"applying {config}")
     result = {"config": config, "plan": p.to_json(), "accel": spec.accel, "apply_s": time.monotonic() - start,
               "links": unitconfig.link_change(_links(parts.get("before", "")), _links(parts.get("after", ""))),
               "output": parts.get("output", "")}
+    making.rename(disk)
     record.write_text(json.dumps(result, indent=1) + "\n")
     return result
 

@@ -84,7 +84,7 @@ def stage_rows(lines: list[str], userspace_s: float) -> list[dict]:
 def one_cycle(command: list[str], scenario: str, config: str, mode: str, index: int, timeout_s: float,
               profile, group: Path | None = None, log_dir: Path | None = None,
               uploads: Callable[[], int] | None = None, expected_uploads: int = 0) -> dict:
-    """Power on, wait for userspace's line, the done record and the board's own power-off.
+    """Power on, wait for the initrd's last line, the done record and the board's own power-off.
     ``uploads()``: what the lab's cloud server has received so far (a cycle of an upload scenario
     is done only when its ``expected_uploads`` arrived)."""
     before = uploads() if uploads else 0
