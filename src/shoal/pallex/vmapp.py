@@ -71,7 +71,7 @@ def modules(roots: list[str], source: Path | None = None) -> dict[str, Path]:
         if not path.exists():
             path = base.joinpath(*parts, "__init__.py")
         if not path.exists():
-            continue   # a name imported from a module (``from shoal.pallex.apps import image``: a module; ``import X``: not)
+            continue   # not a module: a name imported from one (``from shoal.pallex.protocol import StageIO``)
         found[str(path.relative_to(base))] = path
         todo += [".".join(parts[:i]) for i in range(1, len(parts))]  # its packages
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
@@ -108,7 +108,7 @@ def files(app: stagefile.App, mode: str) -> tuple[dict[str, str], dict[str, str]
     out.update({f"/etc/systemd/system/{n}": text for n, text in generated.items()})
     for stage in app.order:   # each stage's report line (its times on the board's clock) on the serial line
         out[f"/etc/systemd/system/{units.service(app, stage)}.d/shoal-serial.conf"] = STAGE_OUTPUT
-    links = {}
+    links: dict[str, str] = {}
     target = f"{units.prefix(app)}.target"
     if mode == "pallex":
         links[f"/etc/systemd/system/multi-user.target.wants/{target}"] = f"/etc/systemd/system/{target}"
