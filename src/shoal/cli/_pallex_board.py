@@ -115,27 +115,29 @@ def _target_args(p) -> None:
 
 
 # -- the board -------------------------------------------------------------------------
-def _spec(args, img):
+def _spec(img, profile_name: str, asked_accel: str, card: str | None = None):
+    """The virtual board of device profile ``profile_name``: its cores and memory, its card's
+    rates (``card``, else its boot profile's), and QEMU's accelerator (``asked_accel``)."""
     from shoal import profiles as device_profiles
     from shoal.pallex import boot, vmboard
 
     devices = device_profiles.load()
-    if args.profile not in devices:
-        raise ShoalError(f"--profile {args.profile!r}: no such device (known: {', '.join(sorted(devices))})")
-    device = devices[args.profile]
+    if profile_name not in devices:
+        raise ShoalError(f"--profile {profile_name!r}: no such device (known: {', '.join(sorted(devices))})")
+    device = devices[profile_name]
     if not device.memory_B:
-        raise ShoalError(f"--profile {args.profile}: the device profile gives no memory_B; add it to the profile")
+        raise ShoalError(f"--profile {profile_name}: the device profile gives no memory_B; add it to the profile")
     try:
-        profile = boot.load(args.profile)
+        profile = boot.load(profile_name)
         bus_Bps, profile_write_Bps = profile.storage_read_Bps or None, profile.storage_write_Bps or None
     except ShoalError:
         bus_Bps = profile_write_Bps = None
-    read_Bps, write_Bps = vmboard.card_rates(args.card, bus_Bps, profile_write_Bps)
-    spec = vmboard.BoardSpec(device.cores, int(device.memory_B), read_Bps, write_Bps=write_Bps, card=args.card)
-    accel, why = vmboard.choose_accel(img, spec, args.accel)
+    read_Bps, write_Bps = vmboard.card_rates(card, bus_Bps, profile_write_Bps)
+    spec = vmboard.BoardSpec(device.cores, int(device.memory_B), read_Bps, write_Bps=write_Bps, card=card)
+    accel, why = vmboard.choose_accel(img, spec, asked_accel)
     held = [f"{render.bandwidth(rate)} {way}" for rate, way in ((read_Bps, "read"), (write_Bps, "write")) if rate]
-    card = f"{args.card or 'card'} {', '.join(held)}" if held else "card unthrottled"
-    print(f"virtual board as {args.profile}: {device.cores} core(s), {render.byte_size(device.memory_B)}, {card}; "
+    said = f"{card or 'card'} {', '.join(held)}" if held else "card unthrottled"
+    print(f"virtual board as {profile_name}: {device.cores} core(s), {render.byte_size(device.memory_B)}, {said}; "
           f"QEMU {accel.upper()} ({why})", file=sys.stderr)
     from dataclasses import replace
 
@@ -160,7 +162,7 @@ def cmd_vm_boot(args) -> int:
     img = vmimage.require()
     catalog = unitconfig.load()
     catalog.config(args.config)
-    spec, accel, why = _spec(args, img)
+    spec, accel, why = _spec(img, args.profile, args.accel, args.card)
     disk = vmconfig.disk_for(img, catalog, args.config, spec, on_note=lambda n: print(n, file=sys.stderr))
     group, note = vmboard.board_group()
     print(note, file=sys.stderr)
@@ -201,7 +203,7 @@ def cmd_vm_shell(args) -> int:
 
     img = vmimage.require()
     catalog = unitconfig.load()
-    spec, _, _ = _spec(args, img)
+    spec, _, _ = _spec(img, args.profile, args.accel, args.card)
     disk = vmconfig.disk_for(img, catalog, args.config, spec, on_note=lambda n: print(n, file=sys.stderr))
     command = vmboard.argv(img, spec, disk=disk, snapshot=not args.write, interactive=True,
                            cmdline=vmboard.SHELL_CMDLINE)
@@ -281,8 +283,7 @@ def cmd_config_apply(args) -> int:
         return 0
     if args.vm:
         img = vmimage.require()
-        args.profile, args.accel, args.card = "rpi3", "auto", None
-        spec, _, _ = _spec(args, img)
+        spec, _, _ = _spec(img, "rpi3", "auto")
         record = vmconfig.apply(img, catalog, args.config, spec)
         where = f"{vmconfig.record_path(img, args.config)}"
     else:
@@ -317,7 +318,7 @@ def cmd_cycle(args) -> int:
     from shoal.pallex import cycles, vmspeed
 
     configs = [c for c in args.configs.split(",") if c]
-    spec_for = lambda img: _spec(args, img)  # noqa: E731
+    spec_for = lambda img: _spec(img, args.profile, args.accel, args.card)  # noqa: E731
 
     def on_row(row: dict) -> None:
         state = (f"T_btl+knl {render.seconds(row['T_btl_knl_s'])}, T_usi {render.seconds(row['T_usi_s'])}"

@@ -275,13 +275,12 @@ def cmd_lab(args) -> int:
     from shoal.cli import _pallex_board
     from shoal.pallex import lab
 
-    args.card = None   # the board's card as its boot profile gives it
     request = lab.LabRequest(profile=args.profile, scenarios=tuple(s for s in args.scenarios.split(",") if s),
                              rounds=1 if args.quick else args.rounds,
                              time_scale=args.time_scale or (0.3 if args.quick else 1.0),
                              host_speed=args.host_speed, link=args.link, capacity_mAh=args.capacity_mAh,
                              voltage=args.voltage, usable=args.usable, sleep_W=args.sleep_W, out=args.out,
-                             vm=args.vm, spec_for=lambda img: _pallex_board._spec(args, img),
+                             vm=args.vm, spec_for=lambda img: _pallex_board._spec(img, args.profile, args.accel),
                              board_speed=args.board_speed, vm_deadline_s=args.vm_deadline,
                              vm_timeout_s=args.vm_timeout or max(240.0, (args.vm_deadline or 0) + 60.0))
     if args.vm:

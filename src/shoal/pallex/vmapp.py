@@ -140,13 +140,9 @@ def disk_for(img: vmimage.Image, board_disk: Path, config: str, app: stagefile.A
     if on_note:
         on_note(f"writing {app.name}'s stage programs and units ({mode}) on a layer over {config}'s board "
                 "(one boot with init=shoal-offline)")
-    tmp = out.with_name(out.name + ".making.qcow2")
-    vmconfig.overlay(board_disk, tmp)
     written, links = files(app, mode)
-    vmconfig.run_offline(img, spec, tmp, vmlayer.script(written, links, COMPILE),
-                         f"writing {app.name}'s layer ({mode})")
-    tmp.rename(out)
-    for stale in out.parent.glob(f"{config}-app-{app.name}-{mode}-*.qcow2"):
-        if stale != out and ".making." not in stale.name:
-            stale.unlink(missing_ok=True)   # an earlier shoal's programs: never booted again
+    # Layers of an earlier shoal's programs (another key) are never booted again.
+    vmconfig.made_layer(board_disk, out, lambda disk: vmconfig.run_offline(
+        img, spec, disk, vmlayer.script(written, links, COMPILE), f"writing {app.name}'s layer ({mode})"),
+        stale=f"{config}-app-{app.name}-{mode}-*.qcow2")
     return out

@@ -15,10 +15,13 @@ import json
 import tempfile
 import time
 from pathlib import Path
+from typing import Callable, TypeVar
 
 from shoal import proc
 from shoal.errors import ShoalError
 from shoal.pallex import testbed, unitconfig, vmboard, vmimage
+
+T = TypeVar("T")
 
 OFFLINE_TIMEOUT_S = 300.0
 
@@ -64,6 +67,24 @@ def overlay(base: Path, out: Path) -> None:
         raise ShoalError(made.error_line("qemu-img create"))
 
 
+MAKING = ".making."   # in the name of a layer still being written (by this run or another)
+
+
+def made_layer(base: Path, out: Path, write: Callable[[Path], T], stale: str | None = None) -> T:
+    """A copy-on-write layer ``out`` over ``base``, written by ``write`` (given the disk) under
+    another name and renamed once whole: a making cut short leaves no disk that a later run
+    would take for the layer. Then the layers the glob ``stale`` finds beside it, other than
+    ``out`` and those being made, are removed (never read again). Returns what ``write`` does."""
+    making = out.with_name(f"{out.name}{MAKING}qcow2")
+    overlay(base, making)
+    written = write(making)
+    making.rename(out)
+    for old in out.parent.glob(stale) if stale else ():
+        if old != out and MAKING not in old.name:
+            old.unlink(missing_ok=True)
+    return written
+
+
 def run_offline(img: vmimage.Image, spec: vmboard.BoardSpec, disk: Path, script: bytes, what: str) -> dict[str, str]:
     """Boot ``disk`` (written) once with ``init=shoal-offline`` running ``script`` from a second disk,
     before any systemd; returns the sections it printed (unit links before, output, after). On
@@ -95,17 +116,12 @@ def apply(img: vmimage.Image, catalog: unitconfig.Catalog, config: str, spec: vm
     if record.exists() and img.configured(config).exists():
         return json.loads(record.read_text())
     p = plan(img, catalog, config)
-    disk = img.configured(config)
-    # Made under another name and renamed once applied: an apply cut short leaves no disk that
-    # a later cycle would take for the configuration.
-    making = disk.with_name(disk.name + ".making.qcow2")
-    overlay(img.disk, making)
     start = time.monotonic()
-    parts = run_offline(img, spec, making, _script(p), f"applying {config}")
+    parts = made_layer(img.disk, img.configured(config),
+                       lambda disk: run_offline(img, spec, disk, _script(p), f"applying {config}"))
     result = {"config": config, "plan": p.to_json(), "accel": spec.accel, "apply_s": time.monotonic() - start,
               "links": unitconfig.link_change(_links(parts.get("before", "")), _links(parts.get("after", ""))),
               "output": parts.get("output", "")}
-    making.rename(disk)
     record.write_text(json.dumps(result, indent=1) + "\n")
     return result
 

@@ -155,16 +155,12 @@ def disk_for(img: vmimage.Image, config_disk: Path, config: str, spec: vmboard.B
     if on_note:
         on_note(f"writing shoal's board files (boot monitor, shutdown hook) on a layer over {config}'s disk "
                 f"(one boot with init=shoal-offline), then booting it once as a board's first boot")
-    tmp = out.with_name(out.name + ".making.qcow2")
-    vmconfig.overlay(config_disk, tmp)
-    vmconfig.run_offline(img, spec, tmp, script(), f"writing the board layer over {config}")
-    settle(img, spec, tmp, config)
-    tmp.rename(out)
+    def write(disk: Path) -> None:
+        vmconfig.run_offline(img, spec, disk, script(), f"writing the board layer over {config}")
+        settle(img, spec, disk, config)
+
     # Layers of earlier testbed files (another key) are never read again: 20 MB each for ALLU.
-    # (One being made by another run, ".making.", is left to it.)
-    for stale in out.parent.glob(f"{config}-layer-*.qcow2"):
-        if stale != out and ".making." not in stale.name:
-            stale.unlink(missing_ok=True)
+    vmconfig.made_layer(config_disk, out, write, stale=f"{config}-layer-*.qcow2")
     return out
 
 
