@@ -33,7 +33,9 @@ def netns(cluster_id: str) -> set[str]:
     return {name for name in names if name.startswith(f"shoal-{cluster_id}-")}
 
 
-UP = ["-m", "shoal", "cluster", "up", "--emulate", "2xminnowboard", "--no-calibrate", "--host-speed", "1"]
+# One device: a second one's directories (its cgroups under each controller) would only
+# repeat the first one's kill points, at two Python starts each.
+UP = ["-m", "shoal", "cluster", "up", "--emulate", "1xminnowboard", "--no-calibrate", "--host-speed", "1"]
 
 
 def _made_directories(name: str, log: Path) -> list[tuple[str, int]]:
@@ -65,7 +67,8 @@ def test_a_kill_at_any_mkdir_of_cluster_up_leaves_nothing_after_down(tmp_path):
     name = f"k{os.getpid() % 10**6}"
     assert not shoal_cgroups(name) and not netns(name) and state.read(name) is None
     made = _made_directories(name, tmp_path / "mkdir.log")
-    # Namespace files, the state directory and two devices' cgroups were each a kill point.
+    # The state directory, the device's cgroups under each controller, the head's and the
+    # switch's were each a kill point.
     assert len(made) > 6, made
     for syscall, when in made:  # killed as it is about to make each directory
         up = subprocess.run(["strace", "-qq", "-o", "/dev/null", "-e", "trace=mkdir,mkdirat",
