@@ -8,9 +8,10 @@ efficiency" on libshoalsdsm.
         with a Table 1 preset, each device's modelled power; --out DIR keeps
         the report and the bytes between every pair of ranks (a heatmap)
     shoal dsm lab [--experiments E,F,G] [--modes ...] [--mpi MPI,MPI]
-                  [--rounds R] [--quick]
+                  [--rounds R] [--quick] [--emulate SPEC | --cluster FILE]
         Experiments E, F and G side by side for every contender, interleaved
-        rounds; Table 2 in the paper's columns plus J/frame
+        rounds; Table 2 in the paper's columns plus J/frame; Fig. 10's power
+        per node (on an emulated RECS: --emulate 2xcore-i7+4xcortex-a15)
 
 Program options after -- go to shoal-sdsm as they are (e.g. -- --writes 500,
 -- --frames 20 --thetas 180); see docs/dsm.md.
@@ -80,7 +81,11 @@ def register(subparsers) -> None:
                           "the full lab, 8 contenders in 3 rounds, about an hour or more)")
     lab.add_argument("--out", default=None, help="run directory (default runs/dsm-lab-...)")
     lab.add_argument("--json", action="store_true", help="print rows and Table 2 as JSON")
-    lab.set_defaults(func=run_lab)
+    add_cluster_choice(lab.add_argument_group(
+        "where ranks run (default: this machine); G's placement takes its devices' first six "
+        "nodes (e.g. --emulate 2xcore-i7+4xcortex-a15, the RECS), E and F fill every node in "
+        "equal blocks"))
+    lab.set_defaults(func=run_lab, precheck=lambda args: _lab_plan(args))
     p.set_defaults(func=lambda args: (p.print_help(), 0)[1])
 
 
@@ -182,13 +187,21 @@ def _render_run(result, split, devices, mode: str, mpi: str) -> None:
         console.print(dt)
 
 
+def _lab_plan(args):
+    from shoal.dsm import lab
+    from shoal.execute.where import Where
+
+    where = Where(emulate=args.emulate, link=args.link, cluster=args.cluster, attach=args.attach,
+                  dilation=args.dilation, host_speed=args.host_speed, recalibrate=args.recalibrate)
+    return lab.plan(lab.LabRequest(experiments=tuple(e for e in args.experiments.split(",") if e),
+                                   modes=args.modes, mpis=tuple(args.mpi.split(",")),
+                                   rounds=args.rounds, quick=args.quick, out=args.out, where=where))
+
+
 def run_lab(args) -> int:
     from shoal.dsm import lab
 
-    request = lab.LabRequest(experiments=tuple(e for e in args.experiments.split(",") if e),
-                             modes=args.modes, mpis=tuple(args.mpi.split(",")), rounds=args.rounds,
-                             quick=args.quick, out=args.out)
-    planned = lab.plan(request)
+    planned = _lab_plan(args)
     from rich.progress import Progress
 
     with Progress(transient=True) as progress:

@@ -742,6 +742,12 @@ class EmulatedCluster:
         return core is not None and _polling_stalls(limited, float(core), int(entry.get("cores", 1)),
                                                     ranks)
 
+    def device_core_share(self, node: str) -> float:
+        """Host CPU seconds one device core spends per device CPU second (``held_core_share``)."""
+        record = state.read(self.id) or self.record or {}
+        return held_core_share(record.get("cpu_limit", "none") != "none",
+                               record.get("nodes", {}).get(node, {}), self.dilation)
+
     def slack_monitor(self) -> "slack.Monitor":
         """A host-slack monitor over this cluster's devices (use it as a context manager)."""
         record = state.read(self.id) or self.record or {}
@@ -815,6 +821,14 @@ done < "$list"
 export {core_variable}
 exec {pin}"$@"
 """
+
+
+def held_core_share(limited: bool, entry: dict, d: float) -> float:
+    """The share of a host core one core of a device is held to at real time (its recorded
+    ``cpu_fraction`` is at dilation D): what a device CPU second costs in host CPU seconds,
+    the same at any D. 1 where the device is not held (it runs at the host's speed)."""
+    fraction = entry.get("cpu_fraction")
+    return float(fraction) * d if limited and fraction else 1.0
 
 
 def _polling_stalls(limited: bool, core_cpus: float, cores: int, ranks: int) -> bool:

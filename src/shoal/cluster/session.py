@@ -219,6 +219,11 @@ class Cluster:
             return self.emulated.background_counters()
         return {}
 
+    def device_core_share(self, name: str) -> float:
+        """Host CPU seconds per CPU second of node ``name``'s own cores: the share of a host
+        core each of its cores is held to (an emulated device); 1 for a real host."""
+        return 1.0
+
     def default_wait(self, ranks_per_node: int = 1, names: list[str] | None = None) -> str | None:
         """The libshoalwait mode ranks run under when none is asked for (None: not loaded),
         with ``ranks_per_node`` ranks on the first nodes or the nodes ``names``."""
@@ -323,6 +328,9 @@ class EmulatedDevices(Cluster):
             return EMULATED_WAIT
         return None
 
+    def device_core_share(self, name: str) -> float:
+        return self.emulated.device_core_share(name)
+
     def node_power(self, spec: str) -> list[NodePower]:
         """Each device's profile model, driven by the CPU time its cgroup (or namespace) counts."""
         _models_only(spec)
@@ -392,6 +400,10 @@ class SpreadDevices(Cluster):
                                          int(entries[n.name].get("cores", 1)), ranks_per_node) for n in nodes):
             return EMULATED_WAIT
         return None
+
+    def device_core_share(self, name: str) -> float:
+        return _emulated.held_core_share(self.spread.limited(), self.spread.record.get("nodes", {}).get(name, {}),
+                                         self.dilation)
 
     def liveness(self):
         # The hosts of an ssh inventory are asked as real hosts are; Slurm watches its own.

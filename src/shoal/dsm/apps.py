@@ -99,6 +99,7 @@ class Result:
         for r in self.ranks:
             slept = min(sleep.get(r["rank"], 0.0), r["wait_s"])
             rows.append({"rank": r["rank"], "role": r["role"], "host": r.get("host", ""),
+                         "device_core": r.get("device_core"),
                          "wall_s": r["wall_s"],
                          "cpu_s": r["cpu_s"], "compute_s": r["compute_s"],
                          "user_s": max(r["wall_s"] - r["lib_s"], 0.0),
@@ -109,27 +110,45 @@ class Result:
 
 def run_on_cluster(session: Session, mpi: MPIInstall, name: str, args: list[str],
                    blocks: list[tuple[str, int]], mode: str | None = "busy",
-                   impl: str = "sdsm") -> Result:
+                   impl: str = "sdsm", env: dict[str, str] | None = None) -> Result:
     """Run one program on a cluster that is up, ``blocks`` ranks on its nodes in turn
-    (``placement.on_nodes``); the result is in device time."""
+    (``placement.on_nodes``); the result is in device time and device CPU seconds."""
     names = [n for n, _ in blocks]
-    job = session.cluster.job(mpi, len(blocks), [], ranks_per_node=[c for _, c in blocks],
-                              names=names, wildcard=True)   # servers take any source
-    return run(mpi, name, args, job.ranks, mode, impl=impl, job=job, clock=session.clock,
+    # The program's command goes to the cluster, which puts its placement in front (each
+    # rank onto a core of its device, under that core's CPU budget).
+    job = session.cluster.job(mpi, len(blocks), command(mpi, name, impl, args),
+                              ranks_per_node=[c for _, c in blocks], names=names,
+                              wildcard=True)   # servers take any source
+    shares = [session.cluster.device_core_share(n) for n, count in blocks for _ in range(count)]
+    return run(mpi, name, args, job.ranks, mode, impl=impl, job=job, env=env, clock=session.clock,
                timeout_s=session.clock.timeout(1800),
-               place=waiting.devices_place(session.cluster, names))
+               place=waiting.devices_place(session.cluster, names), core_shares=shares)
 
 
-def _undilate(report: dict[str, Any], records: list[dict[str, Any]], clock: DeviceClock) -> None:
-    """Host times to device times: every time of the report and telemetry by the clock."""
+def _to_device(report: dict[str, Any], records: list[dict[str, Any]], clock: DeviceClock,
+               core_shares: list[float]) -> None:
+    """Host measures to device measures: every time of the report and telemetry by the
+    clock; each rank's CPU seconds (its own and its timeline's) over the host-core share its
+    device core is held to (``Cluster.device_core_share``), so a rank that kept its device
+    core busy shows as many CPU seconds as wall seconds. ``cpu_host_s`` keeps the host's."""
+    def share(rank: int) -> float:
+        return core_shares[rank] if rank < len(core_shares) else 1.0
+
     for i, r in enumerate(report["ranks"]):
-        report["ranks"][i] = r = clock.record(r, ("wall_s", "cpu_s", "lib_s", "wait_s", "compute_s"))
+        report["ranks"][i] = r = {**clock.record(r, ("wall_s", "lib_s", "wait_s", "compute_s")),
+                                  "cpu_host_s": r["cpu_s"], "cpu_s": r["cpu_s"] / share(r["rank"])}
         r["quiet"] = [[clock.seconds(a), clock.seconds(b)] for a, b in r["quiet"]]
     for i, t in enumerate(report.get("timeline", [])):
-        report["timeline"][i] = clock.record(t, ("t_s", "cpu_s"))
+        report["timeline"][i] = {**clock.record(t, ("t_s",)),
+                                 "cpu_s": [c / share(t["rank"]) for c in t["cpu_s"]]}
     for rec in records:
         for name, call in rec.get("calls", {}).items():
             rec["calls"][name] = clock.record(call, ("sleep_s",))
+
+
+def command(mpi: MPIInstall, name: str, impl: str, args: list[str]) -> list[str]:
+    """A rank's command line: shoal-sdsm running program ``name`` in ``impl``."""
+    return [str(program(mpi)), name, "--impl", impl, *args]
 
 
 def program(mpi: MPIInstall) -> Path:
@@ -169,25 +188,25 @@ def check_args(name: str, impl: str, ranks: int, chunk_bytes: int | None = None)
 def run(mpi: MPIInstall, name: str, args: list[str], ranks: int, mode: str | None = "busy",
         impl: str = "sdsm", job: Job | None = None, env: dict[str, str] | None = None,
         timeout_s: float = 1800, own_cores: bool = False, clock: DeviceClock = DeviceClock(),
-        place: dict | None = None) -> Result:
-    """Run one program; ``job`` (from a cluster) replaces the local launch, and ``place`` says
-    whose wait calibration its ranks use (None: this host's; shoal.wait.tuning).
+        place: dict | None = None, core_shares: list[float] | None = None) -> Result:
+    """Run one program; ``job`` (from a cluster, made with ``command``) replaces the local
+    launch, and ``place`` says whose wait calibration its ranks use (None: this host's;
+    shoal.wait.tuning).
 
     ``own_cores``: the local ranks wait as they would with a core each (a Table 1
     placement, whose power is modelled so), not as the MPI waits when it knows it is
     oversubscribed (``launch.Job.own_cores``). ``clock``: the job ran on an
     emulated cluster slower than real time; every time in the result is turned
-    into device time by it.
+    into device time by it. ``core_shares``: per rank, the host-core share its device
+    core is held to (its CPU seconds become the device's: ``_to_device``).
 
     ``mode`` None runs without libshoalwait (the MPI's own waiting, e.g. with
     one of its ``wait_knobs`` set through ``env``).
     """
-    exe = program(mpi)
-    argv = [str(exe), name, "--impl", impl, *args]
     if job is None:
-        job = Job(mpi, ranks, argv, rank_env=dict(env or {}), own_cores=own_cores)
+        job = Job(mpi, ranks, command(mpi, name, impl, args), rank_env=dict(env or {}),
+                  own_cores=own_cores)
     else:
-        job.argv = argv
         job.rank_env.update(env or {})
     tel_dir = Path(tempfile.mkdtemp(prefix="shoal-dsm-"))
     try:
@@ -208,8 +227,8 @@ def run(mpi: MPIInstall, name: str, args: list[str], ranks: int, mode: str | Non
                              f"failed (exit {done.returncode}): {first}")
         records = telemetry.read_dir(tel_dir) if mode is not None else []
         report = json.loads(lines[-1])
-        if clock.dilation != 1.0:
-            _undilate(report, records, clock)
+        if clock.dilation != 1.0 or any(c != 1.0 for c in core_shares or []):
+            _to_device(report, records, clock, core_shares or [])
         return Result(name, impl, mode, mpi.name, clock.seconds(launch_s), report, records)
     finally:
         shutil.rmtree(tel_dir, ignore_errors=True)

@@ -16,6 +16,11 @@ shoal.mpi.kinds), linear:0,1000,1 (the seed's adaptive receive: Adaptive
 Aggressive), degraded+linear:0,1000,1 (the same with the Degraded knob set: Adaptive
 Degraded), static sleeps of 0 and 100 us, backoff and auto. Rounds interleave the contenders so a slow
 moment of a shared machine hits all of them alike.
+
+Here every rank shares this machine's cores; on a cluster (``LabRequest.where``: emulated devices
+or hosts) G's placement puts its devices on the first nodes, each rank with its device's own CPU,
+and E and F fill the nodes in equal blocks. Times are then the devices' and CPU seconds those of
+the devices' cores (``apps.run_on_cluster``), so Fig. 10's busy shares are the devices' own.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from shoal import environment
 from shoal.dsm import apps, placement
@@ -31,6 +36,10 @@ from shoal.errors import ShoalError
 from shoal.mpi.base import MPIInstall
 from shoal.runs.store import Run
 from shoal.wait import lab as wait_lab
+
+if TYPE_CHECKING:
+    from shoal.execute.session import Session
+    from shoal.execute.where import Where
 
 EXPERIMENTS = ("E", "F", "G")
 DEFAULT_MODES = ("busy", "degraded", "linear:0,1000,1", "degraded+linear:0,1000,1", "sleep:0",
@@ -216,10 +225,24 @@ def _keep_details(run: Run, sc: Scenario, result: apps.Result, tag: dict[str, An
                 placement.preset(sc.preset), result.report.get("timeline", []), period)])
 
 
+def _launch(sc: Scenario, mpi: MPIInstall, c: Contender, session: "Session | None") -> apps.Result:
+    """One launch of a scenario under a contender: here (a placement's ranks each as if with a
+    core of their own), or on a cluster that is up (a placement's devices on its first nodes,
+    else the ranks in equal blocks: ``placement.on_nodes``)."""
+    if session is None:
+        return apps.run(mpi, sc.app, list(sc.args), sc.ranks, c.mode, env=c.env,
+                        own_cores=sc.preset is not None)
+    chosen = placement.preset(sc.preset) if sc.preset else None
+    blocks = placement.on_nodes(chosen, sc.ranks, [n.name for n in session.cluster.nodes])
+    return apps.run_on_cluster(session, mpi, sc.app, list(sc.args), blocks, c.mode, env=c.env)
+
+
 def run_lab(run: Run, mpis: list[MPIInstall], experiments: tuple[str, ...],
             modes: tuple[str, ...] = DEFAULT_MODES, rounds: int = 3, quick: bool = False,
-            on_done: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
-    """Every scenario under every contender, ``rounds`` interleaved rounds."""
+            on_done: Callable[[dict[str, Any]], None] | None = None,
+            session: "Session | None" = None) -> list[dict[str, Any]]:
+    """Every scenario under every contender, ``rounds`` interleaved rounds (on ``session``'s
+    cluster when one is given)."""
     plan = [sc for e in experiments for sc in scenarios(e, quick)]
     done = {(r["experiment"], r["app"], r["mpi"], r["contender"], str(r["round"]))
             for r in run.rows("results")}
@@ -236,8 +259,7 @@ def run_lab(run: Run, mpis: list[MPIInstall], experiments: tuple[str, ...],
                                            "mpi": mpi.name, "contender": label, "round": rnd,
                                            "status": "ok"}
                     try:
-                        result = apps.run(mpi, sc.app, list(sc.args), sc.ranks, c.mode,
-                                          env=c.env, own_cores=sc.preset is not None)
+                        result = _launch(sc, mpi, c, session)
                         row.update(measure(sc, result))
                     except ShoalError as exc:
                         row["status"] = f"failed: {exc}"
@@ -353,6 +375,7 @@ class LabRequest:
     rounds: int | None = None           # None: 3, or 1 with ``quick``
     quick: bool = False
     out: Path | None = None
+    where: "Where | None" = None        # a cluster to run on (None: this machine)
 
 
 @dataclass
@@ -411,6 +434,12 @@ def plan(request: LabRequest) -> LabPlan:
         raise ShoalError(f"--rounds {rounds}: need at least 1")
     modes = parse_contenders(request.modes) if request.modes or not request.quick else QUICK_MODES
     mpis = discover.resolve_each(request.mpis)
+    if request.where is not None:
+        request.where.validate()
+    if request.where is not None and request.where.on_cluster:
+        nodes = [n.name for n in request.where.inventory().nodes]
+        for sc in (sc for e in request.experiments for sc in scenarios(e, request.quick)):
+            placement.on_nodes(placement.preset(sc.preset) if sc.preset else None, sc.ranks, nodes)
     return LabPlan(request, mpis, modes, rounds)
 
 
@@ -426,7 +455,14 @@ def run(lab: LabPlan, argv: list[str],
                         experiments=list(request.experiments), rounds=lab.rounds, quick=request.quick,
                         host=hostfacts.collect())
     try:
-        run_lab(record, lab.mpis, request.experiments, lab.modes, lab.rounds, request.quick, on_done=on_done)
+        if request.where is not None and request.where.on_cluster:
+            with request.where.open(record) as session:
+                record.update_manifest(cluster={**session.describe(), "dilation": session.dilation})
+                run_lab(record, lab.mpis, request.experiments, lab.modes, lab.rounds, request.quick,
+                        on_done=on_done, session=session)
+        else:
+            run_lab(record, lab.mpis, request.experiments, lab.modes, lab.rounds, request.quick,
+                    on_done=on_done)
     except KeyboardInterrupt:
         record.finish("interrupted", reason=proc.stop_reason())
         raise Interrupted(f"interrupted; finished runs are in {record.path}") from None

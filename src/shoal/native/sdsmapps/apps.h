@@ -29,7 +29,7 @@ typedef struct {
     uint64_t msgs_sent, bytes_sent, hash, nquiet;
     char host[64];                           /* where the rank ran (gethostname) */
     int role;                                /* ROLE_* */
-    int pad;
+    int device_core;                         /* core of its emulated device (SHOAL_DEVICE_CORE), -1 elsewhere */
 } report_t;
 
 enum { ROLE_SERVER, ROLE_CLIENT, ROLE_IO, ROLE_INPUT, ROLE_OUTPUT, ROLE_TASK, ROLE_SEQ };

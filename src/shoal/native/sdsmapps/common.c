@@ -124,6 +124,8 @@ void fill_report(report_t *r, sdsm_t *s, double t0, double cpu0)
     r->cpu_s = cpu_s() - cpu0;
     if (gethostname(r->host, sizeof r->host - 1) != 0)
         strcpy(r->host, "?");
+    const char *core = getenv("SHOAL_DEVICE_CORE");
+    r->device_core = core && *core ? atoi(core) : -1;
     if (s) {
         sdsm_stats_t st;
         sdsm_stats(s, &st);
@@ -181,10 +183,14 @@ void finish(const char *app, const opts_t *o, report_t *me, const char *extra_js
            world_size, extra_json && *extra_json ? ", " : "", extra_json ? extra_json : "");
     for (int r = 0; r < world_size; r++) {
         report_t *x = &all[r];
-        printf("%s{\"rank\": %d, \"role\": \"%s\", \"host\": \"%s\", \"wall_s\": %.9f, \"cpu_s\": %.9f, "
+        char core[16] = "null";
+        if (x->device_core >= 0)
+            snprintf(core, sizeof core, "%d", x->device_core);
+        printf("%s{\"rank\": %d, \"role\": \"%s\", \"host\": \"%s\", \"device_core\": %s, "
+               "\"wall_s\": %.9f, \"cpu_s\": %.9f, "
                "\"lib_s\": %.9f, \"wait_s\": %.9f, \"compute_s\": %.9f, \"frames\": %.0f, "
                "\"msgs_sent\": %llu, \"bytes_sent\": %llu, \"hash\": \"%016llx\", \"quiet\": [",
-               r ? ", " : "", r, role_name(x->role), x->host, x->wall_s, x->cpu_s, x->lib_s, x->wait_s,
+               r ? ", " : "", r, role_name(x->role), x->host, core, x->wall_s, x->cpu_s, x->lib_s, x->wait_s,
                x->compute_s, x->frames, (unsigned long long)x->msgs_sent,
                (unsigned long long)x->bytes_sent, (unsigned long long)x->hash);
         for (uint64_t q = 0; q < x->nquiet && q < 64; q++)
