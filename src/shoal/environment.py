@@ -74,8 +74,8 @@ USERNS_SCOPED = Variable("SHOAL_USERNS_SCOPED", "set by shoal once the command r
 CGROUP_DELEGATED = Variable("SHOAL_CGROUP_DELEGATED", "set by shoal: the v2 cgroup prepared for "
                             "this command's devices", "unset", reader="internal")
 DEVICE_CORE = Variable("SHOAL_DEVICE_CORE", "set by shoal in each rank on an emulated device: "
-                       "the device core it runs on (what the user-space CPU limit reads)", "unset",
-                       reader="internal")
+                       "the device core it runs on (what the user-space CPU limit reads, and "
+                       "shoal-sdsm reports)", "unset", reader="native")
 DEVICE_RANK = Variable("SHOAL_DEVICE_RANK", "set by shoal in each rank started from the head "
                        "(the head launch layout): its index among the ranks of its device", "unset",
                        reader="internal")
