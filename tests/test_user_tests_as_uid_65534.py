@@ -3,10 +3,11 @@
 Twice, as two tests that parallel runs of the suite start at once: without any cgroup, all
 of them and the bad-input cases whose command emulates devices here (tests/badinput: such a
 command re-runs itself in a user namespace for an ordinary user, so it must refuse bad input
-before; every other case takes the path root's run of the corpus takes); inside a cpu cgroup delegated to that user (its own v1 group owned by it, or a v2
-group it may divide), those marked ``cgroup``, whose outcome turns on it (the others, a
-study among them, would repeat the first run's paths: the devices' limiter is what differs,
-and the marked tests check it). The user's environment is a venv made from the system
+before; every other case takes the path root's run of the corpus takes); inside a cpu
+cgroup delegated to that user (its own v1 group owned by it, or a v2 group it may divide),
+those marked ``cgroup``, whose outcome turns on it (the others, a study among them, would
+repeat the first run's paths: the devices' limiter is what differs, and the marked tests
+check it). The user's environment is a venv made from the system
 Python (scripts/unprivileged-venv.sh, cached under /var/tmp) with shoal from this
 repository's src/, a fresh HOME, a fresh cache in which the user builds the native
 programs, and a PATH without /usr/sbin. Run as an ordinary user, it runs tests/user as is.
