@@ -102,6 +102,10 @@ WAIT_SLACK_NS = Variable("SHOAL_WAIT_SLACK_NS", "libshoalwait: timer slack of sl
 WAIT_FLOOR_NS = Variable("SHOAL_WAIT_FLOOR_NS", "libshoalwait: the shortest sleep this device "
                          "really sleeps (ns); backoff and auto spin until 1/8 of the time waited "
                          "covers it (set from shoal wait calibrate)", "0 (unknown)", reader="native")
+WAIT_DILATION = Variable("SHOAL_WAIT_DILATION", "libshoalwait: how many times slower than real "
+                         "time the ranks' device runs; every duration the other SHOAL_WAIT* "
+                         "variables give is device time, and sleeps and the timer slack last that "
+                         "many times longer (set by emulated clusters)", "1", reader="native")
 WAIT_CALIBRATION = Variable("SHOAL_WAIT_CALIBRATION", "'off': launches keep libshoalwait's fixed "
                             "defaults instead of this host's or device's stored calibration "
                             "(shoal wait calibrate)", "use it", "use")
@@ -139,11 +143,11 @@ BENCH_CRASH = Variable("SHOAL_BENCH_CRASH", "tests only: this rank of the benchm
 
 ALL = (MPI, CACHE, RUNS, PROFILES, SSH, STATE_DIR, CGROUP_ROOT, USERNS, USERNS_INSIDE,
        USERNS_OWNER, DEVICE_CORE, DEVICE_RANK, DEVICE_PLACEMENT, LINK_EMULATOR, SYSFS_ROOT, PROC_ROOT, POWER_FASTPOLL, WAIT, WAIT_CLASSES, WAIT_TELEMETRY,
-       WAIT_SLACK_NS, WAIT_FLOOR_NS, WAIT_CALIBRATION, WAIT_WAKE, WAIT_SEND_EAGER_B, WAIT_ALLTOALL,
+       WAIT_SLACK_NS, WAIT_FLOOR_NS, WAIT_DILATION, WAIT_CALIBRATION, WAIT_WAKE, WAIT_SEND_EAGER_B, WAIT_ALLTOALL,
        PLANTCAST, PLANTCAST_IF, PLANTCAST_RATE_BPS, PLANTCAST_MIN_B, PLANTCAST_IDLE_S, PLANTCAST_WAIT_S,
        PLANTCAST_STATS, BENCH_CORRUPT, BENCH_CRASH)
 #: libshoalwait's variables: passed to ranks, and recorded with benchmark runs.
-WAIT_VARIABLES = (WAIT, WAIT_CLASSES, WAIT_TELEMETRY, WAIT_SLACK_NS, WAIT_FLOOR_NS, WAIT_WAKE,
+WAIT_VARIABLES = (WAIT, WAIT_CLASSES, WAIT_TELEMETRY, WAIT_SLACK_NS, WAIT_FLOOR_NS, WAIT_DILATION, WAIT_WAKE,
                   WAIT_SEND_EAGER_B, WAIT_ALLTOALL)
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from shoal import cluster
+from shoal import cluster, environment
 from shoal.cluster import cpulimit, emulated, inventory, linkemu, matrix, shaping, slack, state
 from shoal.cluster.emulated import EmulatedCluster
 from shoal.errors import ShoalError
@@ -305,6 +305,8 @@ def test_each_rank_runs_on_a_core_of_its_own_with_that_cores_budget(any_mpi):
         record = state.read(c.emulated.id)
         entry = record["nodes"]["minnowboard1"]
         job = c.job(any_mpi, nodes=1, ranks_per_node=2, argv=[sys.executable, "-c", _WHERE_AM_I])
+        # libshoalwait's durations are the device's: its ranks are told the dilation.
+        assert job.rank_env[environment.WAIT_DILATION.name] == "2"
         proc = subprocess.run(job.command()[0], env=job.popen_env(), capture_output=True,
                               text=True, timeout=120)
         assert proc.returncode == 0, proc.stderr

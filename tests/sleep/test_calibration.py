@@ -105,6 +105,23 @@ def test_a_launch_takes_what_the_user_did_not_set(monkeypatch):
     assert tuning.apply(parse_mode("backoff"), None) == tuning.Tuning("backoff")
 
 
+def test_a_device_calibration_is_found_at_any_dilation_and_passed_as_device_time(store, monkeypatch):
+    """A calibration holds host time; libshoalwait on a device at dilation D stretches what it
+    is given by D, so a launch there passes the calibration's durations over D."""
+    monkeypatch.delenv(environment.WAIT_SLACK_NS.name, raising=False)
+    monkeypatch.delenv(environment.WAIT_FLOOR_NS.name, raising=False)
+    measured_at = calibration_store.device_key("odroid-xu4", 0.25, dilation=2.0)
+    calibration_store.store(_made_up(measured_at, 30000))
+    launch = calibration_store.device_key("odroid-xu4", 0.25, dilation=3.0)
+    assert calibration_store.lookup(launch)[0].key["dilation"] == 2.0   # the same place
+    assert tuning.for_launch(parse_mode("linear"), launch).mode == "linear:0,100000,10000"
+    backoff = tuning.for_launch(parse_mode("backoff"), launch)
+    assert backoff.env == {environment.WAIT_FLOOR_NS.name: "10000", environment.WAIT_SLACK_NS.name: "0"}
+    # Rounded, a step or a floor is never 0 ns (0 would be "none").
+    tiny = tuning.in_device_time(_made_up(launch, 1), 3.0)
+    assert (tiny.dstep_ns, tiny.floor_ns, tiny.dmax_ns) == (1, 1, 3)
+
+
 def test_launches_use_the_stored_calibration_unless_switched_off(store, monkeypatch):
     calibration_store.store(_made_up(calibration_store.host_key(), 25000))
     used = tuning.for_launch(parse_mode("linear"))

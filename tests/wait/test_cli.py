@@ -10,6 +10,7 @@ import pytest
 from shoal.cli import main
 from shoal.cli import waitlab as waitlab_cli
 from shoal.runs.store import Run
+from shoal.wait import lab
 from tests.wait.helpers import waittest
 
 
@@ -183,7 +184,7 @@ def test_waitlab_rhythm_experiments(tmp_path, capfd, monkeypatch):
     assert sorted(zip(results["experiment"], results["contender"])) == [
         ("P10ms", "backoff"), ("P10ms", "busy"), ("poisson", "backoff"), ("poisson", "busy")]
     assert set(results["status"]) == {"ok"}
-    assert dict(zip(results["experiment"], results["messages"])) == {"P10ms": 40, "poisson": 16}
+    assert dict(zip(results["experiment"], results["messages"])) == {"P10ms": 40, "poisson": lab.POISSON_QUICK}
     assert (results["reaction_p50_s"] > 0).all() and (results["reaction_p99_s"] > 0).all()
     # The receiver that spins uses a core; the one that sleeps far less of it.
     busy, backoff = (results[results["contender"] == c]["cpu_load"].max() for c in ("busy", "backoff"))
@@ -199,11 +200,13 @@ def test_waitlab_plan_as_a_library_call(mpich):
     """`wait.lab.plan` without the command line: the defaults of --quick, modes with commas
     kept whole, the launches counted; a bad request refused before anything runs."""
     from shoal.errors import ShoalError
-    from shoal.wait import lab
 
     quick = lab.plan(lab.LabRequest(mpis=("mpich",), quick=True))
     assert quick.modes == lab.QUICK_MODES and quick.experiments == lab.QUICK_EXPERIMENTS
-    assert "auto" in quick.modes and "C" in quick.experiments
+    assert "C" in quick.experiments
+    # Every mode a user can choose runs in a first look (seed003 is the linear ramp).
+    names = {"linear" if m == "seed003" else m.partition(":")[0] for m in quick.modes}
+    assert names == {"busy", "yield", "sleep", "linear", "backoff", "auto", "event"}
     # + MPICH's first knob; Experiment C: 4 sweeps and 2 cyclictest runs on this host.
     assert quick.total == (len(lab.QUICK_MODES) + 1) * (len(lab.QUICK_EXPERIMENTS) - 1) + 6
     emulated = lab.plan(lab.LabRequest(mpis=("mpich",), quick=True, emulate="2xrpi3+1xodroid-xu4"))

@@ -11,10 +11,11 @@ gaps of 10 ms, 100 ms and 1 s and Poisson arrivals (mean 100 ms), and the S-DSM
 patterns Full, Burst and Lock under each libshoalwait mode and each MPI's own
 options, and writes one run directory (results.csv, load.csv, reaction.csv,
 sleep.csv, sleep_summary.csv, PNG/SVG figures).
-``--quick`` is a first look: busy, seed003, backoff and auto beside each MPI's
+``--quick`` is a first look: every wait mode a user can choose (busy, yield,
+sleep:100, seed003, backoff, auto, event) beside each MPI's
 first own option, every experiment but P10ms and P1s, fewer messages and
 shorter pauses (D: x1.25 steps from 1 us to 20 ms; C: 10 us steps, 5 measures
-each, 2 s of cyclictest); about 2 minutes for both MPIs on a 2-core host. The
+each, 2 s of cyclictest); about 2.5 minutes for both MPIs on a 2-core host. The
 full lab (every mode and option, every experiment at the paper's lengths,
 about 80 s of experiments per contender) takes about 25 minutes for both.
 """
@@ -39,7 +40,7 @@ def register(subparsers) -> None:
              "'Adaptive message passing polling for energy efficiency'",
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--quick", action="store_true",
-                   help="a first look: fewer contenders and messages, no P10ms or P1s (about 2 min for both MPIs; "
+                   help="a first look: one contender per mode, fewer messages, no P10ms or P1s (about 2.5 min for both MPIs; "
                         "the full lab about 25 min)")
     p.add_argument("--mpi", type=typed.text, default=",".join(kinds.names()),
                    help=f"comma list of MPIs ({', '.join(kinds.names())}, system or paths); "
@@ -153,8 +154,8 @@ def _sleep_table(record: Run) -> None:
     console = Console()
     console.print("[bold]C: clock_nanosleep, requested 0..1 ms (late = measured - requested)[/]",
                   soft_wrap=True)
-    table = narrow_table(["place", "load", "slack", "at 0\np50 µs", "slope", "late\np50 µs", "late\np99 µs"],
-                         left=("place", "load", "slack"))
+    table = narrow_table(["place", "load", "slack", "at 0\np50 µs", "slope", "late\np50 µs", "late\np99 µs",
+                          "CPU per\nsleep µs"], left=("place", "load", "slack"))
     notes = []
     sweeps = {(r["device"], r["load"], r["slack"]): r for r in rows if r["source"] == "sweep"}
     for r in rows:
@@ -168,7 +169,8 @@ def _sleep_table(record: Run) -> None:
             table.add_row(*cells, "[red]failed[/]")
             continue
         table.add_row(*cells, _num(r["offset_zero_s"], 1e6, "{:.1f}"), _num(r["slope"], 1, "{:.3f}"),
-                      _num(r["lateness_p50_s"], 1e6, "{:.1f}"), _num(r["lateness_p99_s"], 1e6, "{:.1f}"))
+                      _num(r["lateness_p50_s"], 1e6, "{:.1f}"), _num(r["lateness_p99_s"], 1e6, "{:.1f}"),
+                      _num(r.get("wake_cpu_s"), 1e6, "{:.1f}"))
     console.print(table)
     dilated = sorted({(r["device"], r["dilation"]) for r in rows if float(r["dilation"] or 1) > 1})
     if dilated:

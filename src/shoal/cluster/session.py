@@ -158,6 +158,9 @@ class Cluster:
             job = self._job(mpi, chosen, counts, list(argv), dict(rank_env or {}))
         if wildcard:
             job.rank_env.update(self._wildcard_env(mpi))
+        if self.dilation != 1.0:
+            # libshoalwait's durations are the device's: its sleeps stretch with the clock.
+            job.rank_env.setdefault(environment.WAIT_DILATION.name, f"{self.dilation:.9g}")
         if self.bcast == "multicast":
             from shoal.cluster import plantcast
 

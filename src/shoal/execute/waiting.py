@@ -42,7 +42,8 @@ def devices_place(where: "Cluster", names: list[str]) -> dict:
     if len(profiles) != 1:
         return {}
     profile = profiles.pop()
-    return calibration_store.device_key(profile, calibrate.device_quota(where.emulated, profile))
+    return calibration_store.device_key(profile, calibrate.device_quota(where.emulated, profile),
+                                        where.dilation)
 
 
 def wait_setup(mode: str | None, mpi: "MPIInstall", place: dict | None = None) -> tuple[dict[str, str], str]:

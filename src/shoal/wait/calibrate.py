@@ -127,6 +127,7 @@ def run(emulate: str | None = None, inventory: str | None = None, load: str = "i
     with clusters.open(emulate=emulate, inventory=inventory, at_once=alone) as devices:
         emulated = devices.emulated
         for place in sleepaccuracy.device_places(emulated):
-            key = calibration_store.device_key(place.profile, device_quota(emulated, place.profile))
+            key = calibration_store.device_key(place.profile, device_quota(emulated, place.profile),
+                                               emulated.dilation)
             keep(_one(place, key, load, say))
     return done

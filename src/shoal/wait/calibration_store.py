@@ -23,6 +23,9 @@ from shoal.wait.calibration import Calibration
 CACHE_NAME = "wait-calibration.json"
 # What a sleep's accuracy depends on, beside the place itself.
 HOST_FIELDS = ("cpu_model", "kernel", "machine")
+# What a place's key also says but does not choose the calibration by: the cluster's
+# dilation (a calibration is host time at the quota; a launch turns it into device time).
+LAUNCH_FIELDS = ("dilation",)
 
 
 def host_key() -> dict[str, str]:
@@ -30,9 +33,11 @@ def host_key() -> dict[str, str]:
             "machine": platform.machine()}
 
 
-def device_key(profile: str, quota: float) -> dict[str, Any]:
-    """An emulated device of ``profile`` whose cores each get ``quota`` of a host core."""
-    return {**host_key(), "profile": profile, "quota": round(float(quota), 4)}
+def device_key(profile: str, quota: float, dilation: float = 1.0) -> dict[str, Any]:
+    """An emulated device of ``profile`` whose cores each get ``quota`` of a host core, on a
+    cluster ``dilation`` times slower than real time."""
+    return {**host_key(), "profile": profile, "quota": round(float(quota), 4),
+            "dilation": float(dilation)}
 
 
 def store_file() -> Path:
@@ -43,7 +48,8 @@ def store_file() -> Path:
 
 def _place(key: dict[str, Any]) -> str:
     """The entry's place without the host: the same profile and quota on any host."""
-    return json.dumps({k: v for k, v in key.items() if k not in HOST_FIELDS}, sort_keys=True)
+    return json.dumps({k: v for k, v in key.items() if k not in HOST_FIELDS + LAUNCH_FIELDS},
+                      sort_keys=True)
 
 
 def _entries() -> dict[str, Any]:

@@ -23,7 +23,7 @@ from shoal.wait.sleepaccuracy import CONDITIONS, Condition, Place, Sweep
 SUMMARY_COLUMNS = [
     "device", "profile", "dilation", "source", "load", "slack", "status", "timer_slack_s", "spinners", "measures",
     "planned_measures", "offset_zero_s", "offset_zero_p99_s", "slope", "intercept_s", "lateness_p50_s", "lateness_p99_s",
-    "longest_s", "lateness_longest_p50_s", "lateness_longest_p99_s",
+    "longest_s", "lateness_longest_p50_s", "lateness_longest_p99_s", "wake_cpu_s",
 ]
 SLEEP_COLUMNS = ["device", "profile", "load", "slack", "requested_s", "measured_s"]
 # cyclictest idle and loaded, at the kernel's default slack (it sets none).
@@ -73,7 +73,8 @@ def run_experiment(run: Run, places: list[Place], sweep: Sweep, quick: bool,
                                      for r, m in zip(requested, measured)), columns=SLEEP_COLUMNS)
                 row.update(sleepaccuracy.summarize(requested, measured),
                            timer_slack_s=facts["timer_slack_ns"] * 1e-9, spinners=facts["spinners"],
-                           planned_measures=facts["planned"])
+                           planned_measures=facts["planned"],
+                           wake_cpu_s=sleepaccuracy.wake_cpu_s(facts))
             keep(row)
         for condition in CYCLICTEST_CONDITIONS:
             if (place.device, "cyclictest", condition.load, condition.slack) in done:

@@ -51,15 +51,17 @@ from shoal.wait.modes import parse_mode
 
 EXPERIMENTS = ("C", "A", "D", "P10ms", "P100ms", "P1s", "poisson", "full", "burst", "lock")
 # Regular gaps (s) and how many messages, quick and not.
-PERIODIC = {"P10ms": (0.01, 40, 500), "P100ms": (0.1, 16, 100), "P1s": (1.0, 10, 30)}
+PERIODIC = {"P10ms": (0.01, 40, 500), "P100ms": (0.1, 12, 100), "P1s": (1.0, 10, 30)}
+POISSON_QUICK = 12   # Poisson arrivals' count in --quick (else 200)
 LEARNING = 8   # first messages of a rhythm, left out of its reaction quantiles
 DEFAULT_MODES = ("busy", "yield", "sleep:100", "linear:1,1000,1", "seed003", "degraded+seed003",
                  "backoff", "auto")
-# A first look (--quick): the MPI's own waiting (busy and its first option), the seed's,
-# libshoalwait's default and its self-tuning mode; one rhythm (100 ms) and Poisson arrivals
-# beside C, A, D and the S-DSM patterns. A launch costs one of the MPIs 1-2 s here, so each
-# contender more costs 15-20 s.
-QUICK_MODES = ("busy", "seed003", "backoff", "auto")
+# A first look (--quick): the MPI's own waiting (busy and its first option) and every mode a
+# user can choose (yield, a fixed sleep, the seed's linear ramp, backoff, auto, event); one
+# rhythm (100 ms) and Poisson arrivals, 12 messages each (4 past the learning ones), beside
+# C, A, D and the S-DSM patterns. A launch costs one of the MPIs 1-2 s here, so each
+# contender costs about 15 s.
+QUICK_MODES = ("busy", "yield", "sleep:100", "seed003", "backoff", "auto", "event")
 QUICK_EXPERIMENTS = tuple(e for e in EXPERIMENTS if e not in ("P10ms", "P1s"))
 
 RESULT_COLUMNS = [
@@ -96,7 +98,7 @@ class Devices:
 
         quota = calibrate.device_quota(cluster.emulated, second.profile.name)
         return cls(cluster, (first.name, second.name), quota,
-                   calibration_store.device_key(second.profile.name, quota))
+                   calibration_store.device_key(second.profile.name, quota, cluster.dilation))
 
 
 @dataclass(frozen=True)
@@ -171,7 +173,7 @@ def scenario(experiment: str, quick: bool) -> tuple[int, list[str]]:
                    "--size", "8"]
     if experiment == "poisson":
         return 2, ["gaps", "--poisson", "0.1", "--seed", "1", "--count",
-                   "16" if quick else "200", "--size", "8"]
+                   str(POISSON_QUICK) if quick else "200", "--size", "8"]
     if experiment == "full":
         return 3, ["full", "--writes", "300" if quick else "2000"]
     if experiment == "burst":

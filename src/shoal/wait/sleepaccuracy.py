@@ -17,7 +17,8 @@ costs), the slope and intercept of measured against requested (through each step
 median, so a shared machine's rare stalls do not tilt it), the lateness
 (measured - requested) p50 and p99 over the sweep, and the lateness at the longest
 sleep (1 ms), which is what cyclictest measures at its default 1 ms interval; the
-same place's cyclictest median and p99 come beside it (shoal.wait.cyclictest).
+same place's cyclictest median and p99 come beside it (shoal.wait.cyclictest); and the
+sleeper's CPU per sleep (``wake_cpu_s``, host seconds), the price of one wake-up there.
 """
 
 from __future__ import annotations
@@ -127,6 +128,13 @@ def parse(stdout: str) -> tuple[dict[str, Any], np.ndarray, np.ndarray]:
     if len(pairs) != facts["measures"] or not len(pairs):
         raise ShoalError(f"shoal-sleepsweep printed {len(pairs)} measures of {facts['measures']}")
     return facts, pairs[:, 0] * 1e-9, pairs[:, 1] * 1e-9
+
+
+def wake_cpu_s(facts: dict[str, Any]) -> float | None:
+    """The sleeper's CPU per sleep (host s): the system call, the timer and the wake-up, what
+    every wake-up of a waiting rank costs here. None where the program could not read it."""
+    cpu, measures = facts.get("cpu_s", -1), facts.get("measures", 0)
+    return cpu / measures if cpu >= 0 and measures else None
 
 
 def summarize(requested: np.ndarray, measured: np.ndarray) -> dict[str, float]:

@@ -8,6 +8,11 @@ its quota) for each parameter the user did not set:
 every sleeping mode  the timer slack, unless SHOAL_WAIT_SLACK_NS is set or the
                      launch gives its own (``seed003`` keeps the kernel's)
 
+A calibration holds host time; on an emulated device (a key with a dilation D) the
+library takes its durations as device time (SHOAL_WAIT_DILATION) and stretches them by
+D, so a launch there passes the calibration's durations divided by D: the sleeps last
+what was measured.
+
 With no calibration stored (or SHOAL_WAIT_CALIBRATION=off) the library's fixed
 defaults stand. A calibration of this host measured on another CPU or kernel is not
 used: one line says so, and the host is measured again (a few seconds); a device's
@@ -16,6 +21,7 @@ is not used either, and the line says how to measure it again.
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from dataclasses import dataclass, field
 from typing import Any, Mapping
@@ -56,11 +62,23 @@ class Tuning:
                 f"  from the calibration of {cal.label()} (floor {cal.floor_ns / 1e3:.1f} µs)"]
 
 
+def in_device_time(cal: Calibration, dilation: float) -> Calibration:
+    """``cal``'s durations as device time at ``dilation`` (each at least 1 ns where it was).
+    The slack stays: it is a choice (1 ns, or 0: the kernel's), not a measure."""
+    if dilation == 1.0:
+        return cal
+    step = max(1, round(cal.dstep_ns / dilation))
+    return dataclasses.replace(cal, dmin_ns=round(cal.dmin_ns / dilation),
+                               dmax_ns=max(step, round(cal.dmax_ns / dilation)), dstep_ns=step,
+                               floor_ns=max(1, round(cal.floor_ns / dilation)) if cal.floor_ns else 0)
+
+
 def apply(mode: WaitMode, cal: Calibration | None, slack_given: bool = False,
-          given: Mapping[str, str] | None = None) -> Tuning:
+          given: Mapping[str, str] | None = None, dilation: float = 1.0) -> Tuning:
     """The mode text and SHOAL_WAIT_* variables ``cal`` gives ``mode``, leaving alone what the
     user set: the mode's own parameters, and SHOAL_WAIT_SLACK_NS or SHOAL_WAIT_FLOOR_NS in
-    this environment or in ``given`` (the ranks' own environment)."""
+    this environment or in ``given`` (the ranks' own environment). ``dilation``: the ranks'
+    device runs that many times slower than real time (their durations are device time)."""
     if cal is None or mode.name in _NEVER_SLEEP:
         return Tuning(mode.text, {}, cal if mode.name not in _NEVER_SLEEP else None)
     given = given or {}
@@ -70,10 +88,11 @@ def apply(mode: WaitMode, cal: Calibration | None, slack_given: bool = False,
 
     text, env = mode.text, {}
     explicit = ":" in mode.text
+    device = in_device_time(cal, dilation)
     if mode.name == "linear" and not explicit:
-        text = cal.linear
+        text = device.linear
     if (mode.name == "auto" or mode.name == "backoff" and not explicit) and unset(environment.WAIT_FLOOR_NS):
-        env[environment.WAIT_FLOOR_NS.name] = str(cal.floor_ns)
+        env[environment.WAIT_FLOOR_NS.name] = str(device.floor_ns)
     if not slack_given and unset(environment.WAIT_SLACK_NS):
         env[environment.WAIT_SLACK_NS.name] = str(cal.slack_ns)
     return Tuning(text, env, cal)
@@ -133,6 +152,6 @@ def for_launch(mode: WaitMode, key: dict[str, Any] | None = None, slack_given: b
     if key == {}:
         return Tuning(mode.text, note="no calibration is kept for these ranks' hosts")
     cal, note = stored_for(key or calibration_store.host_key())
-    tuning = apply(mode, cal, slack_given, given)
+    tuning = apply(mode, cal, slack_given, given, float((key or {}).get("dilation", 1.0)))
     return Tuning(tuning.mode, tuning.env, tuning.calibration, note)
 

@@ -8,14 +8,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <time.h>
 
 struct sw_config sw_cfg = {
     .mode = SW_BUSY, .mode_text = "busy", .classes = SW_P2P | SW_SEND | SW_COLL,
     .dmin_ns = 1, .dmax_ns = 1000, .dstep_ns = 1,
     .spin_ns = 50000, .cap_ns = 10000000, .target = 0.05,
-    .slack_ns = 1, .send_eager_B = 16384, .floor_ns = 0,
+    .slack_ns = 1, .send_eager_B = 16384, .floor_ns = 0, .dilation = 1.0,
 };
+
+/* The policy's own durations in device time (policy.c), scaled like the rest. */
+#define LONG_NS 1000000      /* waits at least this long carry the site's rhythm (shorter: a burst) */
+#define MIN_MARGIN_NS 20000  /* the window around a prediction is never narrower */
+#define MIN_CAP_NS 50000     /* the cap a rhythm sets is never below this */
+#define FIRST_SLEEP_NS 1000  /* the first exponential sleep where no floor is known */
 
 /* backoff and auto take a sleep once this share of the time waited covers
  * the floor (their exponential sleeps are bounded by 1/8 of it). */
@@ -227,6 +234,50 @@ static int64_t env_int(const char *name, int64_t def, int64_t lo, int64_t hi)
     return x;
 }
 
+/* A device time in ns as host ns at the dilation. */
+static int64_t dilated(int64_t ns)
+{
+    return (int64_t)((double)ns * sw_cfg.dilation + 0.5);
+}
+
+/* On an emulated device (SHOAL_WAIT_DILATION = D > 1) every duration is device time:
+ * a sleep of d lasts d x D on the host, as the device's code around it does. The
+ * kernel's timer slack too: left at the host's 50 us, each wake-up would come D times
+ * as often in device time as on the device, and its cost, the same host CPU as on a
+ * host core, would fill a device core's smaller share. The host's own wake-up
+ * latency (the timer interrupt, the system call) stays what it is. */
+static void dilate(void)
+{
+    const char *v = getenv("SHOAL_WAIT_DILATION");
+    if (v && *v) {
+        double d = number(v);
+        if (!(d >= 1 && d <= 10000))
+            die("SHOAL_WAIT_DILATION=%s: expected how many times slower than real time the "
+                "device runs, from 1 to 10000", v);
+        sw_cfg.dilation = d;
+    }
+    sw_cfg.long_ns = dilated(LONG_NS);
+    sw_cfg.min_margin_ns = dilated(MIN_MARGIN_NS);
+    sw_cfg.min_cap_ns = dilated(MIN_CAP_NS);
+    sw_cfg.first_sleep_ns = dilated(FIRST_SLEEP_NS);
+    if (sw_cfg.dilation == 1.0)
+        return;
+    sw_cfg.sleep_ns = dilated(sw_cfg.sleep_ns);
+    sw_cfg.dmin_ns = dilated(sw_cfg.dmin_ns);
+    sw_cfg.dmax_ns = dilated(sw_cfg.dmax_ns);
+    sw_cfg.dstep_ns = dilated(sw_cfg.dstep_ns);
+    sw_cfg.spin_ns = dilated(sw_cfg.spin_ns);
+    sw_cfg.cap_ns = dilated(sw_cfg.cap_ns);
+    sw_cfg.floor_ns = dilated(sw_cfg.floor_ns);
+    if (sw_cfg.slack_ns == 0 && sw_cfg.mode != SW_BUSY) {
+        /* The kernel's own slack, read before any thread of the library changed it
+         * (a thread starts with its creator's). */
+        long kernel = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
+        sw_cfg.slack_ns = kernel > 0 ? kernel : 0;
+    }
+    sw_cfg.slack_ns = dilated(sw_cfg.slack_ns);
+}
+
 void sw_configure(void)
 {
     static int done;
@@ -244,6 +295,7 @@ void sw_configure(void)
      * below it lasts it anyway, so backoff and auto spin until 1/8 of the time
      * waited covers it rather than oversleep a wait about to end. */
     sw_cfg.floor_ns = env_int("SHOAL_WAIT_FLOOR_NS", 0, 0, 1000000000LL);
+    dilate();
     if ((sw_cfg.mode == SW_BACKOFF || sw_cfg.mode == SW_AUTO) &&
         sw_cfg.floor_ns * FLOOR_SPIN_FACTOR > sw_cfg.spin_ns)
         sw_cfg.spin_ns = sw_cfg.floor_ns * FLOOR_SPIN_FACTOR;

@@ -42,13 +42,12 @@ int64_t sw_now_ns(void)
 
 #define SITES 64          /* direct-mapped per-thread table of call sites */
 #define SHORT_RUN 0xFFu   /* the last 8 waits, one bit each: 1 = short */
-#define LONG_NS 1000000   /* waits at least this long carry the site's rhythm (shorter: a burst) */
 #define LOOSE_DIV 8       /* an arrival known to within 1/8 of its wait is learned from */
-#define MIN_MARGIN_NS 20000    /* the window around a prediction is never narrower */
 #define RHYTHM_CAP_DIV 32      /* the backoff cap: 1/32 of the site's typical interval */
-#define MIN_CAP_NS 50000       /* ... and never below this */
 #define MISS_CAP_DIV 128       /* past a missed window: 1/128 of the interval */
 #define MAX_PERIODS 16    /* a rhythm not seen for this many periods is stale */
+/* Durations the policy takes as device time are in sw_cfg (config.c): they stretch with
+ * an emulated device's dilation. These are host time: how late the host's kernel wakes. */
 #define LATE_RING 32      /* recent lateness of long sleeps, per thread */
 #define LONG_SLEEP_NS 100000   /* sleeps at least this long feed the lateness ring */
 #define GUARD_DEFAULT_NS 100000   /* the guard before any lateness was measured */
@@ -163,7 +162,7 @@ static void remember(struct site *s, int64_t start, int64_t wait_ns, int64_t lb,
     /* Spin only where waits are short or unknown: a long expected wait is
      * better slept through than spun away. */
     s->spins = (s->shorts & SHORT_RUN) != 0;
-    if (wait_ns < LONG_NS || lb <= 0)
+    if (wait_ns < sw_cfg.long_ns || lb <= 0)
         return;   /* the rhythm is that of the waits that end a pause */
     int64_t u = (ub - lb) / 2, at = lb + u;
     s->last_u = u;
@@ -218,7 +217,7 @@ static void plan_start(struct plan *p, struct site *site)
     /* The first exponential sleep: 1 us, or the device's floor where one is known
      * (anything shorter lasts the floor anyway). */
     *p = (struct plan){.site = site, .spin = site->spins ? sw_cfg.spin_ns : 0,
-                       .next = sw_cfg.floor_ns > 1000 ? sw_cfg.floor_ns : 1000,
+                       .next = sw_cfg.floor_ns > sw_cfg.first_sleep_ns ? sw_cfg.floor_ns : sw_cfg.first_sleep_ns,
                        .linear = sw_cfg.dmin_ns, .cap = sw_cfg.cap_ns};
 }
 
@@ -232,7 +231,7 @@ static void tighten_cap(struct plan *p, int64_t at)
     if (p->rhythm <= 0)
         return;
     int64_t cap = p->rhythm / MISS_CAP_DIV;
-    cap = cap < MIN_CAP_NS ? MIN_CAP_NS : cap;
+    cap = cap < sw_cfg.min_cap_ns ? sw_cfg.min_cap_ns : cap;
     p->tight_cap = cap < p->cap ? cap : p->cap;
     p->tight_at = at;
 }
@@ -258,7 +257,7 @@ static void plan_clock(struct plan *p, int64_t start)
     int by_period = fit_i && s->anchor_ns && fi.next > 0, by_wait = fit_w && fw.next > 0;
     if (p->rhythm > 0) {
         int64_t cap = p->rhythm / RHYTHM_CAP_DIV;
-        cap = cap < MIN_CAP_NS ? MIN_CAP_NS : cap;
+        cap = cap < sw_cfg.min_cap_ns ? sw_cfg.min_cap_ns : cap;
         p->cap = cap < p->cap ? cap : p->cap;
     }
     if (sw_cfg.mode == SW_AUTO && s->cap_ns < p->cap)
@@ -271,7 +270,7 @@ static void plan_clock(struct plan *p, int64_t start)
     }
     int64_t at = 0, margin = 0, period = 0;
     if (by_period) {
-        int64_t m = (fi.margin > MIN_MARGIN_NS ? fi.margin : MIN_MARGIN_NS) + s->anchor_u;
+        int64_t m = (fi.margin > sw_cfg.min_margin_ns ? fi.margin : sw_cfg.min_margin_ns) + s->anchor_u;
         int64_t k = s->since + 1, behind = start - m - s->anchor_ns;
         if (behind > k * fi.next)   /* arrivals taken at once, unseen: the next one still to come */
             k = (behind + fi.next - 1) / fi.next;
@@ -284,7 +283,7 @@ static void plan_clock(struct plan *p, int64_t start)
     if (by_wait) {
         /* A wait that starts when the last arrival was noticed starts as
          * late as that was noticed: that uncertainty widens the window. */
-        int64_t m = (fw.margin > MIN_MARGIN_NS ? fw.margin : MIN_MARGIN_NS) + s->last_u;
+        int64_t m = (fw.margin > sw_cfg.min_margin_ns ? fw.margin : sw_cfg.min_margin_ns) + s->last_u;
         if (m <= fw.next / 8 && (!at || m < margin)) {
             at = start + fw.next;
             margin = m;
@@ -349,7 +348,7 @@ static int64_t pause_ns(struct plan *p, int64_t now, int64_t start)
         }
         /* Past the window: the prediction missed; back off from here. */
         p->missed = 1;
-        p->next = 1000;
+        p->next = sw_cfg.first_sleep_ns;
         p->from = p->at;
         tighten_cap(p, now);
     }
@@ -392,12 +391,12 @@ static void judge(struct plan *p, struct sw_call *call, int64_t lb, int64_t ub)
             call->outcome = SW_HIT;
         }
         s->distrust = call->outcome != SW_HIT;
-    } else if (call->wait_ns >= LONG_NS) {
+    } else if (call->wait_ns >= sw_cfg.long_ns) {
         s->distrust = 0;   /* one long wait backed off: predict again */
     }
     if (sw_cfg.mode == SW_AUTO && !p->predicted && call->sleeps > 0 && call->notice_ns >= 0) {
         double allowed = sw_cfg.target * (double)call->wait_ns;
-        if ((double)call->notice_ns > allowed && s->cap_ns > MIN_CAP_NS)
+        if ((double)call->notice_ns > allowed && s->cap_ns > sw_cfg.min_cap_ns)
             s->cap_ns /= 2;
         else if ((double)call->notice_ns < allowed / 2 && s->cap_ns < sw_cfg.cap_ns)
             s->cap_ns *= 2;

@@ -62,6 +62,14 @@ struct sw_config {
     int64_t floor_ns;       /* the shortest sleep the device really sleeps (0: unknown) */
     int wake_on_socket;     /* sleeps end early at a TCP socket event (SHOAL_WAIT_WAKE) */
     enum sw_alltoall alltoall;
+    /* An emulated device runs this many times slower than real time (SHOAL_WAIT_DILATION):
+     * every duration above was given in device time and is held here in host time, and so
+     * are the policy's own (below); the kernel's timer slack is stretched alike. */
+    double dilation;
+    int64_t long_ns;        /* a wait this long carries its site's rhythm */
+    int64_t min_margin_ns;  /* the narrowest window around a predicted arrival */
+    int64_t min_cap_ns;     /* the shortest cap a rhythm sets */
+    int64_t first_sleep_ns; /* the first exponential sleep where no floor is known */
     char telemetry_dir[4096];
     /* Derived once from the above, read on every call: */
     uint32_t active;        /* bit fn set: calls of enum sw_fn fn are rewritten */

@@ -237,8 +237,10 @@ void sw_telemetry_write(int rank, int size)
         fputs("null", f);
     fprintf(f, ",\n  \"wake\": \"%s\",\n  \"socket_wakes\": %lld",
             sw_cfg.wake_on_socket ? "socket" : "timer", (long long)sw_wakes);
-    fprintf(f, ",\n  \"floor_ns\": %lld,\n  \"spin_ns\": %lld,\n  \"linear_ns\": [%lld, %lld, %lld]",
-            (long long)sw_cfg.floor_ns, (long long)sw_cfg.spin_ns, (long long)sw_cfg.dmin_ns,
+    /* Every duration here is host time: the device's times the dilation. */
+    fprintf(f, ",\n  \"dilation\": %.9g,\n  \"floor_ns\": %lld,\n  \"spin_ns\": %lld,\n"
+               "  \"linear_ns\": [%lld, %lld, %lld]",
+            sw_cfg.dilation, (long long)sw_cfg.floor_ns, (long long)sw_cfg.spin_ns, (long long)sw_cfg.dmin_ns,
             (long long)sw_cfg.dmax_ns, (long long)sw_cfg.dstep_ns);
     fprintf(f, ",\n  \"alltoall_pairwise_calls\": %lld,\n  \"alltoall_bruck_calls\": %lld",
             (long long)__atomic_load_n(&sw_alltoall_pairwise_calls, __ATOMIC_RELAXED),

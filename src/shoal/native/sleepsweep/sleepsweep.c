@@ -18,8 +18,10 @@
  * beside another program (cyclictest) in the same place.
  *
  * Output: one JSON line of facts (timer slack in force, clock resolution,
- * spinners), then one line "requested_ns measured_ns" per measure.
+ * spinners, the sleeping thread's CPU seconds), then one line "requested_ns measured_ns"
+ * per measure.
  */
+#define _GNU_SOURCE   /* RUSAGE_THREAD */
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -27,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <time.h>
 
 static atomic_int stop_spinning;
@@ -62,6 +65,15 @@ static void coarse_to_fine(long long n, long long *order)
         if (r < n)
             order[k++] = r;
     }
+}
+
+/* This thread's CPU seconds so far (-1: unknown). */
+static double thread_cpu_s(void)
+{
+    struct rusage ru;
+    if (getrusage(RUSAGE_THREAD, &ru) != 0)
+        return -1;
+    return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec + (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
 }
 
 static double resolution_s(void)
@@ -137,6 +149,7 @@ int main(int argc, char **argv)
         return 1;
     }
     coarse_to_fine(steps, order);
+    double cpu_before_s = thread_cpu_s();
     long long start = now_ns(), done = 0;
     for (long long i = 0; i < steps * repeats; i++) {
         if (i > 0 && budget_ms && now_ns() - start > budget_ms * 1000000LL)
@@ -150,12 +163,17 @@ int main(int argc, char **argv)
         asked[i] = req;
         done++;
     }
+    /* The sleeper's own CPU (not the spinners'): what its sleeps cost it in system calls,
+     * timer programming and wake-ups, the price of every wake-up a waiting rank pays. */
+    double cpu_after_s = thread_cpu_s();
+    double cpu_s = cpu_before_s >= 0 && cpu_after_s >= 0 ? cpu_after_s - cpu_before_s : -1;
     atomic_store(&stop_spinning, 1);
     for (long long i = 0; i < spinners; i++)
         pthread_join(threads[i], NULL);
     printf("{\"timer_slack_ns\": %d, \"clock_resolution_s\": %.12g, \"spinners\": %lld, "
-           "\"measures\": %lld, \"planned\": %lld}\n", prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0),
-           resolution_s(), spinners, done, steps * repeats);
+           "\"measures\": %lld, \"planned\": %lld, \"cpu_s\": %.6f}\n",
+           prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0), resolution_s(), spinners, done, steps * repeats,
+           cpu_s);
     for (long long i = 0; i < done; i++)
         printf("%lld %lld\n", asked[i], measured[i]);
     free(measured);
