@@ -57,6 +57,34 @@ def test_each_implementation_builds_its_own_launch_line(mpich, openmpi):
         "SHOAL_WAIT;LD_PRELOAD"
 
 
+def test_open_mpi_leaves_out_fabric_components_only_where_nothing_needs_them(openmpi, tmp_path, monkeypatch):
+    """Without an RDMA device and with no component chosen, launches skip libfabric's and
+    UCX's probes (a second of every MPI_Init); a device, or the user's choice, keeps them."""
+    from shoal.mpi.kinds import openmpi as ompi
+
+    for name in ("OMPI_MCA_btl", "OMPI_MCA_mtl", "OMPI_MCA_pml"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    prefix, sys_root = tmp_path / "prefix", tmp_path / "sys"
+    (prefix / "etc").mkdir(parents=True)
+    (prefix / "etc" / "openmpi-mca-params.conf").write_text("# btl = tcp,self\n")
+    assert not ompi._fabrics_chosen_or_present(prefix, sys_root)
+    (sys_root / "class" / "infiniband" / "mlx5_0").mkdir(parents=True)   # as the kernel names one
+    assert ompi._fabrics_chosen_or_present(prefix, sys_root)
+    empty = tmp_path / "sys-empty"
+    (empty / "class" / "infiniband").mkdir(parents=True)
+    assert not ompi._fabrics_chosen_or_present(prefix, empty)
+    (prefix / "etc" / "openmpi-mca-params.conf").write_text("pml = ucx\n")
+    assert ompi._fabrics_chosen_or_present(prefix, empty)
+    (prefix / "etc" / "openmpi-mca-params.conf").write_text("")
+    monkeypatch.setenv("OMPI_MCA_btl", "self,tcp")
+    assert ompi._fabrics_chosen_or_present(prefix, empty)
+    assert "OMPI_MCA_btl" not in openmpi.env()    # the user's own setting is not overridden
+    monkeypatch.delenv("OMPI_MCA_btl")
+    if not ompi._fabrics_chosen_or_present(openmpi.bindir.parent):
+        assert openmpi.env()["OMPI_MCA_btl"] == "^ofi,uct" and openmpi.env()["OMPI_MCA_mtl"] == "^ofi"
+
+
 FAKE_MODULE = textwrap.dedent('''
     """A made-up MPI, to show that one module is all a new MPI needs."""
     import re
