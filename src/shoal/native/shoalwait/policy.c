@@ -1,7 +1,7 @@
 /* The wait loop and its sleep policies.
  *
- * Every blocking call becomes: test; if not done, pause; test again. The
- * pause is what the mode decides:
+ * Every blocking call becomes: test (twice: PAUSE_AFTER); if not done, pause;
+ * test again. The pause is what the mode decides:
  *   yield    sched_yield() (what Open MPI's yield_when_idle does)
  *   sleep    a fixed clock_nanosleep (sleep:0 included)
  *   linear   dmin, dmin+dstep, ... up to dmax, restarting at dmin on every
@@ -55,6 +55,10 @@ int64_t sw_now_ns(void)
 #define POLL_WINDOW_DIV 128   /* a window is tested through (a core for its length) only when it is
                                  under 1/128 of the interval: the rest of a 1-2 % CPU budget pays
                                  for the wake-up and the receive themselves */
+#define PAUSE_AFTER 2   /* failed tests before each pause: an Open MPI test that finds nothing
+                           reads its transports, and only the next one matches what that read
+                           brought (with one, every message that arrived during a sleep cost
+                           a second sleep) */
 #define WAKE_TESTS 15   /* tests after a socket wake-up before the next pause: Open MPI
                            reads its TCP sockets in one opal_progress call of eight */
 #define SETTLE_NS 12000000   /* ... and only if 10 ms passed since it last read them
@@ -194,7 +198,7 @@ static void remember(struct site *s, int64_t start, int64_t wait_ns, int64_t lb,
  * much as a test (~40 ns in a VM) and the fast path is what ping-pong
  * latency sees: a wait that completes within these tests (a few µs) reads
  * no clock at all unless telemetry is on. Where waits are long, or the mode
- * pauses from the first failed test, one test comes before the clock. */
+ * pauses from the first failed tests, PAUSE_AFTER tests come before the clock. */
 #define PURE_TESTS 64
 
 struct plan {
@@ -442,7 +446,7 @@ static __attribute__((noinline)) int wait_slow(int fn, struct site *site, sw_tes
                 if (capped)
                     d = SETTLE_NS;
                 int woken = sw_sleep(d);
-                burst = woken || capped ? WAKE_TESTS : 0;
+                burst = woken || capped ? WAKE_TESTS : PAUSE_AFTER - 1;
                 settle = woken;
                 int64_t after = sw_now_ns(), slept = after - now, over = slept - d;
                 over = over > 0 && !woken ? over : 0;
@@ -493,7 +497,7 @@ static inline __attribute__((always_inline)) int wait_fast(int fn, const void *k
                                                            sw_test_fn test, void *ctx)
 {
     struct site *site = site_for(key);
-    int pure = site->spins ? PURE_TESTS : 1;
+    int pure = site->spins ? PURE_TESTS : PAUSE_AFTER;
     if (sw_cfg.timed)
         return wait_slow(fn, site, test, ctx, pure, 0);
     for (int tested = 0; tested < pure;) {
