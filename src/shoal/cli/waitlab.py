@@ -15,7 +15,7 @@ sleep.csv, sleep_summary.csv, PNG/SVG figures).
 sleep:100, seed003, backoff, auto, event) beside each MPI's
 first own option, every experiment but P10ms and P1s, fewer messages and
 shorter pauses (D: x1.25 steps from 1 us to 20 ms; C: 10 us steps, 5 measures
-each, 2 s of cyclictest); about 2.5 minutes for both MPIs on a 2-core host. The
+each, 2 s of cyclictest); about 1.5 minutes for both MPIs on a 2-core host. The
 full lab (every mode and option, every experiment at the paper's lengths,
 about 80 s of experiments per contender) takes about 25 minutes for both.
 """
@@ -40,7 +40,7 @@ def register(subparsers) -> None:
              "'Adaptive message passing polling for energy efficiency'",
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--quick", action="store_true",
-                   help="a first look: one contender per mode, fewer messages, no P10ms or P1s (about 2.5 min for both MPIs; "
+                   help="a first look: every wait mode once, fewer messages, no P10ms or P1s (about 1.5 min for both MPIs; "
                         "the full lab about 25 min)")
     p.add_argument("--mpi", type=typed.text, default=",".join(kinds.names()),
                    help=f"comma list of MPIs ({', '.join(kinds.names())}, system or paths); "
