@@ -63,7 +63,12 @@ def test_a_connection_made_after_init_is_watched_at_once(openmpi, tmp_path, run)
     (line,) = json_lines(proc.stdout)
     assert line["latency_s"] < 0.05   # within 1/20 of the cap
     records = telemetry.read_dir(tmp_path)
-    assert all(r["socket_wakes"] >= 8 for r in records)
+    # Its sleeps end at socket events: all but those cut short after a wake-up that found
+    # nothing (Open MPI's 10 ms tick). A message already there at the second test of a wait
+    # is taken without a sleep, so how many sleeps there are depends on the host's load.
+    for r in records:
+        sleeps = sum(call["sleeps"] for call in r["calls"].values())
+        assert 1 <= r["socket_wakes"] <= sleeps and 2 * r["socket_wakes"] >= sleeps, r
     # No wait, the first barrier's included (the connection is made there), slept to its end.
     rows = telemetry.summarize(records)
     assert max(row["notice_max_s"] for row in rows) < 0.5, rows
