@@ -1,10 +1,9 @@
 """CI runs as root; this runs the ordinary user's tests (tests/user) as uid 65534.
 
-As three tests that parallel runs of the suite start at once: without any cgroup, all
-of them, and apart from them the bad-input cases whose command emulates devices here
-(tests/badinput: such a command re-runs itself in a user namespace for an ordinary user, so
-it must refuse bad input before; every other case takes the path root's run of the corpus
-takes); inside a cpu
+Twice, as two tests that parallel runs of the suite start at once: without any cgroup, all
+of them and the bad-input cases whose command emulates devices here (tests/badinput: such a
+command re-runs itself in a user namespace for an ordinary user, so it must refuse bad input
+before; every other case takes the path root's run of the corpus takes); inside a cpu
 cgroup delegated to that user (its own v1 group owned by it, or a v2 group it may divide),
 those marked ``cgroup``, whose outcome turns on it (the others, a study among them, would
 repeat the first run's paths: the devices' limiter is what differs, and the marked tests
@@ -67,12 +66,9 @@ def _remove(groups: list[Path]) -> None:
 
 @pytest.mark.timeout(3600)
 # As an ordinary user, once, in whatever cgroups the user has.
-# Without a cgroup, tests/user and the bad-input cases run as two tests, which parallel runs
-# of the suite give two processes (as one, the longest test of the suite: 371-415 s).
-@pytest.mark.parametrize("delegated, part", [(True, "user"), (False, "user"), (False, "badinput")]
-                         if os.geteuid() == 0 else [(None, "user")],
-                         ids=["delegated-cgroup", "no-cgroup", "no-cgroup-badinput"] if os.geteuid() == 0 else ["as-is"])
-def test_ordinary_user_tests_pass_as_uid_65534(delegated, part):
+@pytest.mark.parametrize("delegated", [True, False] if os.geteuid() == 0 else [None],
+                         ids=["delegated-cgroup", "no-cgroup"] if os.geteuid() == 0 else ["as-is"])
+def test_ordinary_user_tests_pass_as_uid_65534(delegated):
     if os.geteuid() != 0:
         proc = _run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/user"],
                     dict(os.environ), REPO)
@@ -83,7 +79,7 @@ def test_ordinary_user_tests_pass_as_uid_65534(delegated, part):
     cache = Path(tempfile.mkdtemp(prefix="shoal-user-cache-"))
     os.chown(cache, USER, USER)
     try:
-        _run_user_tests(venv, cache, delegated, part)
+        _run_user_tests(venv, cache, delegated)
     finally:
         shutil.rmtree(cache, ignore_errors=True)
 
@@ -102,7 +98,7 @@ def _emulating_cases() -> list[str]:
     return chosen
 
 
-def _run_user_tests(venv: str, cache: Path, delegated: bool, part: str) -> None:
+def _run_user_tests(venv: str, cache: Path, delegated: bool) -> None:
     # Outside root's own temporary directory, which the user may not enter.
     home = Path(tempfile.mkdtemp(prefix="shoal-user-home-"))
     os.chown(home, USER, USER)
@@ -110,9 +106,9 @@ def _run_user_tests(venv: str, cache: Path, delegated: bool, part: str) -> None:
            "TMPDIR": str(home), "XDG_CACHE_HOME": str(cache)}
     # Without a cgroup, the bad-input cases that emulate too: a command that re-runs itself in
     # a user namespace must refuse bad input before (the corpus calls shoal in its own process).
-    chosen = _emulating_cases() if part == "badinput" else ["tests/user"]
     inner = [f"{venv}/bin/python", "-m", "pytest", "-q", "-p", "no:cacheprovider",
-             "--basetemp", str(home / "pytest"), *(["-m", "cgroup"] if delegated else []), *chosen]
+             "--basetemp", str(home / "pytest"), *(["-m", "cgroup"] if delegated else []), "tests/user",
+             *([] if delegated else _emulating_cases())]
     user = [shutil.which("setpriv") or "/usr/bin/setpriv", "--reuid", str(USER), "--regid", str(USER),
             "--clear-groups", "--"]
     groups = _delegated_groups(f"shoal-test-user-{os.getpid()}") if delegated else []
