@@ -82,12 +82,17 @@ def test_a_signal_ends_a_benchmark_sweep_interrupted_under_either_mpi(tmp_path, 
     shared: set[str] = set()
 
     def note_shared_memory() -> None:  # what the ranks hold in /dev/shm while they run
-        for pid in _workers_left("shoal-bench"):
-            try:
-                maps = Path(f"/proc/{pid}/maps").read_text().splitlines()
-            except OSError:
-                continue
-            shared.update(line.split()[-1] for line in maps if " /dev/shm/" in line)
+        # The first row may be written between two launches of the sweep: wait for ranks
+        # that hold their shared memory (a loaded host starts the next ones late).
+        deadline = time.monotonic() + 30
+        while not shared and time.monotonic() < deadline:
+            for pid in _workers_left("shoal-bench"):
+                try:
+                    maps = Path(f"/proc/{pid}/maps").read_text().splitlines()
+                except OSError:
+                    continue
+                shared.update(line.split()[-1] for line in maps if " /dev/shm/" in line)
+            time.sleep(0.01)
 
     done, manifest = _stop(["bench", "--mpi", mpi, "--tests", "imb.PingPong", "--sizes", "8..64K",
                             "--budget", "0.5"], out, "results", signals, before=note_shared_memory)
