@@ -79,9 +79,10 @@ def test_host_sweep_tables_resume_figure_and_table(tmp_path, monkeypatch, capsys
         assert r["timer_slack_s"] == pytest.approx(1e-9 if r["slack"] == "1ns" else own_slack)
         assert r["spinners"] == (host.cores if r["load"] == "loaded" else 0)
         assert 0 < r["offset_zero_s"] <= r["offset_zero_p99_s"]
-        # The sleeper's CPU per sleep: some, and (one thread) never more than its sleeps lasted.
+        # The sleeper's CPU per sleep: some, and (its own thread, not the spinners beside it)
+        # no more than its sleeps lasted, give or take 1 ms of the kernel's accounting.
         lasted = sleep[(sleep["load"] == r["load"]) & (sleep["slack"] == r["slack"])]["measured_s"]
-        assert 0 < r["wake_cpu_s"] <= lasted.mean()
+        assert 0 < r["wake_cpu_s"] * r["measures"] <= lasted.sum() + 1e-3
     why_not = cyclictest.unavailable()
     for r in rows[4:]:
         if why_not:
