@@ -36,14 +36,13 @@ def devices_place(where: "Cluster", names: list[str]) -> dict:
     emulated cluster when they share one profile, else ``{}`` (none: the defaults)."""
     if where.emulated is None:
         return {}
-    from shoal.wait import calibrate, calibration_store
+    from shoal.wait import calibrate
 
     profiles = {node.profile.name for node in where.select(names)}
     if len(profiles) != 1:
         return {}
     profile = profiles.pop()
-    return calibration_store.device_key(profile, calibrate.device_quota(where.emulated, profile),
-                                        where.dilation)
+    return calibrate.device_key(where.emulated, profile)
 
 
 def wait_setup(mode: str | None, mpi: "MPIInstall", place: dict | None = None) -> tuple[dict[str, str], str]:

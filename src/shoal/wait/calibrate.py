@@ -95,6 +95,11 @@ def device_quota(emulated, profile: str) -> float:
     return emulated.host.core_share(node.profile) / emulated.dilation
 
 
+def device_key(emulated, profile: str) -> dict:
+    """The calibration key of a ``profile`` device of ``emulated``: its quota and dilation."""
+    return calibration_store.device_key(profile, device_quota(emulated, profile), emulated.dilation)
+
+
 def check_load(load: str) -> str:
     if load not in LOADS:
         raise ShoalError(f"--load {load!r}: use idle or loaded")
@@ -127,7 +132,6 @@ def run(emulate: str | None = None, inventory: str | None = None, load: str = "i
     with clusters.open(emulate=emulate, inventory=inventory, at_once=alone) as devices:
         emulated = devices.emulated
         for place in sleepaccuracy.device_places(emulated):
-            key = calibration_store.device_key(place.profile, device_quota(emulated, place.profile),
-                                               emulated.dilation)
+            key = device_key(emulated, place.profile)
             keep(_one(place, key, load, say))
     return done

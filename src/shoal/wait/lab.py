@@ -94,11 +94,11 @@ class Devices:
         first, second = cluster.nodes[:2]
         if cluster.emulated is None:
             return cls(cluster, (first.name, second.name), 1.0, {})
-        from shoal.wait import calibrate, calibration_store
+        from shoal.wait import calibrate
 
         quota = calibrate.device_quota(cluster.emulated, second.profile.name)
         return cls(cluster, (first.name, second.name), quota,
-                   calibration_store.device_key(second.profile.name, quota, cluster.dilation))
+                   calibrate.device_key(cluster.emulated, second.profile.name))
 
 
 @dataclass(frozen=True)
