@@ -94,6 +94,8 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "cluster/test_slurm_hosts.py": ("netns",),
     "cluster/test_slurm_hosts.py::test_an_mpi_job_under_the_allocation_runs_across_both_hosts": ("mpi",),
     "cluster/test_userns.py": ("mpi", "netns"),
+    "cluster/test_storage.py::test_rank_0_writes_the_image_to_the_head_through_its_link_and_every_byte_is_checked":
+        ("mpi", "netns"),
     "cluster/test_os_noise.py::test_a_device_carries_its_os_noise_in_its_namespace_on_its_core": ("netns",),
     "cluster/test_background.py::test_a_device_decodes_on_its_first_core_and_the_stream_crosses_the_plant": ("mpi", "netns"),
     "cluster/test_inventory.py::test_cli_bad_inventory_is_one_line": ("netns",),

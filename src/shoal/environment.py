@@ -134,6 +134,9 @@ PLANTCAST_WAIT_S = Variable("SHOAL_PLANTCAST_WAIT_S", "libshoalplantcast: how lo
 PLANTCAST_STATS = Variable("SHOAL_PLANTCAST_STATS", "libshoalplantcast: a directory where each rank "
                            "writes plantcast-RANK.json at MPI_Finalize (broadcasts, ranks repaired, "
                            "chunks sent again)", "unset", reader="native")
+STORE = Variable("SHOAL_STORE", "shoal-work: the file server (ADDRESS:PORT) rank 0 writes its "
+                 "output to, a block at a time as its storage commits it (set by emulated clusters "
+                 "whose devices carry @storage=NAME)", "unset: output kept in memory", reader="native")
 BENCH_CORRUPT = Variable("SHOAL_BENCH_CORRUPT", "tests only: this rank of the benchmark program "
                          "flips a sent byte (to test --check)", "none", reader="native")
 BENCH_CRASH = Variable("SHOAL_BENCH_CRASH", "tests only: this rank of the benchmark program "
@@ -145,7 +148,7 @@ ALL = (MPI, CACHE, RUNS, PROFILES, SSH, STATE_DIR, CGROUP_ROOT, USERNS, USERNS_I
        USERNS_OWNER, DEVICE_CORE, DEVICE_RANK, DEVICE_PLACEMENT, LINK_EMULATOR, SYSFS_ROOT, PROC_ROOT, POWER_FASTPOLL, WAIT, WAIT_CLASSES, WAIT_TELEMETRY,
        WAIT_SLACK_NS, WAIT_FLOOR_NS, WAIT_DILATION, WAIT_CALIBRATION, WAIT_WAKE, WAIT_SEND_EAGER_B, WAIT_ALLTOALL,
        PLANTCAST, PLANTCAST_IF, PLANTCAST_RATE_BPS, PLANTCAST_MIN_B, PLANTCAST_IDLE_S, PLANTCAST_WAIT_S,
-       PLANTCAST_STATS, BENCH_CORRUPT, BENCH_CRASH)
+       PLANTCAST_STATS, STORE, BENCH_CORRUPT, BENCH_CRASH)
 #: libshoalwait's variables: passed to ranks, and recorded with benchmark runs.
 WAIT_VARIABLES = (WAIT, WAIT_CLASSES, WAIT_TELEMETRY, WAIT_SLACK_NS, WAIT_FLOOR_NS, WAIT_DILATION, WAIT_WAKE,
                   WAIT_SEND_EAGER_B, WAIT_ALLTOALL)

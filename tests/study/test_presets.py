@@ -55,13 +55,15 @@ PLAN_HOST_SPEED = 1.53
 def test_the_full_seed002_is_128_boxes_beside_a_blade_with_what_does_not_fit_planned_as_not_run():
     request = StudyRequest.create(preset="seed002", host_speed=PLAN_HOST_SPEED)
     study = run.plan(request)  # plans only: nothing starts
-    assert (request.emulate, request.nodes, str(request.reference)) == ("128xstb", "8,16,32,64,128", "8xxeon-blade")
+    assert (request.emulate, request.nodes, str(request.reference)) == ("128xstb", "8,16,32,64,128",
+                                                                         "8xxeon-blade@storage=seed002-nas")
     # The seed's 8 blades would raise the study's dilation on this 2-core host: one blade runs,
     # and one line says why.
-    assert str(study.request.reference) == "xeon-blade" and not study.request.reference_fallback
+    assert str(study.request.reference) == "xeon-blade@storage=seed002-nas"
+    assert not study.request.reference_fallback
     assert study.reference_note.startswith("reference: 1 of the preset's 8 xeon-blade devices: all 8 compute at D = ")
-    assert "could not be held to their budgets (shoal bench or work --emulate 8xxeon-blade measures them" \
-        in study.reference_note
+    assert ("could not be held to their budgets (shoal bench or work --emulate 8xxeon-blade@storage=seed002-nas "
+            "measures them") in study.reference_note
     bench = study.plans[0]
     # IMB's twelve tests of seed 002 §V at its six sizes.
     assert [t.name.split(".")[1] for t in bench.tests] == [
@@ -232,6 +234,11 @@ def test_a_reference_of_several_devices_is_parsed_saved_and_refused_out_of_range
     blades = Reference.parse("8xxeon-blade")
     assert (blades.profile, blades.count, str(blades)) == ("xeon-blade", 8, "8xxeon-blade")
     assert str(Reference.parse("xeon-blade")) == "xeon-blade" and Reference.parse("xeon-blade").count == 1
+    # What its devices carry stays with them: back from a manifest, and with fewer of them.
+    stored = Reference.parse("8xxeon-blade@storage=seed002-nas")
+    assert (stored.profile, stored.count, stored.suffix) == ("xeon-blade", 8, "@storage=seed002-nas")
+    assert Reference.parse(str(stored)) == stored
+    assert stored.with_count(2).term == "2xxeon-blade@storage=seed002-nas"
     with pytest.raises(ShoalError, match=r"--reference 0xxeon-blade: give 1 to 64 devices"):
         Reference.parse("0xxeon-blade")
     # The user's reference runs as given: no fewer blades behind their back.

@@ -48,6 +48,22 @@ def add_qos(where: argparse._ArgumentGroup) -> None:
                             "upstream channel")
 
 
+def add_storage(where: argparse._ArgumentGroup) -> None:
+    """--storage: the file server each emulated profile's devices write their output to."""
+    where.add_argument("--storage", type=typed.typed(_storage, name="storage"), default=None,
+                       metavar="PROFILE=STORAGE,...",
+                       help="the file server at the cluster's head that a job's rank 0 writes its "
+                            "output to when it runs on a device of that profile, e.g. "
+                            "xeon-blade=seed002-nas (storage profiles: [storage.NAME]); "
+                            "without it the output stays in memory")
+
+
+def _storage(text: str) -> dict[str, str]:
+    from shoal.cluster import storage
+
+    return storage.parse(text)
+
+
 def _qos(text: str) -> dict[str, str]:
     from shoal.cluster import qos
 
@@ -89,6 +105,7 @@ def add_where(p: argparse.ArgumentParser, nodes_default: str) -> argparse._Argum
     add_cluster_choice(where)
     add_background(where)
     add_qos(where)
+    add_storage(where)
     add_clock(where)
     where.add_argument("--nodes", default=None, type=typed.COUNTS_TEXT,
                        help=f"node counts to sweep on the cluster: 1..4, 1,2,4,6 (default: {nodes_default})")

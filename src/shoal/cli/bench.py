@@ -114,7 +114,7 @@ def _request(args: argparse.Namespace):
         host_speed=args.host_speed,
         recalibrate=args.recalibrate,
         launch=args.launch,
-        background=args.background, qos=args.qos, bcast=args.bcast,
+        background=args.background, qos=args.qos, storage=args.storage, bcast=args.bcast,
         freq=args.freq,
         governor=args.governor,
     )

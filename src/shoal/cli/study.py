@@ -58,10 +58,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "(default), or head, daemons in the head that start each rank into its device "
                         "(as the OERTE of 'Embedded Processor Virtualization for Broadband Grid Computing'; "
                         "the seed002 preset's default)")
-    from shoal.cli._where import add_background, add_bcast, add_qos
+    from shoal.cli._where import add_background, add_bcast, add_qos, add_storage
 
     add_background(p)
     add_qos(p)
+    add_storage(p)
     add_bcast(p)
     p.add_argument("--workloads", type=typed.text, default=None, metavar="NAMES",
                    help=f"workloads timed at every node count (default {defaults.DEFAULT_WORKLOADS}; "
@@ -164,7 +165,7 @@ def _request(args: argparse.Namespace) -> StudyRequest:
         workloads=args.workloads, work_sizes=_work_sizes(args.work_size),
         work_reps=args.work_reps, ci=args.ci, mix=args.mix, preset=args.preset,
         imb_budget_s=args.imb_budget, freq=args.freq, governor=args.governor, freqs=args.freqs,
-        launch=args.launch, background=args.background, qos=args.qos, bcast=args.bcast)
+        launch=args.launch, background=args.background, qos=args.qos, storage=args.storage, bcast=args.bcast)
 
 
 def _work_sizes(items: list[str]) -> dict[str, str]:

@@ -75,7 +75,7 @@ def _request(args: argparse.Namespace):
         cluster=args.cluster, attach=args.attach, nodes=args.nodes,
         ranks_per_node=args.ranks_per_node, ranks_per_device=args.ranks_per_device,
         dilation=args.dilation, host_speed=args.host_speed, recalibrate=args.recalibrate,
-        launch=args.launch, freq=args.freq, governor=args.governor, background=args.background, qos=args.qos, bcast=args.bcast,
+        launch=args.launch, freq=args.freq, governor=args.governor, background=args.background, qos=args.qos, storage=args.storage, bcast=args.bcast,
         oversubscribe=args.oversubscribe or ranklimit.DEFAULT_OVERSUBSCRIBE,
         power=args.power, idle_s=args.idle, wait=args.wait, aes=args.aes,
         timeout_s=args.timeout if args.timeout is not None else runner.DEFAULT_TIMEOUT_S)

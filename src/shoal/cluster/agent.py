@@ -50,8 +50,10 @@ PROBES_WANTED = 32
 # How long a built share waits for the other hosts' forwarders (they may still be building).
 PEERS_WAIT_S = 900.0
 # How long the underlay is measured again while its windows are not quiet, and how long a
-# new window takes to fill (32 probes, 2 ms apart, and the answer to the last).
-SETTLE_S = 5.0
+# new window takes to fill (32 probes, 2 ms apart, and the answer to the last). A host busy
+# building its share answered late for longer than 5 s on a loaded 2-core machine (a 146 ms
+# one-way "underlay" between two shares of one host), so windows are taken for up to 30 s.
+SETTLE_S = 30.0
 REPROBE_WAIT_S = 0.15
 
 

@@ -197,6 +197,7 @@ class EmulatedCluster:
             state.write(record)  # what nsexec reads to enter a device (the OS noise does)
             self._start_os_noise(record)
             self._start_backgrounds(record)
+            self._start_storage(record)
             # Persistent last: a kill before this write leaves a leftover that any down removes.
             record["persistent"] = self.persistent
             state.write(record)
@@ -659,6 +660,17 @@ class EmulatedCluster:
                      for i, node in enumerate(self.inventory.nodes, start=1)}
         background.start(self.id, nodes, record, self.placement, self.dilation, self.directory,
                          addresses)
+        state.write(record)
+
+    def _start_storage(self, record: dict) -> None:
+        """The file servers the devices write their output to (shoal.cluster.storage), in the
+        head namespace; recorded, ended by down."""
+        if not any(node.storage for node in self.inventory.nodes):
+            return
+        from shoal.cluster import storage
+
+        storage.start(self.id, self.inventory.nodes, record, self.dilation, self.directory,
+                      address_of(self.index(0, "head")))
         state.write(record)
 
     def _start_dutycycle(self, record: dict) -> None:

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from shoal import profiles as _profiles
-from shoal.cluster import qos
+from shoal.cluster import qos, storage
 from shoal.errors import ShoalError
 
 MODES = ("emulated", "ssh", "slurm")
@@ -50,6 +50,8 @@ class Node:
     background: _profiles.Background | None = None
     # Its upstream service flow on a shared plant, where --qos set one (bit/s; None: the link's).
     qos_bps: float | None = None
+    # The file server its job's output goes to when it holds rank 0 (None: kept in memory).
+    storage: _profiles.Storage | None = None
 
     def describe(self) -> dict[str, Any]:
         described = {"name": self.name, "address": self.address, "slots": self.slots,
@@ -60,6 +62,8 @@ class Node:
             described["background"] = self.background.describe()
         if self.qos_bps is not None:
             described["qos_bps"] = self.qos_bps
+        if self.storage is not None:
+            described["storage"] = self.storage.describe()
         return described
 
 
@@ -142,20 +146,27 @@ def parse(data: dict, where: str = "inventory", text: str = "") -> Inventory:
 
 # COUNTxPROFILE, then @-suffixes in any order: a clock (@500M, @powersave: the devices held
 # at one P-state, shoal.profiles.clock), an OS noise profile (@fedora: [os_noise.NAME]) and a
-# background (@mpeg2-sd: [backgrounds.NAME]).
+# background (@mpeg2-sd: [backgrounds.NAME]); @qos=RATE and @storage=NAME name their kind.
 _TERM = re.compile(r"^(\d+)x([a-z0-9][a-z0-9-]*)((?:@[^@+]+)*)$")
 
 
 def _suffixes(spec: str, suffixes: str, known: dict[str, _profiles.OsNoise],
               backgrounds: dict[str, _profiles.Background] | None = None
-              ) -> tuple[str | None, _profiles.OsNoise | None, _profiles.Background | None, float | None]:
+              ) -> tuple[str | None, _profiles.OsNoise | None, _profiles.Background | None, float | None,
+                         _profiles.Storage | None]:
     """A term's clock (its text), OS noise profile (of ``known``), background (of
-    ``backgrounds``) and upstream service flow (``@qos=RATE``, bit/s), each at most once."""
+    ``backgrounds``), upstream service flow (``@qos=RATE``, bit/s) and storage
+    (``@storage=NAME``), each at most once."""
     from shoal.profiles import clock as clocks
 
-    clock, noise, background, flow = None, None, None, None
+    clock, noise, background, flow, store = None, None, None, None, None
     backgrounds = backgrounds or {}
     for word in filter(None, suffixes.split("@")):
+        if word.startswith(storage.SUFFIX):
+            if store is not None:
+                raise ShoalError(f"--emulate {spec}: @{word}: a term carries one storage")
+            store = storage.known(word[len(storage.SUFFIX):], spec)
+            continue
         if word.startswith(qos.SUFFIX):
             if flow is not None:
                 raise ShoalError(f"--emulate {spec}: @{word}: a term carries one service flow")
@@ -181,7 +192,7 @@ def _suffixes(spec: str, suffixes: str, known: dict[str, _profiles.OsNoise],
         if clock is not None:
             raise ShoalError(f"--emulate {spec}: @{word}: a term carries one clock")
         clock = word
-    return clock, noise, background, flow
+    return clock, noise, background, flow, store
 
 
 def from_emulate(spec: str, link: str | None = None, host_speed: float | None = None) -> Inventory:
@@ -203,7 +214,8 @@ def from_emulate(spec: str, link: str | None = None, host_speed: float | None = 
                              "(e.g. 4xminnowboard, 4xminnowboard+1xnuc, 4xminnowboard@500M, "
                              "2xminnowboard@fedora or 8xstb@mpeg2-sd)")
         count, name = int(match.group(1)), match.group(2)
-        clock, noise, background, flow = _suffixes(spec, match.group(3), known_noise, known_backgrounds)
+        clock, noise, background, flow, store = _suffixes(spec, match.group(3), known_noise,
+                                                          known_backgrounds)
         if name not in known_profiles:
             raise ShoalError(f"--emulate {spec}: unknown profile {name!r} "
                              f"(known: {', '.join(sorted(known_profiles))})")
@@ -225,7 +237,7 @@ def from_emulate(spec: str, link: str | None = None, host_speed: float | None = 
             counters[name] = counters.get(name, 0) + 1
             node_name = f"{name}{counters[name]}"
             nodes.append(Node(node_name, profile, device_link, profile.cores, node_name, noise,
-                              background, flow))
+                              background, flow, store))
     if any(node.background for node in nodes):
         from shoal.cluster import background as backgrounds
 

@@ -158,6 +158,8 @@ class Cluster:
             job = self._job(mpi, chosen, counts, list(argv), dict(rank_env or {}))
         if wildcard:
             job.rank_env.update(self._wildcard_env(mpi))
+        # Rank 0's output to the file server its device writes to, where it has one.
+        job.rank_env.update(self._storage_env(chosen[0]))
         if self.dilation != 1.0:
             # libshoalwait's durations are the device's: its sleeps stretch with the clock.
             job.rank_env.setdefault(environment.WAIT_DILATION.name, f"{self.dilation:.9g}")
@@ -176,6 +178,11 @@ class Cluster:
 
     def _wildcard_env(self, mpi: MPIInstall) -> dict[str, str]:
         """Rank environment a job receiving from any source needs here (none on real hosts)."""
+        return {}
+
+    def _storage_env(self, first) -> dict[str, str]:
+        """Rank environment naming the file server a job whose rank 0 is on ``first`` writes
+        its output to (none on real hosts: their output stays where their rank 0 runs)."""
         return {}
 
     def _job(self, mpi: MPIInstall, chosen: list, counts: list[int], argv: list[str],
@@ -220,6 +227,15 @@ class Cluster:
         dropped frames, stream bytes: ``cluster.background.counters``); {} where none runs."""
         if self.emulated is not None:
             return self.emulated.background_counters()
+        return {}
+
+    def storage_counters(self) -> dict:
+        """What each file server the devices write to has stored since the cluster came up
+        (files, bytes, blocks: ``cluster.storage.counters``); {} where there is none."""
+        if self.emulated is not None:
+            from shoal.cluster import state, storage
+
+            return storage.counters(state.read(self.emulated.id) or self.emulated.record)
         return {}
 
     def device_core_share(self, name: str) -> float:
@@ -318,6 +334,11 @@ class EmulatedDevices(Cluster):
 
     def _wildcard_env(self, mpi: MPIInstall) -> dict[str, str]:
         return mpi.impl.wildcard_transport()
+
+    def _storage_env(self, first) -> dict[str, str]:
+        from shoal.cluster import state, storage
+
+        return storage.rank_env(state.read(self.emulated.id) or self.emulated.record, first)
 
     def default_wait(self, ranks_per_node: int = 1, names: list[str] | None = None) -> str | None:
         # Ranks that poll while they wait, more of them than a device has CPUs of

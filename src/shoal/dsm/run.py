@@ -87,8 +87,12 @@ def plan(request: RunRequest) -> RunPlan:
     if request.out is not None and (Path(request.out) / "manifest.json").exists():
         raise ShoalError(f"{request.out} already holds a run; choose another --out")
     out = RunPlan(request, mode, ranks, chosen)
+    if request.where.emulate:
+        # Where the preset's ranks go is known from the spec alone: refused before validation,
+        # which may measure this host's core first (a minute, and its warnings, on a fresh host).
+        out.blocks = placement.on_nodes(chosen, ranks, [n.name for n in request.where.inventory().nodes])
     request.where.validate()
-    if request.where.on_cluster:
+    if request.where.on_cluster and not out.blocks:
         out.blocks = placement.on_nodes(chosen, ranks, [n.name for n in request.where.inventory().nodes])
     return out
 

@@ -79,6 +79,9 @@ class Where:
     # Each profile's upstream service flow on a shared plant (--qos stb=10M, bit/s as typed:
     # shoal.cluster.qos); folded into ``emulate`` (8xstb@qos=10M) like ``background``.
     qos: dict[str, str] | None = None
+    # The file server each profile's devices write their output to (--storage
+    # xeon-blade=seed002-nas: shoal.cluster.storage); folded into ``emulate`` like ``qos``.
+    storage: dict[str, str] | None = None
 
     def __post_init__(self) -> None:
         if self.freq is not None and self.governor is not None:
@@ -98,6 +101,11 @@ class Where:
 
             self.emulate = qos.with_qos(self.emulate, self.qos)
             self.qos = None
+        if self.emulate and self.storage:
+            from shoal.cluster import storage
+
+            self.emulate = storage.with_storage(self.emulate, self.storage)
+            self.storage = None
     # A mixed cluster's ranks by device profile (--ranks-per-device stb=1,xeon-blade=8): each
     # device runs its profile's count, as seed 002's one job over boxes and blades did.
     ranks_per_device: dict[str, int] | None = None
@@ -202,6 +210,11 @@ class Where:
             raise ShoalError(f"--qos {given} sets the service flows of devices emulated here: add "
                              "--emulate SPEC (a cluster already up keeps its own: 'shoal cluster up "
                              "--emulate 8xstb@qos=10M')")
+        if self.storage:
+            given = ",".join(f"{k}={v}" for k, v in self.storage.items())
+            raise ShoalError(f"--storage {given} gives devices emulated here a file server: add "
+                             "--emulate SPEC (a cluster already up keeps its own: 'shoal cluster up "
+                             "--emulate 8xxeon-blade@storage=seed002-nas')")
 
     def _validate_clock(self) -> None:
         """--freq is an emulated device's; --governor also this machine's (it must offer it)."""
@@ -312,6 +325,9 @@ class Where:
                 counters = cluster.background_counters()
                 if run is not None and counters:
                     run.update_manifest(backgrounds=counters)
+                stored = cluster.storage_counters()
+                if run is not None and stored:
+                    run.update_manifest(storage=stored)
 
     @contextlib.contextmanager
     def _governor(self, run: "Run | None") -> Iterator[None]:

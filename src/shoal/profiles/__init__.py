@@ -485,6 +485,36 @@ def load_backgrounds() -> dict[str, Background]:
     return found
 
 
+@dataclass(frozen=True)
+class Storage:
+    """A file server at the cluster's head (``[storage.NAME]``): it commits ``write_Bps`` and
+    acknowledges each ``block_B`` block once committed, so its writer waits as an NFS client's
+    synchronous writes do."""
+
+    name: str
+    write_Bps: float
+    block_B: int
+    description: str = ""
+    sources: dict[str, str] = field(default_factory=dict)
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name, "write_Bps": self.write_Bps, "block_B": self.block_B}
+
+
+def load_storage() -> dict[str, Storage]:
+    """``[storage.NAME]``: built-in, then user files."""
+    from shoal.inputs import schema
+    from shoal.profiles import tables
+
+    found: dict[str, Storage] = {}
+    for where, data, text in [(BUILTIN, *_read(BUILTIN))] + [(p, *_read(p)) for p in user_files()]:
+        for name, table in (data.get("storage") or {}).items():
+            checked = schema.validate(tables.StorageTable, table, str(where), text, at=("storage", name))
+            found[name] = Storage(name, checked.write_Bps, checked.block_B, checked.description,
+                                  checked.sources)
+    return found
+
+
 def load_links(extra: dict | None = None) -> dict[str, LinkType]:
     """All link types, overridden in the same order as profiles."""
     return load_all(extra)[1]

@@ -107,7 +107,8 @@ def with_clock(spec: str, clock: str) -> str:
 
     others = {**profiles.load_os_noise(), **profiles.load_backgrounds()}
 
-    def has_clock(term: str) -> bool:   # a service flow (@qos=RATE) is not a clock either
-        return any(word not in others and not word.startswith("qos=") for word in term.split("@")[1:])
+    def has_clock(term: str) -> bool:   # a service flow (@qos=RATE) or storage is not a clock either
+        return any(word not in others and not word.startswith(("qos=", "storage="))
+                   for word in term.split("@")[1:])
 
     return "+".join(term if has_clock(term) else f"{term}@{clock}" for term in spec.replace(" ", "").split("+"))

@@ -212,6 +212,23 @@ class OsNoiseTable(Table):
         return own_or_common_sources(self, {"forks_per_s": "forks_source", "cpu_share": "cpu_source"})
 
 
+class StorageTable(Table):
+    """One ``[storage.NAME]`` table: a file server at the cluster's head that a job's rank 0
+    writes its output to, a block at a time, each acknowledged once committed."""
+
+    required_hint: ClassVar[str] = "every storage needs write_Bps and block_B"
+    write_Bps: Annotated[float, Field(gt=0)]
+    block_B: Annotated[int, Field(ge=512, le=64 * 2**20)]
+    description: str = ""
+    source: str = ""
+    write_source: str = ""
+    block_source: str = ""
+
+    @property
+    def sources(self) -> dict[str, str]:
+        return own_or_common_sources(self, {"write_Bps": "write_source", "block_B": "block_source"})
+
+
 class BackgroundTable(Table):
     """One ``[backgrounds.NAME]`` table: what a device keeps doing beside the ranks (a set-top
     box decoding a programme: CPU work in a frame rhythm and a stream from the head-end)."""

@@ -7,8 +7,8 @@ line wins) and is saved with the request, so ``--resume`` runs the same study.
 rank per box as the seed ran: 8, 16, 32, 64 and 128 boxes, IMB's 12 tests at the seed's six
 sizes, Tachyon-like ray tracing at 512² and 2048², MASON-like sequence alignment on Table
 I's seven sets scaled to fit, and the seed's computer cluster as the reference: 8 emulated
-``xeon-blade`` on ``gigabit-blades`` with a rank on each of their 64 cores, Bcast over 8..64
-ranks, ray tracing at 8 ranks too and the alignments on one processor (shoal.study.blades),
+``xeon-blade`` on ``gigabit-blades`` with a rank on each of their 64 cores, writing the ray
+tracer's image to the seed's NAS (``@storage=seed002-nas``), Bcast over 8..64 ranks, ray tracing at 8 ranks too and the alignments on one processor (shoal.study.blades),
 where the host holds them beside the boxes' dilation. 8 blades of 2.7 host CPUs each are 22
 CPUs at real time, which no 2-core host holds below D = 15 (against D = 2 for the boxes): there
 the study says so in one line and runs one blade with 8 ranks on its 8 cores (the seed's 8-rank
@@ -56,6 +56,11 @@ SEED002_MSA = "S20-L300,S40-L60,S60-L40,S100-L40,S40-L100,S100-L220,S300-L20"
 # The seed's boxes ran no MPI daemon: its OERTE server beside mpirun at the head-end started
 # each box's one rank and held its endpoints (§III), so ranks start from the head (--launch head).
 SEED002_LAUNCH = "head"
+# The seed's blades, each writing where the seed's master wrote its results: the NAS on their
+# switch ([storage.seed002-nas], shoal.cluster.storage). The boxes keep theirs in memory: the
+# seed's image was assembled and written by its master host, beside the NAS, while shoal's
+# rank 0 runs on the first box, whose upstream the seed's writes never crossed.
+SEED002_REFERENCE = "8xxeon-blade@storage=seed002-nas"
 
 PRESETS: dict[str, dict[str, Any]] = {
     # Seed 000 §5.5-5.6 (Table 5.5): six MinnowBoard MAX against the NUC, MPBench's eight tests
@@ -78,8 +83,9 @@ PRESETS: dict[str, dict[str, Any]] = {
         "emulate": "128xstb",
         "nodes": "8,16,32,64,128",
         # The seed's computer cluster: 8 blades of 8 cores on Gigabit Ethernet, fewer where they
-        # would raise the study's dilation (one on a 2-core host; shoal.study.blades).
-        "reference": "8xxeon-blade",
+        # would raise the study's dilation (one on a 2-core host; shoal.study.blades), writing
+        # the ray tracer's image to the seed's NAS (its blades were "I/O bound" on it).
+        "reference": SEED002_REFERENCE,
         "reference_fallback": True,
         "workloads": "raytrace,msa",
         "work_ranks_per_node": 1,  # "each STB runs at most one MPI process" (§V)

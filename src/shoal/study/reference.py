@@ -28,6 +28,8 @@ class Reference:
     kind: str  # "profile", "host" or "none"
     profile: str | None = None  # the device profile's name when kind == "profile"
     count: int = 1  # devices of the profile (kind == "profile")
+    # What its devices carry, as an --emulate term's suffixes ("@storage=seed002-nas"; "": none).
+    suffix: str = ""
 
     @classmethod
     def parse(cls, text: str | None) -> "Reference":
@@ -35,16 +37,27 @@ class Reference:
         value = (text or NONE).strip().lower()
         if value in (HOST, NONE):
             return cls(value)
+        value, at, suffix = value.partition("@")
+        suffix = at + suffix
         match = re.fullmatch(r"(\d+)x(.+)", value)
         if match:
             count = int(match[1])
             if not 1 <= count <= MAX_DEVICES:
                 raise ShoalError(f"--reference {value}: give 1 to {MAX_DEVICES} devices, e.g. 8xxeon-blade")
-            return cls("profile", match[2], count)
-        return cls("profile", value)
+            return cls("profile", match[2], count, suffix)
+        return cls("profile", value, 1, suffix)
 
     def with_count(self, count: int) -> "Reference":
-        return Reference(self.kind, self.profile, count)
+        return Reference(self.kind, self.profile, count, self.suffix)
+
+    def with_suffix(self, suffix: str) -> "Reference":
+        """The same devices carrying ``suffix`` too ("@storage=seed002-nas")."""
+        return Reference(self.kind, self.profile, self.count, self.suffix + suffix)
+
+    @property
+    def term(self) -> str:
+        """Its devices as an --emulate term (COUNTxPROFILE with its suffixes)."""
+        return f"{self.count}x{self.profile}{self.suffix}"
 
     @property
     def emulated(self) -> bool:
@@ -63,4 +76,4 @@ class Reference:
     def __str__(self) -> str:
         if not self.emulated:
             return self.kind
-        return f"{self.count}x{self.profile}" if self.count > 1 else str(self.profile)
+        return self.term if self.count > 1 else f"{self.profile}{self.suffix}"

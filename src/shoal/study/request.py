@@ -118,6 +118,9 @@ class StudyRequest:
     # Each profile's upstream service flow on a shared plant (--qos stb=10M): folded into
     # ``emulate`` by create() like ``background``.
     qos: dict[str, str] | None = None
+    # The file server each profile's devices write their output to (--storage
+    # xeon-blade=seed002-nas): folded into ``emulate`` and the reference by create().
+    storage: dict[str, str] | None = None
     # How a large MPI_Bcast travels on the devices (--bcast): "mpi", or "multicast" down a
     # shared medium; jobs over switched links (a reference's blades) keep the MPI's own.
     bcast: str = "mpi"
@@ -169,6 +172,11 @@ class StudyRequest:
             given["emulate"] = qos.with_qos(given.get("emulate") or DEFAULT_EMULATE, given.pop("qos"))
         given["reference"] = Reference.parse(given.get("reference")
                                              or ("host" if cluster else DEFAULT_REFERENCE))
+        if given.get("storage") and not cluster:
+            from shoal.cluster import storage
+
+            given["emulate"], given["reference"] = storage.with_storage_study(
+                given.get("emulate") or DEFAULT_EMULATE, given["reference"], given.pop("storage"))
         given["explicit_budget"] = "time_budget_s" in given
         if "time_budget_s" not in given:
             given["time_budget_s"] = QUICK_TIME_BUDGET_S if given.get("quick") else TIME_BUDGET_S

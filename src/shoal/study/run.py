@@ -82,7 +82,7 @@ def _emulate_spec(request: StudyRequest, reference=None) -> str | None:
     if reference.profile not in known:
         raise ShoalError(f"--reference {reference}: no such device profile "
                          f"(known: {', '.join(sorted(known))}, or host, or none)")
-    return f"{request.emulate}+{reference.count}x{reference.profile}"
+    return f"{request.emulate}+{reference.term}"
 
 
 def _at_once(request: StudyRequest, reference) -> list[tuple[str, ...]]:

@@ -104,6 +104,12 @@ void wk_write_file(const wk_opts *opts, const char *name, const void *data, size
 /* Open a text file in the output directory for writing (NULL without one). */
 FILE *wk_open_text(const wk_opts *opts, const char *name);
 
+/* Rank 0 writes a result (head, then data) to the cluster's file server where SHOAL_STORE names
+ * one, each block once the server's storage committed it: the bytes stored (checked by the
+ * server's CRC-32), 0 without a server, -1 (and res failed) when storing failed. */
+long wk_store(wk_result *res, const char *name, const void *head, size_t head_n, const void *data,
+              size_t n);
+
 /* A JSON string literal of s on stdout. */
 void wk_json_string(const char *s);
 
