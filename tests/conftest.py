@@ -128,6 +128,7 @@ ALONE = {
         "test_mpi_traffic_keeps_the_link_schedule", "test_loss_drops_frames_at_the_links_rate",
         "test_a_shared_medium_serialises_every_devices_upstream_and_grants_idle_ones",
         "test_capped_devices_on_a_shared_medium_send_at_their_cap_side_by_side",
+        "test_a_higher_priority_service_flow_is_served_first_on_a_busy_channel",
         "test_a_capped_device_holds_only_its_own_buffer_on_a_busy_shared_medium")},
     "wait/test_rhythm.py": "predicts arrivals from their timing",
     "native/test_bench_program.py::test_bandwidth_grows_with_message_size":

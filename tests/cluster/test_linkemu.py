@@ -43,6 +43,7 @@ def test_bad_ports_are_refused_in_one_line():
                           (["--port", "only-two,fields"], "NETNS,IFNAME,UP,DOWN"),
                           (["--port", "/run/netns/x,eth0,1e6/0/0/0/0/0/1/5e5,0/0/0/0/0"], "channel_bps >= rate_bps"),
                           (["--port", "/run/netns/x,eth0,1e6/0/0/0/0/0/0/2e6,0/0/0/0/0"], "on a channel"),
+                          (["--port", "/run/netns/x,eth0,1e6/0/0/0/0/0/1/2e6/8,0/0/0/0/0"], "priority 0-7"),
                           ([], "at least one --port"),
                           (["--bogus"], "unknown argument")):
         proc = subprocess.run([exe, *args], capture_output=True, text=True, timeout=10)
@@ -327,6 +328,50 @@ def test_capped_devices_on_a_shared_medium_send_at_their_cap_side_by_side(tmp_pa
     # Side by side: both streams end within one stream's paced time (and a little), not two.
     span = max(t[-1] for t in streams.values()) - min(t[0] for t in streams.values())
     assert (count - 1) * own_ns - 1e3 <= span <= 1.25 * count * own_ns, (span, own_ns)
+
+
+def test_a_higher_priority_service_flow_is_served_first_on_a_busy_channel(tmp_path):
+    """Two devices capped at 4 Mbit/s on one 5 Mbit/s plant stream at once, one at traffic
+    priority 7 and one at 0: the head-end's turn goes to the priority-7 flow whenever it has a
+    frame ready, so it keeps its own pace (4 Mbit/s) and the other gets what is left; served
+    in the order frames are ready, each would get half the channel and end together."""
+    from shoal.cluster import qos
+
+    channel, cap, latency = 5e6, 4e6, 8e-3
+    plant = link_from_table("test-link", {"rate_bps": channel, "latency_s": latency, "shared": True,
+                                          "grant_interval_s": 2e-3}, "test")
+    links = [qos.apply(plant, cap, "test", 7), qos.apply(plant, cap, "test", 0)]
+    inv = inventory.from_emulate("2xminnowboard")
+    inv.nodes[:] = [node.__class__(node.name, node.profile, link, node.slots, node.address)
+                    for node, link in zip(inv.nodes, links)]
+    emu = EmulatedCluster(inv, calibrate=False, dilation=1)
+    emu.link_log = tmp_path / "frames.csv"
+    count, size = 150, 1000
+    line_B = size + 8 + 20 + 14 + 24
+    with session.EmulatedDevices(inv, emu, owns=True) as c:
+        record = state.read(c.emulated.id)
+        socks, addresses = _udp_sockets(c, record)
+        _stream_both_ways(socks, addresses, count, size)
+        time.sleep(2 * count * 8 * line_B / channel + 0.5)
+        counters = linkemu.stats(record["forwarder"], c.emulated.directory / "forwarder.json")
+        for s in socks:
+            s.close()
+    ups = [counters["ports"][p]["up"] for p in (1, 2)]
+    assert [u["priority"] for u in ups] == [7, 0] and [u["dropped"] for u in ups] == [0, 0]
+    frames = list(csv.DictReader(open(tmp_path / "frames.csv")))
+    streams = {port: sorted(int(f["scheduled_ns"]) for f in frames
+                            if int(f["len"]) == 10 + 14 + 20 + 8 + size and f["in_port"] == port
+                            and f["out_port"] in ("1", "2"))
+               for port in ("1", "2")}
+    assert [len(t) for t in streams.values()] == [count, count]
+    start = min(t[0] for t in streams.values())
+    own_ns, channel_ns = 8e9 * line_B / cap, 8e9 * line_B / channel
+    high, low = streams["1"][-1] - start, streams["2"][-1] - start
+    # The priority-7 flow at its own pace (a grant's wait and a few frames of the other's already
+    # on the channel aside); the priority-0 flow last, after the channel carried both.
+    assert high <= count * own_ns + 10 * channel_ns + 4e6, (high, count * own_ns)
+    assert low >= (2 * count - 2) * channel_ns, (low, 2 * count * channel_ns)
+    assert low - high >= 0.25 * count * channel_ns, (high, low)
 
 
 def test_a_capped_device_holds_only_its_own_buffer_on_a_busy_shared_medium(tmp_path):

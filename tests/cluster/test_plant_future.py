@@ -69,6 +69,19 @@ def test_a_service_flow_folds_into_the_devices_and_is_refused_where_it_cannot_be
         Where(qos={"stb": "10M"}).validate()
 
 
+def test_a_service_flows_priority_reaches_the_forwarder_as_its_upstreams_last_field():
+    assert qos.flow("10M/7") == (10e6, 7) and qos.flow("10M") == (10e6, None)
+    nodes = inventory.from_emulate("1xstb@qos=5.12M/7+2xstb", "docsis-27m").nodes
+    assert [n.link.device_priority for n in nodes] == [7, None, None]
+    assert nodes[0].link.name == nodes[1].link.name   # one plant, one channel, two priorities
+    ports = [linkemu.direction(n.link, 1, upstream=True, sharing=3) for n in nodes]
+    assert ports[0].endswith("/1/2.7e+07/7") and ports[1].endswith("/1/2.7e+07")
+    # A flow as fast as the channel still takes its turn by priority.
+    assert linkemu.direction(qos.apply(nodes[2].link, 27e6, "test", 3), 1, upstream=True).endswith("/1/2.7e+07/3")
+    with pytest.raises(ShoalError, match=r"a service flow's priority is 0 to 7 \(7 first\), e.g. 10M/7"):
+        qos.parse("stb=10M/8")
+
+
 def test_a_link_table_with_an_upstream_channel_must_be_a_shared_one():
     with pytest.raises(ShoalError, match="upstream_channel_bps is the upstream channel of a shared medium"):
         schema.validate(tables.LinkTable, {"rate_bps": 1e8, "upstream_channel_bps": 5e7}, "mine.toml", "",

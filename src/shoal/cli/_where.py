@@ -42,10 +42,12 @@ def add_background(where: argparse._ArgumentGroup) -> None:
 
 def add_qos(where: argparse._ArgumentGroup) -> None:
     """--qos: each emulated profile's upstream service flow on a shared plant."""
-    where.add_argument("--qos", type=typed.typed(_qos, name="qos"), default=None, metavar="PROFILE=RATE,...",
+    where.add_argument("--qos", type=typed.typed(_qos, name="qos"), default=None,
+                       metavar="PROFILE=RATE[/PRIORITY],...",
                        help="the most each device of a profile may send upstream on a shared plant "
-                            "(its DOCSIS service flow), in bit/s, e.g. stb=10M; refused above the "
-                            "upstream channel")
+                            "(its DOCSIS service flow), in bit/s, e.g. stb=10M, and the flow's "
+                            "traffic priority, 0-7, higher served first (stb=10M/7); refused above "
+                            "the upstream channel")
 
 
 def add_storage(where: argparse._ArgumentGroup) -> None:

@@ -152,10 +152,10 @@ _TERM = re.compile(r"^(\d+)x([a-z0-9][a-z0-9-]*)((?:@[^@+]+)*)$")
 
 def _suffixes(spec: str, suffixes: str, known: dict[str, _profiles.OsNoise],
               backgrounds: dict[str, _profiles.Background] | None = None
-              ) -> tuple[str | None, _profiles.OsNoise | None, _profiles.Background | None, float | None,
-                         _profiles.Storage | None]:
+              ) -> tuple[str | None, _profiles.OsNoise | None, _profiles.Background | None,
+                         tuple[float, int | None] | None, _profiles.Storage | None]:
     """A term's clock (its text), OS noise profile (of ``known``), background (of
-    ``backgrounds``), upstream service flow (``@qos=RATE``, bit/s) and storage
+    ``backgrounds``), upstream service flow (``@qos=RATE[/PRIORITY]``: bit/s, priority) and storage
     (``@storage=NAME``), each at most once."""
     from shoal.profiles import clock as clocks
 
@@ -170,7 +170,7 @@ def _suffixes(spec: str, suffixes: str, known: dict[str, _profiles.OsNoise],
         if word.startswith(qos.SUFFIX):
             if flow is not None:
                 raise ShoalError(f"--emulate {spec}: @{word}: a term carries one service flow")
-            flow = qos.bits_per_s(word[len(qos.SUFFIX):])
+            flow = qos.flow(word[len(qos.SUFFIX):])
             continue
         if word in backgrounds:
             if background is not None:
@@ -232,12 +232,12 @@ def from_emulate(spec: str, link: str | None = None, host_speed: float | None = 
             name = profile.name
         device_link = known_links[link or profile.link]
         if flow is not None:
-            device_link = qos.apply(device_link, flow, f"--emulate {spec}")
+            device_link = qos.apply(device_link, flow[0], f"--emulate {spec}", flow[1])
         for _ in range(count):
             counters[name] = counters.get(name, 0) + 1
             node_name = f"{name}{counters[name]}"
             nodes.append(Node(node_name, profile, device_link, profile.cores, node_name, noise,
-                              background, flow, store))
+                              background, flow[0] if flow else None, store))
     if any(node.background for node in nodes):
         from shoal.cluster import background as backgrounds
 

@@ -48,7 +48,8 @@ def direction(link: LinkType | None, channel: int = 0, upstream: bool = False, s
     """One direction of a port as the forwarder reads it: rate/delay/jitter/loss/limit, and on a
     shared medium (``channel`` > 0, ``sharing`` ports on it) /grant/channel, and for an
     upstream capped below its channel /channel_bps (the rate is then the device's own, and
-    the limit the bytes the device holds until the channel has carried them)."""
+    the limit the bytes the device holds until the channel has carried them), then its service
+    flow's /priority where one is set."""
     if link is None:  # unshaped (the head's port)
         return "0/0/0/0/0"
     limit = max(QUEUE_MIN_B, int(link.rate_bps / 8 * QUEUE_S)) * max(1, sharing)
@@ -65,6 +66,9 @@ def direction(link: LinkType | None, channel: int = 0, upstream: bool = False, s
             rate_bps = link.up_channel_bps
         if upstream and link.capped:
             rate_bps, capped = link.upstream_bps, f"/{link.up_channel_bps:.6g}"
+        if upstream and link.device_priority is not None:   # paced at its flow, served by priority
+            rate_bps = link.upstream_bps
+            capped = f"/{link.up_channel_bps:.6g}/{link.device_priority}"
     text = (f"{rate_bps:.6g}/{round(delay_s * 1e9)}/"
             f"{round(link.jitter_s / 2 * 1e9)}/{link.loss:.9g}/{limit}")
     return text + (f"/{grant_ns}/{channel}{capped}" if channel else "")

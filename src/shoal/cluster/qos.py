@@ -6,9 +6,10 @@ per device or application basis" as the next step. A cable operator sets each mo
 upstream service flow, its maximum sustained rate; on a shared medium that is the link's
 ``device_rate_bps``. ``--qos stb=10M`` gives every box of that profile its own (``@qos=10M``
 on its ``--emulate`` term, as ``--background`` and ``--freq`` fold into the term), refused
-above the upstream channel's rate or on a link that is not a shared medium. A service
-flow's priority (the order the head-end grants waiting flows) is not emulated: the channel
-serves frames in the order they are ready.
+above the upstream channel's rate or on a link that is not a shared medium. ``stb=10M/7``
+also sets the flow's traffic priority (DOCSIS's 0-7): on a channel where any device has one,
+the head-end's turn goes to the highest priority waiting (shoal-linkemu's queues per
+priority), so a priority-7 box's frames pass a priority-0 box's bulk upstream.
 """
 
 from __future__ import annotations
@@ -23,6 +24,19 @@ _RATE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([kKMG]?)(?:bit
 _PREFIX = {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9}
 
 
+PRIORITIES = range(8)  # DOCSIS traffic priority: 0 (the default) to 7, served first
+
+
+def flow(text: str) -> tuple[float, int | None]:
+    """``10M`` or ``10M/7``: a service flow's rate (bit/s) and its traffic priority (None: none)."""
+    rate, slash, priority = text.partition("/")
+    if not slash:
+        return bits_per_s(rate), None
+    if not (priority.strip().isdigit() and int(priority) in PRIORITIES):
+        raise ShoalError(f"--qos {text!r}: a service flow's priority is 0 to 7 (7 first), e.g. 10M/7")
+    return bits_per_s(rate), int(priority)
+
+
 def bits_per_s(text: str) -> float:
     """``10M``, ``512k``, ``2.5e7``, ``10Mbit/s``: bits per second (decimal prefixes)."""
     match = _RATE.match(text)
@@ -32,13 +46,15 @@ def bits_per_s(text: str) -> float:
 
 
 def parse(text: str) -> dict[str, str]:
-    """``--qos stb=10M[,KIND=RATE...]``: device profile -> its upstream service flow (as typed)."""
+    """``--qos stb=10M[/PRIORITY][,KIND=RATE...]``: device profile -> its upstream service flow
+    (as typed)."""
     out: dict[str, str] = {}
     for item in text.split(","):
         kind, sep, rate = (part.strip() for part in item.partition("="))
         if not (kind and sep and rate):
-            raise ShoalError(f"--qos {text!r}: give PROFILE=RATE,... in bits per second (e.g. stb=10M)")
-        bits_per_s(rate)
+            raise ShoalError(f"--qos {text!r}: give PROFILE=RATE[/PRIORITY],... in bits per second (e.g. "
+                             "stb=10M or stb=10M/7)")
+        flow(rate)
         out[kind.lower()] = rate
     return out
 
@@ -51,8 +67,9 @@ def with_qos(spec: str, flows: dict[str, str]) -> str:
                              lambda word: word.startswith(SUFFIX), "--qos", "a service flow")
 
 
-def apply(link, rate_bps: float, where: str):
-    """``link`` with a device's upstream held to ``rate_bps``; refused where it cannot be."""
+def apply(link, rate_bps: float, where: str, priority: int | None = None):
+    """``link`` with a device's upstream held to ``rate_bps`` (and its frames served at
+    ``priority``); refused where it cannot be."""
     if not link.shared:
         raise ShoalError(f"{where}: a service flow caps a device on a shared medium; {link.name} gives "
                          "every device a port of its own: use --link docsis-27m or another shared one")
@@ -60,4 +77,6 @@ def apply(link, rate_bps: float, where: str):
         raise ShoalError(f"{where}: a service flow of {rate_bps / 1e6:g} Mbit/s is above {link.name}'s "
                          f"upstream channel of {link.up_channel_bps / 1e6:g} Mbit/s: give at most that")
     sources = {**link.sources, "device_rate": f"{where} (a service flow set for these devices)"}
-    return replace(link, device_rate_bps=rate_bps, sources=sources)
+    if priority is not None:
+        sources["device_priority"] = f"{where} (a service flow's traffic priority)"
+    return replace(link, device_rate_bps=rate_bps, device_priority=priority, sources=sources)

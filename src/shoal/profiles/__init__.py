@@ -86,6 +86,9 @@ class LinkType:
     # On a shared medium, the upstream channel's rate where it differs from the downstream's
     # (rate_bps): DOCSIS 3.0 bonds more channels down than up. 0: rate_bps both ways.
     upstream_channel_bps: float = 0.0
+    # On a shared medium, a device's service flow's traffic priority (DOCSIS: 0-7, the head-end
+    # grants higher ones first); None: none set, the channel serves frames as they are ready.
+    device_priority: int | None = None
 
     @property
     def up_channel_bps(self) -> float:

@@ -27,7 +27,11 @@
  * maximum sustained rate) paces its frames at its own rate and takes the channel
  * only for each frame's time at the channel's rate, at the end of its own: the
  * channel then serves frames in the order they are ready, so other devices'
- * frames fill the time a capped device leaves free.
+ * frames fill the time a capped device leaves free. A capped upstream may carry its
+ * service flow's traffic priority (0-7, DOCSIS's; 0 by default): on a channel where
+ * any does, ready frames wait in one queue per priority and, each time the channel is
+ * free, the highest priority's oldest goes next (the head-end grants higher-priority
+ * flows first); a device's own frames keep their order.
  * Loss is drawn once per direction. A direction's queue holds at most
  * limit bytes' worth of serialization time; later frames are dropped (tail drop).
  * A capped upstream's limit is its device's own buffer instead: the bytes it holds
@@ -39,9 +43,9 @@
  * Usage (see shoal/cluster/linkemu.py, which builds the arguments):
  *   shoal-linkemu [--switch NETNS] [--stats FILE] [--log FILE] [--seed N]
  *                 --port NETNS,IFNAME,UP,DOWN ...
- * where UP and DOWN are rate_bps/delay_ns/jitter_ns/loss/limit_B[/grant_ns/channel[/channel_bps]]
+ * where UP and DOWN are rate_bps/delay_ns/jitter_ns/loss/limit_B[/grant_ns/channel[/channel_bps[/priority]]]
  * ("0" rate: no serialization; channel N > 0: the shared medium N; channel_bps: its
- * rate when above this direction's own). Prints "ready" on stdout once every TAP exists; SIGTERM
+ * rate when above this direction's own; priority: its service flow's, 0-7). Prints "ready" on stdout once every TAP exists; SIGTERM
  * or SIGINT writes the statistics (JSON) and exits; SIGUSR1 writes them only; SIGUSR2
  * measures the other hosts' forwarders afresh (a new window of fast probes).
  * A line "host_latency_ns N" on stdin takes N/2 off the delay of every direction
@@ -124,9 +128,15 @@
 #define PROBE_SLOW_NS 100000000  /* ... then every 100 ms, to follow the clocks' drift */
 #define WIRE_MAGIC 0x53484c31u   /* "SHL1" */
 
+#define PRIORITIES 8       /* DOCSIS traffic priorities 0-7, 7 served first */
+
+struct frame;
 typedef struct {
     int64_t free_ns;       /* when the shared transmitter is next free */
     uint64_t frames, bytes;
+    int prioritised;       /* a direction on it has a priority: ready frames wait in queues */
+    int serving;           /* an EV_SERVE is scheduled for its next free time */
+    struct frame *wait_head[PRIORITIES], *wait_tail[PRIORITIES]; /* ready, not yet on it */
 } channel_t;
 
 static channel_t channels[MAX_CHANNELS + 1]; /* 0: unused (a direction of its own) */
@@ -142,6 +152,7 @@ typedef struct {
     int64_t grant_ns;      /* request-grant interval of a shared upstream (0: none) */
     int channel;           /* shared medium this direction transmits on (0: its own) */
     double channel_bps;    /* the channel's rate when above rate_bps (a capped device; 0: none) */
+    int priority;          /* its service flow's traffic priority (0-7) */
     int64_t held_B;        /* a capped upstream: line bytes accepted and not yet off the channel */
     struct { int64_t t_ns, wire; } *leaving; /* ... and when each frame on the channel leaves it */
     size_t leaving_head, leaving_len, leaving_cap;
@@ -173,17 +184,18 @@ typedef struct frame {
     int64_t arrived_ns;
     int remote;            /* from another host: the sending device's entry in remotes (-1: local) */
     int switched_later;    /* its switching already put off by the lookahead (a split channel) */
+    struct frame *next_wait; /* in its channel's queue of its priority (a prioritised channel) */
     unsigned char data[FRAME_MAX];
 } frame_t;
 
-enum { EV_SWITCH = 0, EV_DELIVER = 1, EV_CHANNEL = 2, EV_INGRESS = 3 };
+enum { EV_SWITCH = 0, EV_DELIVER = 1, EV_CHANNEL = 2, EV_INGRESS = 3, EV_SERVE = 4 };
 
 typedef struct {
     int64_t t_ns;          /* when it runs */
     int64_t at_ns;         /* the model's time it stands for (t_ns less a split channel's lookahead) */
     uint64_t seq;          /* ties keep insertion order */
     frame_t *frame;
-    int port;              /* output port for EV_DELIVER, input port for EV_CHANNEL */
+    int port;              /* output port for EV_DELIVER, input port for EV_CHANNEL, channel for EV_SERVE */
     int kind;
 } event_t;
 
@@ -519,6 +531,40 @@ static int capped(const direction_t *d) {
     return d->channel && d->channel_bps > 0;
 }
 
+/* A prioritised channel: the next EV_SERVE, when it is free again (or at `t`), unless one
+ * is already due. */
+static void serve_later(int c, int64_t t) {
+    channel_t *ch = &channels[c];
+    if (ch->serving) return;
+    int64_t at = ch->free_ns > t ? ch->free_ns : t;
+    ch->serving = 1;
+    heap_push_at(at + (split_channel[c] ? lookahead_ns : 0), at, NULL, c, EV_SERVE);
+}
+
+/* A capped upstream's frame ready for the channel at `t` on a prioritised channel: into its
+ * priority's queue, served when the channel is free (EV_SERVE). */
+static void wait_for_channel(frame_t *f, int port, int64_t t) {
+    int c = ports[port].up.channel, prio = ports[port].up.priority;
+    channel_t *ch = &channels[c];
+    f->next_wait = NULL;
+    if (ch->wait_tail[prio]) ch->wait_tail[prio]->next_wait = f;
+    else ch->wait_head[prio] = f;
+    ch->wait_tail[prio] = f;
+    serve_later(c, t);
+}
+
+/* The highest priority's oldest ready frame off the queues (NULL when none waits). */
+static frame_t *next_waiting(channel_t *ch) {
+    for (int prio = PRIORITIES - 1; prio >= 0; prio--) {
+        frame_t *f = ch->wait_head[prio];
+        if (!f) continue;
+        ch->wait_head[prio] = f->next_wait;
+        if (!ch->wait_head[prio]) ch->wait_tail[prio] = NULL;
+        return f;
+    }
+    return NULL;
+}
+
 /* ---- links across hosts: the devices behind other hosts ---------------------------- */
 
 static int64_t real_ns(void) {
@@ -813,7 +859,25 @@ static void run_event(event_t ev) {
         return;
     }
     if (ev.kind == EV_CHANNEL) {
+        if (channels[ports[ev.port].up.channel].prioritised) {
+            wait_for_channel(ev.frame, ev.port, ev.at_ns);
+            return;
+        }
         to_switch(ev.frame, ev.port, on_channel(&ports[ev.port].up, ev.at_ns, ev.frame->wire, ev.frame->segments));
+        return;
+    }
+    if (ev.kind == EV_SERVE) {
+        channel_t *ch = &channels[ev.port];
+        ch->serving = 0;
+        frame_t *f = next_waiting(ch);
+        if (!f) return;
+        int i = f->in_port;
+        to_switch(f, i, on_channel(&ports[i].up, ev.at_ns, f->wire, f->segments));
+        for (int prio = 0; prio < PRIORITIES; prio++)
+            if (ch->wait_head[prio]) {
+                serve_later(ev.port, ev.at_ns);
+                break;
+            }
         return;
     }
     if (ev.kind == EV_INGRESS) {
@@ -996,10 +1060,10 @@ static void write_direction(FILE *out, const char *name, const direction_t *d) {
     fprintf(out, "\"%s\": {\"rate_bps\": %.17g, \"delay_ns\": %" PRId64 ", \"jitter_ns\": %" PRId64
             ", \"loss\": %.17g, \"limit_B\": %" PRId64 ", \"frames\": %" PRIu64 ", \"wire_bytes\": %" PRIu64
             ", \"lost\": %" PRIu64 ", \"dropped\": %" PRIu64 ", \"host_latency_ns\": %" PRId64
-            ", \"grant_ns\": %" PRId64 ", \"channel\": %d, \"channel_bps\": %.17g}", name,
+            ", \"grant_ns\": %" PRId64 ", \"channel\": %d, \"channel_bps\": %.17g, \"priority\": %d}", name,
             d->rate_bps, d->delay_ns, d->jitter_ns, d->loss, d->limit_B, d->frames, d->bytes, d->lost,
             d->dropped, d->host_share_ns >= 0 ? d->host_share_ns : host_ns, d->grant_ns, d->channel,
-            d->channel_bps);
+            d->channel_bps, d->priority);
 }
 
 static void write_stats(void) {
@@ -1094,15 +1158,16 @@ static int parse_mac(const char *text, unsigned char mac[6]) {
 static void parse_direction(const char *text, direction_t *d, const char *spec) {
     double rate, loss, channel_bps = 0;
     long long delay, jitter, limit, grant = 0;
-    int channel = 0;
-    int got = sscanf(text, "%lf/%lld/%lld/%lf/%lld/%lld/%d/%lf", &rate, &delay, &jitter, &loss, &limit, &grant,
-                     &channel, &channel_bps);
-    if ((got != 5 && got != 7 && got != 8) || rate < 0 || delay < 0 || jitter < 0 || loss < 0 || loss > 1 ||
-        limit < 0 || grant < 0 || channel < 0 || channel > MAX_CHANNELS ||
-        (got == 8 && (channel == 0 || rate <= 0 || channel_bps < rate))) {
+    int channel = 0, priority = 0;
+    int got = sscanf(text, "%lf/%lld/%lld/%lf/%lld/%lld/%d/%lf/%d", &rate, &delay, &jitter, &loss, &limit, &grant,
+                     &channel, &channel_bps, &priority);
+    if ((got != 5 && got != 7 && got != 8 && got != 9) || rate < 0 || delay < 0 || jitter < 0 || loss < 0 ||
+        loss > 1 || limit < 0 || grant < 0 || channel < 0 || channel > MAX_CHANNELS ||
+        (got >= 8 && (channel == 0 || rate <= 0 || channel_bps < rate)) || priority < 0 || priority >= PRIORITIES) {
         fprintf(stderr, "shoal-linkemu: bad link %s in --port %s (want rate_bps/delay_ns/jitter_ns/"
-                "loss/limit_B[/grant_ns/channel[/channel_bps]], all >= 0, loss <= 1, channel <= %d, "
-                "channel_bps >= rate_bps on a channel)\n", text, spec, MAX_CHANNELS);
+                "loss/limit_B[/grant_ns/channel[/channel_bps[/priority]]], all >= 0, loss <= 1, channel <= %d, "
+                "channel_bps >= rate_bps on a channel, priority 0-%d)\n", text, spec, MAX_CHANNELS,
+                PRIORITIES - 1);
         exit(2);
     }
     memset(d, 0, sizeof *d);
@@ -1115,6 +1180,11 @@ static void parse_direction(const char *text, direction_t *d, const char *spec) 
     d->grant_ns = grant;
     d->channel = channel;
     d->channel_bps = channel_bps > rate ? channel_bps : 0; /* equal: the channel's rate is its own */
+    d->priority = priority;
+    if (got == 9) { /* a service flow with a priority: paced at its rate, its channel prioritised */
+        d->channel_bps = channel_bps;
+        channels[channel].prioritised = 1;
+    }
 }
 
 static void parse_port(char *spec) {
