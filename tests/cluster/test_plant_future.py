@@ -80,6 +80,11 @@ def test_a_service_flows_priority_reaches_the_forwarder_as_its_upstreams_last_fi
     assert linkemu.direction(qos.apply(nodes[2].link, 27e6, "test", 3), 1, upstream=True).endswith("/1/2.7e+07/3")
     with pytest.raises(ShoalError, match=r"a service flow's priority is 0 to 7 \(7 first\), e.g. 10M/7"):
         qos.parse("stb=10M/8")
+    # A cluster attached to reads its links back from its record, priority included.
+    from shoal.cluster.emulated import inventory_from_description
+
+    again = inventory_from_description(inventory.from_emulate("2xstb@qos=5.12M/7", "docsis-27m").describe(), "test")
+    assert again.nodes[0].link.device_priority == 7
 
 
 def test_a_link_table_with_an_upstream_channel_must_be_a_shared_one():

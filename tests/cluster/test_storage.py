@@ -132,6 +132,16 @@ def test_rank_0_writes_the_image_to_the_head_through_its_link_and_every_byte_is_
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["storage"]["seed002-nas"]["files"] == 2
     assert manifest["storage"]["seed002-nas"]["bytes"] == 2 * image_B
+    # A cluster brought up once and attached to keeps its file server.
+    name = f"st{os.getpid() % 100000}"
+    subprocess.run([sys.executable, "-m", "shoal", "cluster", "up", "--emulate", "2xminnowboard@storage=seed002-nas",
+                    "--name", name], check=True, capture_output=True, timeout=600)
+    try:
+        out = tmp_path / "attached"
+        _work("--size", str(side), "--reps", "1", "--attach", name, "--nodes", "2", "--out", str(out))
+        assert json.loads(_results(out)[0]["extra"])["stored_B"] == image_B
+    finally:
+        subprocess.run([sys.executable, "-m", "shoal", "cluster", "down", name], capture_output=True, timeout=300)
     # Rank 0 on a device without one: the image stays in memory, the server gets nothing.
     out = tmp_path / "memory"
     _work("--size", str(side), "--reps", "1", "--emulate", "1xminnowboard+1xminnowboard@storage=seed002-nas",

@@ -338,7 +338,7 @@ class EmulatedDevices(Cluster):
     def _storage_env(self, first) -> dict[str, str]:
         from shoal.cluster import state, storage
 
-        return storage.rank_env(state.read(self.emulated.id) or self.emulated.record, first)
+        return storage.rank_env(state.read(self.emulated.id) or self.emulated.record, first.name)
 
     def default_wait(self, ranks_per_node: int = 1, names: list[str] | None = None) -> str | None:
         # Ranks that poll while they wait, more of them than a device has CPUs of

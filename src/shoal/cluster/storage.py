@@ -113,19 +113,23 @@ def start(cluster_id: str, nodes: list, record: dict, dilation: float, directory
         process.detach()
         servers[name] = {**storage.describe(), "address": address, "port": port, "pid": process.pid,
                          "files": str(files), "stats": str(directory / f"storage-{name}.json")}
+    for node in nodes:   # in the record, so that a cluster attached to later keeps it
+        if node.storage is not None:
+            record["nodes"][node.name]["storage"] = node.storage.name
     if servers:
         record["storage"] = servers
 
 
-def rank_env(record: dict, node) -> dict[str, str]:
-    """What a job whose rank 0 is on ``node`` hands its ranks: the file server its device
-    writes to ({} where it keeps its output in memory)."""
-    if node.storage is None:
+def rank_env(record: dict, node: str) -> dict[str, str]:
+    """What a job whose rank 0 is on device ``node`` hands its ranks: the file server the
+    device writes to ({} where it keeps its output in memory)."""
+    name = ((record.get("nodes") or {}).get(node) or {}).get("storage")
+    if name is None:
         return {}
-    server = (record.get("storage") or {}).get(node.storage.name)
+    server = (record.get("storage") or {}).get(name)
     if server is None:
-        raise ShoalError(f"{node.name} writes to storage {node.storage.name}, whose server is not "
-                         "running: bring the cluster down and up again")
+        raise ShoalError(f"{node} writes to storage {name}, whose server is not running: bring the "
+                         "cluster down and up again")
     return {environment.STORE.name: f"{server['address']}:{server['port']}"}
 
 

@@ -148,6 +148,8 @@ class LinkTable(Table):
     device_rate_bps: NonNegative = 0.0
     upstream_channel_bps: NonNegative = 0.0
     device_buffer_B: NonNegative = 0.0
+    # A device's service flow's traffic priority (DOCSIS 0-7, higher granted first; None: none).
+    device_priority: Optional[Annotated[int, Field(ge=0, le=7)]] = None
     rate_source: str = ""
     latency_source: str = ""
     jitter_source: str = ""
@@ -158,6 +160,7 @@ class LinkTable(Table):
     device_rate_source: str = ""
     device_buffer_source: str = ""
     upstream_channel_source: str = ""
+    device_priority_source: str = ""
 
     @model_validator(mode="after")
     def _consistent(self) -> "LinkTable":
@@ -170,6 +173,9 @@ class LinkTable(Table):
         if self.device_buffer_B and not self.device_rate_bps:
             raise ValueError("device_buffer_B is the buffer of a capped device on a shared medium: "
                              "give device_rate_bps too, or leave it out")
+        if self.device_priority is not None and not self.shared:
+            raise ValueError("device_priority orders the devices of a shared medium: give shared = "
+                             "true or leave it out")
         if self.upstream_channel_bps and not self.shared:
             raise ValueError("upstream_channel_bps is the upstream channel of a shared medium: give "
                              "shared = true or leave it out (a port of its own runs at rate_bps)")
