@@ -15,6 +15,12 @@ reaction      Experiment D at the seed's schedule (gaps x1.05 from 1 ns to ~130 
               are under 10 us), over those under 1 ms (where a sleep's floor
               matters) and over gaps of 1 ms and more. Target: within 10 % of busy
               (ratio <= 1.10) once the gaps exceed the delivery time.
+              Beside it the one-way reaction (receive return - send time, one clock)
+              at gaps of 1 ms and more, in µs: under Open MPI a 1 KiB MPI_Send
+              returns only once the receiver has taken the message (the sender's
+              next gap starts after the receiver's lateness, which the time between
+              receptions then holds whole), under MPICH at once (consecutive
+              latenesses cancel in it); the one-way reaction reads alike in both.
 
 Prints each ratio per round, the median and spread of the rounds, and the load average.
 """
@@ -54,8 +60,9 @@ def reaction_ratios(data: dict, busy: dict) -> dict[str, float]:
     past = [mine[i - 1] / ref[i - 1] for i in range(1, len(gap)) if gap[i] > delivery]
     short = [mine[i - 1] / ref[i - 1] for i in range(1, len(gap)) if delivery < gap[i] < 1e-3]
     sparse = [mine[i - 1] / ref[i - 1] for i in range(1, len(gap)) if gap[i] >= 1e-3]
+    one_way = [data["reaction_s"][i] for i in range(1, len(gap)) if gap[i] >= 1e-3]
     return {"past_delivery": median(past), "short": median(short), "sparse": median(sparse),
-            "delivery_s": delivery}
+            "delivery_s": delivery, "one_way_s": median(one_way)}
 
 
 def spread(values: list[float]) -> str:
@@ -74,8 +81,10 @@ def main() -> int:
     for mpi in mpis(args.mpi):
         idle: dict[tuple[str, bool], list[float]] = {}
         react: dict[tuple[str, bool], list[dict]] = {}
+        busy_one_way: list[float] = []
         for r in range(args.rounds):
             busy_d = one(mpi, "busy", False, d_args)
+            busy_one_way.append(1e6 * reaction_ratios(busy_d, busy_d)["one_way_s"])
             busy_idle = one(mpi, "busy", False, IDLE_ARGS)
             idle.setdefault(("busy", False), []).append(busy_idle["cpu_s"] / busy_idle["wall_s"])
             for mode in MODES:
@@ -86,9 +95,11 @@ def main() -> int:
                         reaction_ratios(one(mpi, mode, calibrated, d_args), busy_d))
             print(f"  {mpi.name} round {r + 1} done, load average {os.getloadavg()}")
         print(f"{mpi.name}: {args.rounds} rounds, median [min, max] of the rounds")
-        print(f"  busy: receiver CPU at 0.5 s gaps {100 * median(idle[('busy', False)]):.1f} %")
+        print(f"  busy: receiver CPU at 0.5 s gaps {100 * median(idle[('busy', False)]):.1f} %, one-way "
+              f"reaction at gaps >= 1 ms {spread(busy_one_way)} µs")
         print(f"  {'mode':8s} {'parameters':11s} {'CPU % at 0.5 s gaps':>24s} "
-              f"{'between/busy past delivery':>28s} {'... gaps < 1 ms':>24s} {'... gaps >= 1 ms':>24s}")
+              f"{'between/busy past delivery':>28s} {'... gaps < 1 ms':>24s} {'... gaps >= 1 ms':>24s} "
+              f"{'one-way µs, gaps >= 1 ms':>26s}")
         for mode in MODES:
             for calibrated in (False, True):
                 key = (mode, calibrated)
@@ -96,9 +107,10 @@ def main() -> int:
                 past = [x["past_delivery"] for x in react[key]]
                 short = [x["short"] for x in react[key]]
                 sparse = [x["sparse"] for x in react[key]]
+                one_way = [1e6 * x["one_way_s"] for x in react[key]]
                 print(f"  {mode:8s} {'calibrated' if calibrated else 'defaults':11s} "
                       f"{median(cpu):7.3f} [{min(cpu):.3f}, {max(cpu):.3f}]  {spread(past):>28s} "
-                      f"{spread(short):>24s} {spread(sparse):>24s}")
+                      f"{spread(short):>24s} {spread(sparse):>24s} {spread(one_way):>26s}")
             worse = median(idle[(mode, True)]) - median(idle[(mode, False)])
             ratio = median([x["past_delivery"] for x in react[(mode, True)]])
             print(f"  {mode}: CPU calibrated - defaults {100 * worse:+.3f} points, target <= +1: "
