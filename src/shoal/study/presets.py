@@ -8,8 +8,9 @@ rank per box as the seed ran: 8, 16, 32, 64 and 128 boxes, IMB's 12 tests at the
 sizes, Tachyon-like ray tracing at 512² and 2048², MASON-like sequence alignment on Table
 I's seven sets scaled to fit, and the seed's computer cluster as the reference: 8 emulated
 ``xeon-blade`` on ``gigabit-blades`` with a rank on each of their 64 cores, writing the ray
-tracer's image to the seed's NAS (``@storage=seed002-nas``), Bcast over 8..64 ranks, ray tracing at 8 ranks too and the alignments on one processor (shoal.study.blades),
-where the host holds them beside the boxes' dilation. 8 blades of 2.7 host CPUs each are 22
+tracer's image to the seed's NAS (``@storage=seed002-nas``), Bcast over 8..64 ranks, ray
+tracing at 8 ranks too and the alignments on one processor (shoal.study.blades), where the
+host holds them beside the boxes' dilation. 8 blades of 2.7 host CPUs each are 22
 CPUs at real time, which no 2-core host holds below D = 15 (against D = 2 for the boxes): there
 the study says so in one line and runs one blade with 8 ranks on its 8 cores (the seed's 8-rank
 point), and ``--reference 8xxeon-blade`` runs all eight at D = 15.
