@@ -314,6 +314,18 @@ def _checked(result: Result, check: bool, what: str | None) -> Result:
     return result
 
 
+def start_helper(argv: list[str], env_add: dict[str, str], what: str) -> int:
+    """Start a helper that prints ``ready`` once it serves, and leave it running (its cluster's
+    teardown ends it); its pid. One line naming ``what`` and its last words if it does not."""
+    process = start(argv, env_add=env_add, stdout=PIPE, stderr=TAIL)
+    if process.popen.stdout.readline().strip() != "ready":
+        process.stop()
+        raise ShoalError(f"{what} did not start: {process.stderr_tail() or 'no message'}")
+    process.popen.stdout.close()
+    process.detach()
+    return process.pid
+
+
 def start(argv: list[str], *, env: dict[str, str] | None = None,
           env_add: dict[str, str] | None = None, stdin: Any = None, stdout: Any = None,
           stderr: Any = None, text: bool = True, bufsize: int = -1,

@@ -56,7 +56,7 @@ def add_storage(where: argparse._ArgumentGroup) -> None:
                        metavar="PROFILE=STORAGE,...",
                        help="the file server at the cluster's head that a job's rank 0 writes its "
                             "output to when it runs on a device of that profile, e.g. "
-                            "xeon-blade=seed002-nas (storage profiles: [storage.NAME]); "
+                            "xeon-blade=NAME for a [storage.NAME] of a profiles file; "
                             "without it the output stays in memory")
 
 

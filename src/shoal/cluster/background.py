@@ -192,13 +192,7 @@ def buffer_s(background) -> float:
 
 
 def _start(argv: list[str], env: dict[str, str], what: str) -> int:
-    process = proc.start(argv, env_add=env, stdout=proc.PIPE, stderr=proc.TAIL)
-    if process.popen.stdout.readline().strip() != "ready":
-        process.stop()
-        raise ShoalError(f"{what} did not start: {process.stderr_tail() or 'no message'}")
-    process.popen.stdout.close()
-    process.detach()
-    return process.pid
+    return proc.start_helper(argv, env, what)
 
 
 def counters(record: dict, wait_s: float = 2.0) -> dict:

@@ -638,15 +638,9 @@ class EmulatedCluster:
                     node.name, "--", self.placement, "-", sys.executable, "-m", "shoal.cluster.osnoise",
                     "--forks", repr(noise.forks_per_s), "--cpu", repr(noise.cpu_share),
                     "--dilation", repr(self.dilation)]
-            process = proc.start(argv, env_add={environment.STATE_DIR.name: str(state.root())},
-                                 stdout=proc.PIPE, stderr=proc.TAIL)
-            if process.popen.stdout.readline().strip() != "ready":
-                process.stop()
-                raise ShoalError(f"the OS noise of {node.name} ({noise.name}) did not start: "
-                                 f"{process.stderr_tail() or 'no message'}")
-            process.popen.stdout.close()
-            process.detach()
-            record["nodes"][node.name]["os_noise"] = {**noise.describe(), "pid": process.pid}
+            pid = proc.start_helper(argv, {environment.STATE_DIR.name: str(state.root())},
+                                    f"the OS noise of {node.name} ({noise.name})")
+            record["nodes"][node.name]["os_noise"] = {**noise.describe(), "pid": pid}
 
     def _start_backgrounds(self, record: dict) -> None:
         """Each device's background (a box decoding a programme: shoal.cluster.background) on

@@ -101,17 +101,11 @@ def start(cluster_id: str, nodes: list, record: dict, dilation: float, directory
                 "--write-Bps", repr(storage.write_Bps), "--block-B", str(storage.block_B),
                 "--dilation", repr(dilation), "--files", str(files),
                 "--stats", str(directory / f"storage-{name}.json")]
-        process = proc.start([sys.executable, "-m", "shoal.cluster.nsexec", "--cluster", cluster_id,
-                              "--run", "head", "--", *argv],
-                             env_add={environment.STATE_DIR.name: str(state.root())},
-                             stdout=proc.PIPE, stderr=proc.TAIL)
-        if process.popen.stdout.readline().strip() != "ready":
-            process.stop()
-            raise ShoalError(f"the cluster's file server {name} did not start: "
-                             f"{process.stderr_tail() or 'no message'}")
-        process.popen.stdout.close()
-        process.detach()
-        servers[name] = {**storage.describe(), "address": address, "port": port, "pid": process.pid,
+        pid = proc.start_helper([sys.executable, "-m", "shoal.cluster.nsexec", "--cluster", cluster_id,
+                                 "--run", "head", "--", *argv],
+                                {environment.STATE_DIR.name: str(state.root())},
+                                f"the cluster's file server {name}")
+        servers[name] = {**storage.describe(), "address": address, "port": port, "pid": pid,
                          "files": str(files), "stats": str(directory / f"storage-{name}.json")}
     for node in nodes:   # in the record, so that a cluster attached to later keeps it
         if node.storage is not None:
