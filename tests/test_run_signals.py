@@ -94,10 +94,12 @@ def test_a_signal_ends_a_benchmark_sweep_interrupted_under_either_mpi(tmp_path, 
                 shared.update(line.split()[-1] for line in maps if " /dev/shm/" in line)
             time.sleep(0.01)
 
-    # A sweep of 14 points of 2 s: it is stopped once its ranks hold their shared memory, so
-    # its length costs nothing, and a quiet host does not finish it before the signal.
+    # 14 points of 2 s each (a CI target no point reaches: on a quiet host the sweep converged
+    # in about a second, before the ranks' shared memory was seen); it is stopped once its ranks
+    # hold their shared memory, so its length costs nothing.
     done, manifest = _stop(["bench", "--mpi", mpi, "--tests", "imb.PingPong", "--sizes", "8..64K",
-                            "--budget", "2"], out, "results", signals, before=note_shared_memory)
+                            "--budget", "2", "--ci", "0.0001"], out, "results", signals,
+                           before=note_shared_memory)
     code = 130 if signals[0] == signal.SIGINT else 128 + signals[0]
     assert done.returncode == code, done.stderr
     assert "Traceback" not in done.stderr
