@@ -98,6 +98,7 @@ NEEDS: dict[str, tuple[str, ...]] = {
         ("mpi", "netns"),
     "cluster/test_os_noise.py::test_a_device_carries_its_os_noise_in_its_namespace_on_its_core": ("netns",),
     "cluster/test_background.py::test_a_device_decodes_on_its_first_core_and_the_stream_crosses_the_plant": ("mpi", "netns"),
+    "cluster/test_background.py::test_an_upload_crosses_the_plants_upstream_to_the_head_end_from_the_devices_first_core": ("netns",),
     "cluster/test_inventory.py::test_cli_bad_inventory_is_one_line": ("netns",),
     "dsm/test_apps.py": ("mpi",),
     "dsm/test_cli.py": ("mpi",),
@@ -427,8 +428,9 @@ def pytest_runtest_protocol(item, nextitem):
     asked = time.time()
     workerinput = getattr(item.config, "workerinput", None)
     if workerinput is None:
+        cpu = _cpu_s()
         yield
-        _timeline(item, asked, asked)
+        _timeline(item, asked, asked, cpu)
         return
     shared = Path(workerinput["shoal_host_lock_dir"])
     wants = _wants(item)
@@ -465,7 +467,7 @@ def pytest_runtest_protocol(item, nextitem):
         # tests that need neither lock (the pure ones) go on starting meanwhile.
         for fh, mode in waiting:
             fcntl.flock(fh, mode)
-        locked = time.time()
+        locked, cpu = time.time(), _cpu_s()
         yield
     finally:
         if fcntl.LOCK_EX in wants.values() and _wants(nextitem) == wants:
@@ -473,11 +475,13 @@ def pytest_runtest_protocol(item, nextitem):
         else:
             for fh in files.values():
                 fh.close()  # closing releases its lock
-    _timeline(item, asked, locked)
+    _timeline(item, asked, locked, cpu)
 
 
 #: With SHOAL_TEST_TIMELINE=FILE each test appends a line of JSON to FILE: its process,
-#: when it asked for its locks, when it had them, when it ended, and each phase's outcome.
+#: when it asked for its locks, when it had them, when it ended, each phase's outcome and the
+#: CPU seconds it took (its process's and those of the processes it waited for: a helper a
+#: test leaves to its cluster's teardown is counted by nobody).
 TIMELINE = os.environ.get("SHOAL_TEST_TIMELINE")
 
 
@@ -489,12 +493,17 @@ def pytest_runtest_makereport(item, call):
                                                                      round(report.duration, 3)]
 
 
-def _timeline(item: pytest.Item, asked: float, locked: float):
+def _cpu_s() -> float:
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+def _timeline(item: pytest.Item, asked: float, locked: float, cpu: float):
     if not TIMELINE:
         return
     line = {"worker": os.environ.get("PYTEST_XDIST_WORKER", "-"), "test": item.nodeid,
             "marks": sorted({m.name for m in item.iter_markers()} & (MAKES | {"alone", "apart"})),
             "asked": round(asked, 3), "locked": round(locked, 3), "end": round(time.time(), 3),
-            "phases": item.__dict__.get("_shoal_phases", {})}
+            "cpu_s": round(_cpu_s() - cpu, 3), "phases": item.__dict__.get("_shoal_phases", {})}
     with open(TIMELINE, "a") as out:  # one write of a short line: the processes' lines stay whole
         out.write(json.dumps(line) + "\n")

@@ -216,3 +216,32 @@ def test_a_device_decodes_on_its_first_core_and_the_stream_crosses_the_plant(mpi
     assert judged, rows
     assert all(r["background_slack"] == "short" and "nuc1 core 0" in r["background_note"] for r in judged)
     assert all(0.1 < float(r["background_cpu_share"]) < 0.9 for r in judged)   # about half
+
+
+@host_namespaces
+def test_an_upload_crosses_the_plants_upstream_to_the_head_end_from_the_devices_first_core():
+    """Another subscriber's upload (``@subscriber-upload``): its sender on the device's first
+    core, held to the device's service flow on the plant's upstream, counted where it arrives."""
+    with cluster.open(emulate="1xstb+1xstb@subscriber-upload", link="docsis-27m", calibrate=False) as c:
+        record = state.read(c.emulated.id)
+        [uploader] = [name for name, entry in record["nodes"].items() if entry.get("background")]
+        entry = record["nodes"][uploader]["background"]
+        assert entry["delivery"] == "upload" and entry["upload_to"] == f"{record['head']['address']}:5004"
+        groups = Path(f"/proc/{entry['pid']}/cgroup").read_text()
+        assert any(Path(g).name == "core0" and g.rsplit("/", 2)[-2] == uploader
+                   for g in (line.split(":", 2)[2] for line in groups.splitlines())), groups
+        assert "background_streams" not in record   # nothing comes down to the boxes
+        seen = {}
+        for _ in range(100):   # until a few of its datagrams have come up the plant
+            seen = background.counters(record)
+            if seen["uploads_received"].get("head", {}).get("datagrams", 0) >= 5:
+                break
+            time.sleep(0.1)
+        plant = linkemu.stats(record["forwarder"], state.cluster_dir(c.emulated.id) / "forwarder.json")
+    sent, received = seen["devices"][uploader], seen["uploads_received"]["head"]
+    assert received["datagrams"] >= 5 and received["received_B"] <= sent["sent_B"]
+    assert sent["rate_bps"] == pytest.approx(entry["rate_bps"], rel=1e-5)
+    port = 1 + sorted(record["nodes"]).index(uploader)   # port 0 is the head's
+    assert plant["ports"][port]["up"]["wire_bytes"] >= received["received_B"]
+    assert plant["ports"][port]["up"]["rate_bps"] == pytest.approx(5.12e6 / record["dilation"], rel=0.01)
+    assert plant["ports"][1 if port == 2 else 2]["up"]["wire_bytes"] < received["received_B"]

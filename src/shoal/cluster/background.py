@@ -12,7 +12,11 @@ stb=mpeg2-sd`` or ``--emulate 8xstb@mpeg2-sd``) is that work on an emulated devi
   programme's multicast group (one copy down a shared plant however many boxes watch) or to
   each box (unicast: one stream each); ``qam`` delivery rides carriers of its own, so only the
   CPU work is emulated. On a shared plant the stream takes the downstream channel that the
-  ranks' traffic also needs.
+  ranks' traffic also needs;
+* upload (``delivery = "upload"``, another subscriber sending up the plant): ``shoal-background
+  send`` on the device's first core, at ``stream_bps`` of device time to the head-end, where
+  one receiver counts what arrived. It takes the upstream channel that the ranks' traffic
+  needs too, held to the device's service flow (a rate above it fills the modem's queue).
 
 Refused before anything starts: a background whose work takes a whole device core or more,
 and streams that fill a link's downstream. The slack monitor (``cluster.slack``) says, per
@@ -47,6 +51,7 @@ BUFFER_MAX_S = 1.0
 # core of 0.006 of a host core pays at its own scale; 0.1 s stays well inside the buffer.
 WAKE_S = 0.1
 PORT = 5004  # MPEG transport streams over UDP/RTP usually go to this port
+HEAD = "head"  # the head-end's namespace: the streams' sender, the uploads' receiver
 CORE = 0     # the core a background shares: the one a device's first rank runs on
 
 
@@ -109,7 +114,7 @@ def _link_loads(nodes: list) -> list[tuple]:
     shared: dict[str, list] = {}
     for node in nodes:
         background = node.background
-        if background is None or not background.on_link:
+        if background is None or not background.on_link or background.delivery == "upload":
             continue
         if node.link.shared:
             shared.setdefault(node.link.name, []).append(node)
@@ -137,8 +142,9 @@ def binary() -> Path:
 
 def start(cluster_id: str, nodes: list, record: dict, placement: str, dilation: float,
           directory: Path, addresses: dict[str, str]) -> None:
-    """Each device's decoder on its first core, then the head-end's streams; every process is
-    in a namespace of the cluster, so its teardown ends them. Recorded in ``record``."""
+    """Each device's decoder (or upload) on its first core, then the head-end's streams and
+    the receiver of the uploads; every process is in a namespace of the cluster, so its
+    teardown ends them. Recorded in ``record``."""
     program = str(binary())
     env = {environment.STATE_DIR.name: str(state.root()), environment.DEVICE_CORE.name: str(CORE)}
     programmes: dict[str, int] = {}
@@ -148,34 +154,49 @@ def start(cluster_id: str, nodes: list, record: dict, placement: str, dilation: 
         if background is None:
             continue
         entry = record["nodes"][node.name]
-        period = dilation / background.fps  # a device second lasts D host seconds
-        # Its share of the core's budget (the core's host CPU a second, already divided by D).
-        work = background.share_of(node.profile) * float(entry["cpu_fraction"]) * period
         stats = directory / f"background-{node.name}.json"
-        argv = [program, "decode", "--port", str(PORT), "--period-s", f"{period:.9f}",
-                "--work-s", f"{work:.9f}", "--buffer-s", f"{buffer_s(background) * dilation:.9f}",
-                "--wake-s", f"{min(WAKE_S, buffer_s(background) * dilation / 2):.9f}",
-                "--stats", str(stats)]
+        if background.decodes:
+            period = dilation / background.fps  # a device second lasts D host seconds
+            # Its share of the core's budget (the core's host CPU a second, already divided by D).
+            work = background.share_of(node.profile) * float(entry["cpu_fraction"]) * period
+            argv = [program, "decode", "--port", str(PORT), "--period-s", f"{period:.9f}",
+                    "--work-s", f"{work:.9f}", "--buffer-s", f"{buffer_s(background) * dilation:.9f}",
+                    "--wake-s", f"{min(WAKE_S, buffer_s(background) * dilation / 2):.9f}",
+                    "--stats", str(stats)]
+            described = {"period_s": period, "work_s": work}
+        else:  # an upload: the device's only background process is its sender
+            to = f"{record['head']['address']}:{PORT}"
+            argv = [program, "send", "--to", to, "--rate-bps",
+                    f"{background.stream_bps / dilation:.6g}", "--stats", str(stats)]
+            described = {"upload_to": to, "rate_bps": background.stream_bps / dilation}
         if background.on_link and background.delivery == "multicast":
             index = programmes.setdefault(background.name, len(programmes))
             argv += ["--group", group(index)]
             streams.setdefault(background.name, [f"{group(index)}:{PORT}"])
-        elif background.on_link:
+        elif background.on_link and background.delivery == "unicast":
             streams.setdefault(background.name, []).append(f"{addresses[node.name]}:{PORT}")
         # Through the device's placement onto core CORE (oncore reads the core from the variable).
         pid = _start([sys.executable, "-m", "shoal.cluster.nsexec", "--cluster", cluster_id,
                       "--run", node.name, "--", placement, environment.DEVICE_CORE.name, *argv],
                      env, f"the background of {node.name} ({background.name})")
         entry["background"] = {**background.describe(), "pid": pid, "core": CORE,
-                               "share": background.share_of(node.profile), "period_s": period,
-                               "work_s": work, "stats": str(stats)}
+                               "share": background.share_of(node.profile), **described,
+                               "stats": str(stats)}
+    if any(node.background is not None and node.background.delivery == "upload" for node in nodes):
+        stats = directory / "uploads-received.json"
+        pid = _start([sys.executable, "-m", "shoal.cluster.nsexec", "--cluster", cluster_id,
+                      "--run", HEAD, "--", program, "decode", "--port", str(PORT), "--period-s",
+                      f"{WAKE_S:.9f}", "--work-s", "0", "--stats", str(stats)],
+                     env, "the head-end's receiver of the uploads")
+        record["upload_receiver"] = {"pid": pid, "address": record["head"]["address"],
+                                     "port": PORT, "stats": str(stats)}
     by_name = {n.background.name: n.background for n in nodes if n.background is not None}
     sent = []
     for name, destinations in streams.items():
         stats = directory / f"stream-{name}.json"
         rate = by_name[name].stream_bps / dilation
         pid = _start([sys.executable, "-m", "shoal.cluster.nsexec", "--cluster", cluster_id,
-                      "--run", "head", "--", program, "send", "--to", ",".join(destinations),
+                      "--run", HEAD, "--", program, "send", "--to", ",".join(destinations),
                       "--rate-bps", f"{rate:.6g}", "--stats", str(stats)],
                      env, f"the head-end's {name} stream")
         sent.append({"background": name, "pid": pid, "destinations": destinations,
@@ -205,6 +226,8 @@ def counters(record: dict, wait_s: float = 2.0) -> dict:
             asked.append(("devices", name, entry["background"]))
     for stream in record.get("background_streams", []):
         asked.append(("streams", stream["background"], stream))
+    if record.get("upload_receiver"):
+        asked.append(("uploads_received", HEAD, record["upload_receiver"]))
     before = {}
     for _, _, entry in asked:
         path = Path(entry["stats"])
@@ -213,7 +236,7 @@ def counters(record: dict, wait_s: float = 2.0) -> dict:
             os.kill(int(entry["pid"]), signal.SIGUSR1)
         except (ProcessLookupError, PermissionError):
             pass
-    out: dict = {"devices": {}, "streams": {}}
+    out: dict = {"devices": {}, "streams": {}, "uploads_received": {}}
     deadline = time.monotonic() + wait_s
     for kind, name, entry in asked:
         path = Path(entry["stats"])

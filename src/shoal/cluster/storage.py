@@ -31,6 +31,7 @@ from pathlib import Path
 
 from shoal import environment, proc
 from shoal.cluster import state
+from shoal.cluster import terms as spec_terms
 from shoal.errors import ShoalError
 
 SUFFIX = "storage="
@@ -61,7 +62,7 @@ def with_storage(spec: str, given: dict[str, str]) -> str:
 def with_storage_study(spec: str, reference, given: dict[str, str]):
     """A study's devices and its emulated reference (``study.reference.Reference``), each
     profile ``given`` names carrying its storage; refused for a profile in neither."""
-    terms = [term.split("@")[0].partition("x")[2] for term in spec.replace(" ", "").split("+")]
+    terms = spec_terms.kinds(spec)
     on_reference = reference.profile if reference.emulated else None
     for kind, name in given.items():
         if kind not in terms and kind != on_reference:

@@ -449,7 +449,8 @@ class Background:
     """What a device keeps doing beside the ranks: CPU work in a frame rhythm (``fps`` frames
     a second, ``frame_work_s`` reference-core seconds each) and a stream of ``stream_bps``
     from the head-end, delivered ``multicast`` (one copy per programme on the link),
-    ``unicast`` (one per device) or ``qam`` (carriers of its own: not on the link)."""
+    ``unicast`` (one per device) or ``qam`` (carriers of its own: not on the link); or an
+    ``upload``, a stream the device sends up its link to the head-end."""
 
     name: str
     fps: float
@@ -462,6 +463,11 @@ class Background:
     def share_of(self, profile: DeviceProfile) -> float:
         """The share of one of ``profile``'s cores its CPU work takes."""
         return self.frame_work_s * self.fps / profile.speed
+
+    @property
+    def decodes(self) -> bool:
+        """Whether a decoder runs on the device's first core (work in a frame rhythm)."""
+        return self.fps > 0
 
     @property
     def on_link(self) -> bool:

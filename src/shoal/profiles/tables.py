@@ -241,21 +241,30 @@ class BackgroundTable(Table):
 
     required_hint: ClassVar[str] = ("every background needs fps, frame_work_s, stream_bps and "
                                     "delivery")
-    fps: Annotated[float, Field(gt=0, le=1000)]
+    # 0 only for an upload with no CPU work: nothing on the device works in a frame rhythm.
+    fps: Annotated[float, Field(ge=0, le=1000)]
     # Reference-core seconds of CPU per frame (the kernels' unit, [kernels.NAME]): its share
     # of a device core follows from the device's speed.
     frame_work_s: NonNegative
     stream_bps: NonNegative
     # multicast: one copy per programme down the plant, every box tuned to it; unicast: one
     # stream per box (video on demand); qam: the programme rides carriers of its own beside
-    # the data channel (seed 002's MPEG-2 QAM), so only the CPU work is emulated.
-    delivery: Literal["multicast", "unicast", "qam"]
+    # the data channel (seed 002's MPEG-2 QAM), so only the CPU work is emulated; upload: the
+    # device sends the stream up its link to the head-end (a subscriber's upload).
+    delivery: Literal["multicast", "unicast", "qam", "upload"]
     description: str = ""
     source: str = ""
     fps_source: str = ""
     frame_work_source: str = ""
     stream_source: str = ""
     delivery_source: str = ""
+
+    @model_validator(mode="after")
+    def _rhythm(self) -> "BackgroundTable":
+        if self.fps == 0 and (self.frame_work_s > 0 or self.delivery != "upload"):
+            raise ValueError("needs fps above 0: a decoder works and takes its stream in frames "
+                             "(only an upload with frame_work_s = 0 may have fps = 0)")
+        return self
 
     @property
     def sources(self) -> dict[str, str]:
