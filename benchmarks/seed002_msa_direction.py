@@ -1,18 +1,23 @@
-"""Table I's direction at 1/25 of the work: which cluster gains more, 8 -> 128 set-top boxes
-or 1 -> 64 blade processors, on the two sets where seed 002's boxes were ahead (S500-L200:
-7.65 against 6.69; S1500-L100: 4.68 against 2.31).
+"""Table I's direction: which cluster gains more on each alignment set, 8 -> 128 set-top
+boxes or 1 -> 64 blade processors (seed 002: the boxes on S500-L200, 7.65 against 6.69, and
+on S1500-L100, 4.68 against 2.31; the blades on the other five).
 
-At 1/625 of the work (the study's scaled sets, S and L both divided by 5) the boxes stop
-scaling: a pair's alignment shrinks 25 times while its messages over the plant do not. Here
-only the number of sequences is divided by 5, so each pair is the seed's own (L kept) and
-there are 25 times fewer of them: the pairs' computation against their traffic stays the
-seed's.
+The seed's alignment jobs ran with the master on a host of the head-end (§IV: "N = J + K"
+nodes, the master and the boxes), so the guide tree and the progressive alignment, which
+no worker shares, ran on a server core, and only the pairwise alignments on the boxes. The
+study's preset starts rank 0 on the first box, which runs those parts at a box's speed. Both
+layouts are measured here:
 
-Per round, for each set: `shoal work msa` on 8 emulated blades (`gigabit-blades`) with 1
-rank on one blade and with 8 ranks on each, and on 128 boxes (`docsis-27m`, launched from the
-head, one rank a box) at 8 and 128 boxes. Medians and spreads over the rounds beside the
-seed's speed-ups; the load average beside every run.
+  boxes   rank 0 on a box: `shoal work msa --emulate 128xstb --launch head --nodes 8,128`;
+  master  rank 0 on a blade beside the boxes (the seed's): `--emulate 1xxeon-blade+128xstb
+          --ranks-per-device xeon-blade=1,stb=1 --nodes 9,129` (the master and 8 or 128 boxes);
+  blades  1 rank on one blade, and 8 on each of 8 (`gigabit-blades`).
+
+Each cluster comes up once a round (`shoal cluster up`, then `--attach` for every set), the
+sets at the study's 1/625 of the work (S and L divided by 5). Per round, the speed-ups
+beside the seed's; then the medians and spreads over the rounds, and each set's direction.
 Run as root: .venv/bin/python benchmarks/seed002_msa_direction.py [--rounds 2] [--reps 1]
+    [--sets S500-L200,S1500-L100] [--layouts blades,master] (a 128-box job takes minutes to start)
 """
 
 from __future__ import annotations
@@ -28,16 +33,29 @@ from pathlib import Path
 
 from entry import run_main
 
-# (the seed's set, the size run here, the seed's boxes 8 -> 128 and blades 1 -> 64 speed-ups)
-SETS = [("S500-L200", "S100-L200", 7.65, 6.69), ("S1500-L100", "S300-L100", 4.68, 2.31)]
+from shoal.study import presets, seed002
+
+# The seed's sets in the preset's order, and the study's 1/625 of each.
+SEED_SETS = ["S100-L1500", "S200-L300", "S300-L200", "S500-L200", "S200-L500", "S500-L1100", "S1500-L100"]
+SCALED = dict(zip(SEED_SETS, presets.SEED002_MSA.split(",")))
+# (cluster name, its emulate spec, its `shoal work` arguments, the two points compared)
+LAYOUTS = [
+    ("blades", "8xxeon-blade", [["--nodes", "1", "--ranks-per-node", "1"], ["--nodes", "8", "--ranks-per-node", "8"]],
+     ((1, 1), (8, 64))),
+    ("boxes", "128xstb", [["--launch", "head", "--nodes", "8,128"]], ((8, 8), (128, 128))),
+    ("master", "1xxeon-blade+128xstb",
+     [["--launch", "head", "--ranks-per-device", "xeon-blade=1,stb=1", "--nodes", "9,129"]], ((9, 9), (129, 129))),
+]
 
 
-def work(argv: list[str], out: Path) -> dict[tuple[int, int], float]:
-    """Median time of each (nodes, ranks) point of one `shoal work msa` run."""
-    done = subprocess.run([sys.executable, "-m", "shoal", "work", "msa", *argv, "--out", str(out)],
-                          capture_output=True, text=True)
-    if done.returncode != 0 or not (out / "summary.csv").exists():
-        raise SystemExit(f"shoal work failed: {done.stderr.strip()[-600:]}")
+def shoal(*argv: str) -> subprocess.CompletedProcess:
+    done = subprocess.run([sys.executable, "-m", "shoal", *argv], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"shoal {' '.join(argv[:3])} failed: {done.stderr.strip()[-600:]}")
+    return done
+
+
+def times(out: Path) -> dict[tuple[int, int], float]:
     with open(out / "summary.csv") as fh:
         return {(int(r["nodes"]), int(r["ranks"])): float(r["time_median_s"]) for r in csv.DictReader(fh)}
 
@@ -47,10 +65,20 @@ def dilation(out: Path) -> float:
         return float(next(csv.DictReader(fh))["dilation"])
 
 
+def seed_speedups() -> dict[str, dict[str, float]]:
+    """Per seed set: the seed's boxes 8 -> 128 and blades 1 -> 64 speed-ups (Table I)."""
+    t = {(v.machine, v.nodes, v.item): v.value for v in seed002.values() if v.quantity == "msa_time"}
+    return {s: {"boxes": t[("stb", 8, s)] / t[("stb", 128, s)],
+                "blades": t[("xeon-blade", 1, s)] / t[("xeon-blade", 64, s)]} for s in SEED_SETS}
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--rounds", type=int, default=2)
     p.add_argument("--reps", type=int, default=1)
+    p.add_argument("--sets", default=",".join(SEED_SETS), help="the seed's sets to run (a 128-box job "
+                   "takes minutes of host time to start: fewer sets, a shorter run)")
+    p.add_argument("--layouts", default=",".join(name for name, *_ in LAYOUTS))
     p.add_argument("--mpi", default="mpich")
     p.add_argument("--out", type=Path, default=None)
     args = p.parse_args()
@@ -60,34 +88,44 @@ def main() -> int:
     cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
                 if line.startswith("model name")), "unknown CPU")
     print(f"host: {cpu}; {args.mpi}; {args.reps} counted repetition(s) a point", flush=True)
-    common = ["--mpi", args.mpi, "--reps", str(args.reps)]
-    speedups: dict[tuple[str, str], list[float]] = {}
+    seed = seed_speedups()
+    sets = [s for s in SEED_SETS if s in args.sets.split(",")]
+    layouts = [layout for layout in LAYOUTS if layout[0] in args.layouts.split(",")]
+    if not sets or "blades" not in {name for name, *_ in layouts}:
+        raise SystemExit(f"--sets: give some of {','.join(SEED_SETS)}; --layouts must include blades")
+    got: dict[tuple[str, str], list[float]] = {}
     for rnd in range(args.rounds):
-        for seed_set, size, _, _ in SETS:
-            tag = f"r{rnd}-{seed_set}"
+        for name, spec, runs, (small, large) in layouts:
+            cluster = f"msa{name[:3]}{rnd}"
             load = " ".join(f"{x:.2f}" for x in os.getloadavg())
-            one = work(["--size", size, "--emulate", "8xxeon-blade", "--link", "gigabit-blades",
-                        "--nodes", "1", "--ranks-per-node", "1", *common], out / f"{tag}-blade1")
-            many = work(["--size", size, "--emulate", "8xxeon-blade", "--link", "gigabit-blades",
-                         "--nodes", "8", "--ranks-per-node", "8", *common], out / f"{tag}-blade64")
-            boxes = work(["--size", size, "--emulate", "128xstb", "--link", "docsis-27m", "--launch",
-                          "head", "--nodes", "8,128", *common], out / f"{tag}-boxes")
-            blade_1, blade_64 = one[(1, 1)], many[(8, 64)]
-            box_8, box_128 = boxes[(8, 8)], boxes[(128, 128)]
-            speedups.setdefault((seed_set, "blades"), []).append(blade_1 / blade_64)
-            speedups.setdefault((seed_set, "boxes"), []).append(box_8 / box_128)
-            print(f"round {rnd + 1} {seed_set} as {size}: blades 1 -> 64 {blade_1:.3f} -> {blade_64:.3f} s "
-                  f"(x{blade_1 / blade_64:.2f}, D {dilation(out / f'{tag}-blade64'):g}); boxes 8 -> 128 "
-                  f"{box_8:.3f} -> {box_128:.3f} s (x{box_8 / box_128:.2f}, D {dilation(out / f'{tag}-boxes'):g}); "
-                  f"load at the start {load}", flush=True)
-    print("\nmedian (min..max) over the rounds, against the seed's:")
-    for seed_set, size, seed_boxes, seed_blades in SETS:
-        b, s = speedups[(seed_set, "boxes")], speedups[(seed_set, "blades")]
-        ahead = "boxes" if statistics.median(b) > statistics.median(s) else "blades"
-        seed_ahead = "boxes" if seed_boxes > seed_blades else "blades"
-        print(f"  {seed_set} as {size}: boxes 8 -> 128 x{statistics.median(b):.2f} ({min(b):.2f}..{max(b):.2f}), "
-              f"seed x{seed_boxes}; blades 1 -> 64 x{statistics.median(s):.2f} ({min(s):.2f}..{max(s):.2f}), "
-              f"seed x{seed_blades}; {ahead} ahead ({'as' if ahead == seed_ahead else 'unlike'} the seed)")
+            shoal("cluster", "up", "--emulate", spec, "--name", cluster)
+            try:
+                for seed_set in sets:
+                    measured: dict[tuple[int, int], float] = {}
+                    for i, extra in enumerate(runs):
+                        run = out / f"r{rnd}-{name}-{seed_set}-{i}"
+                        shoal("work", "msa", "--attach", cluster, "--size", SCALED[seed_set], "--mpi", args.mpi,
+                              "--reps", str(args.reps), *extra, "--out", str(run))
+                        measured.update(times(run))
+                    x = measured[small] / measured[large]
+                    got.setdefault((name, seed_set), []).append(x)
+                    print(f"round {rnd + 1} {name:6} {seed_set:10} as {SCALED[seed_set]:9} {small[1]:>3} -> "
+                          f"{large[1]:>3} ranks: {measured[small]:8.3f} -> {measured[large]:7.3f} s, x{x:5.2f} "
+                          f"(D {dilation(run):g})", flush=True)
+            finally:
+                shoal("cluster", "down", cluster)
+            print(f"round {rnd + 1} {name} done; load average at its start {load}", flush=True)
+    print("\nmedian (min..max) over the rounds; the seed's speed-ups; who is ahead, boxes' layout by layout:")
+    for seed_set in sets:
+        row = {name: got[(name, seed_set)] for name, *_ in layouts}
+        seed_ahead = "boxes" if seed[seed_set]["boxes"] > seed[seed_set]["blades"] else "blades"
+        parts = [f"{name} x{statistics.median(v):.2f} ({min(v):.2f}..{max(v):.2f})" for name, v in row.items()]
+        verdicts = []
+        for layout in [name for name in row if name != "blades"]:
+            ahead = "boxes" if statistics.median(row[layout]) > statistics.median(row["blades"]) else "blades"
+            verdicts.append(f"{layout}: {ahead} ahead ({'as' if ahead == seed_ahead else 'unlike'} the seed)")
+        print(f"  {seed_set:10} {'; '.join(parts)}; seed boxes x{seed[seed_set]['boxes']:.2f}, blades "
+              f"x{seed[seed_set]['blades']:.2f}, {seed_ahead} ahead; {'; '.join(verdicts)}")
     print(f"runs in {out}; load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     return 0
 

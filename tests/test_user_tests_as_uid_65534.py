@@ -1,7 +1,7 @@
 """CI runs as root; this runs the ordinary user's tests (tests/user) as uid 65534.
 
-Twice, as two tests that parallel runs of the suite start at once: without any cgroup, all
-of them and the bad-input cases whose command emulates devices here (tests/badinput: such a
+As tests that parallel runs of the suite start at once: without any cgroup, all of them (in
+two parts, ``PARTS``) and the bad-input cases whose command emulates devices here (tests/badinput: such a
 command re-runs itself in a user namespace for an ordinary user, so it must refuse bad input
 before; every other case takes the path root's run of the corpus takes); inside a cpu
 cgroup delegated to that user (its own v1 group owned by it, or a v2 group it may divide),
@@ -15,6 +15,7 @@ programs, and a PATH without /usr/sbin. Run as an ordinary user, it runs tests/u
 
 from __future__ import annotations
 
+import ast
 import os
 import shutil
 import subprocess
@@ -64,11 +65,38 @@ def _remove(groups: list[Path]) -> None:
         group.rmdir()
 
 
+# Without a cgroup, the tests of tests/user in two parts that parallel runs of the suite start
+# at once (run whole, behind the rest of a loaded suite, it ended the suite 40 s after the
+# others): those of the study fixture with the longest test, then the others with the
+# bad-input cases.
+STUDIES = ("test_study_runs_without_root", "test_an_interrupted_study_resumes_without_root_and_keeps_what_it_measured",
+           "test_one_cluster_brought_up_once_serves_bench_work_dsm_and_study")
+# id: (inside a delegated cgroup, the tests/user tests it runs (None: every one), with the
+# bad-input cases)
+PARTS = {"delegated-cgroup": (True, None, False), "no-cgroup-studies": (False, "studies", False),
+         "no-cgroup-rest": (False, "rest", True)}
+
+
+def _user_tests(which: str | None) -> list[str]:
+    """tests/user's tests as node ids: every one, the STUDIES or the rest."""
+    if which is None:
+        return ["tests/user"]
+    found = []
+    for path in sorted((REPO / "tests" / "user").glob("test_*.py")):
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.FunctionDef) and node.name.startswith("test_"):
+                found.append((f"{path.relative_to(REPO)}::{node.name}", node.name))
+    missing = set(STUDIES) - {name for _, name in found}
+    assert not missing, f"STUDIES names tests that tests/user does not have: {missing}"
+    return [nodeid for nodeid, name in found if (name in STUDIES) == (which == "studies")]
+
+
 @pytest.mark.timeout(3600)
 # As an ordinary user, once, in whatever cgroups the user has.
-@pytest.mark.parametrize("delegated", [True, False] if os.geteuid() == 0 else [None],
-                         ids=["delegated-cgroup", "no-cgroup"] if os.geteuid() == 0 else ["as-is"])
-def test_ordinary_user_tests_pass_as_uid_65534(delegated):
+@pytest.mark.parametrize("delegated,part,badinput",
+                         list(PARTS.values()) if os.geteuid() == 0 else [(None, None, False)],
+                         ids=list(PARTS) if os.geteuid() == 0 else ["as-is"])
+def test_ordinary_user_tests_pass_as_uid_65534(delegated, part, badinput):
     if os.geteuid() != 0:
         proc = _run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/user"],
                     dict(os.environ), REPO)
@@ -79,7 +107,7 @@ def test_ordinary_user_tests_pass_as_uid_65534(delegated):
     cache = Path(tempfile.mkdtemp(prefix="shoal-user-cache-"))
     os.chown(cache, USER, USER)
     try:
-        _run_user_tests(venv, cache, delegated)
+        _run_user_tests(venv, cache, delegated, part, badinput)
     finally:
         shutil.rmtree(cache, ignore_errors=True)
 
@@ -98,7 +126,7 @@ def _emulating_cases() -> list[str]:
     return chosen
 
 
-def _run_user_tests(venv: str, cache: Path, delegated: bool) -> None:
+def _run_user_tests(venv: str, cache: Path, delegated: bool, part: str | None, badinput: bool) -> None:
     # Outside root's own temporary directory, which the user may not enter.
     home = Path(tempfile.mkdtemp(prefix="shoal-user-home-"))
     os.chown(home, USER, USER)
@@ -107,8 +135,8 @@ def _run_user_tests(venv: str, cache: Path, delegated: bool) -> None:
     # Without a cgroup, the bad-input cases that emulate too: a command that re-runs itself in
     # a user namespace must refuse bad input before (the corpus calls shoal in its own process).
     inner = [f"{venv}/bin/python", "-m", "pytest", "-q", "-p", "no:cacheprovider",
-             "--basetemp", str(home / "pytest"), *(["-m", "cgroup"] if delegated else []), "tests/user",
-             *([] if delegated else _emulating_cases())]
+             "--basetemp", str(home / "pytest"), *(["-m", "cgroup"] if delegated else []),
+             *_user_tests(part), *(_emulating_cases() if badinput else [])]
     user = [shutil.which("setpriv") or "/usr/bin/setpriv", "--reuid", str(USER), "--regid", str(USER),
             "--clear-groups", "--"]
     groups = _delegated_groups(f"shoal-test-user-{os.getpid()}") if delegated else []

@@ -218,8 +218,8 @@ def _start(argv: list[str], env: dict[str, str], what: str) -> int:
 
 def counters(record: dict, wait_s: float = 2.0) -> dict:
     """What each background and stream has done so far (their JSON counters, asked for with
-    SIGUSR1): {"devices": {node: {...}}, "streams": {name: {...}}}; a process that is gone or
-    does not answer within ``wait_s`` is left out."""
+    SIGUSR1): {"devices": {node: {...}}, "streams": {name: {...}}, "uploads_received":
+    {"head": {...}}}; a process that is gone or does not answer within ``wait_s`` is left out."""
     asked = []
     for name, entry in record.get("nodes", {}).items():
         if entry.get("background"):
