@@ -15,3 +15,14 @@ def run_main(main: Callable[[], int]) -> None:
     except ShoalError as exc:
         print(f"{Path(sys.argv[0]).stem}: {exc}", file=sys.stderr)
         sys.exit(2)
+
+
+def root_run_dir(out: "Path | None", prefix: str) -> "Path":
+    """Where a script that emulates devices in the host's namespaces keeps its runs (``out``,
+    else a new temporary directory); it must run as root."""
+    import os
+    import tempfile
+
+    if os.geteuid() != 0:
+        raise SystemExit("run as root (emulated devices in the host's namespaces)")
+    return out or Path(tempfile.mkdtemp(prefix=prefix))

@@ -29,6 +29,7 @@ from pathlib import Path
 from entry import run_main
 
 from shoal.cluster import background, state
+from shoal.hostfacts import cpu_model
 
 LINK = "docsis-27m"
 
@@ -85,7 +86,7 @@ def main() -> int:
     args = p.parse_args()
     if os.geteuid() != 0:
         raise SystemExit("run as root (emulated plants in the host's namespaces)")
-    print(f"host: {_cpu_model()}; {args.boxes} boxes on {LINK}; background {args.background}", flush=True)
+    print(f"host: {cpu_model()}; {args.boxes} boxes on {LINK}; background {args.background}", flush=True)
     out_root = args.out or Path(tempfile.mkdtemp(prefix="seed002-background-"))
     times: dict[tuple[str, str], list[tuple[float, float]]] = {}
     for rnd in range(args.rounds):
@@ -118,13 +119,6 @@ def main() -> int:
               f"with {statistics.median(t1 for _, t1 in pairs):.3f} s")
     print(f"runs in {out_root}; {_load()}")
     return 0
-
-
-def _cpu_model() -> str:
-    for line in Path("/proc/cpuinfo").read_text().splitlines():
-        if line.startswith("model name"):
-            return line.split(":", 1)[1].strip()
-    return "unknown CPU"
 
 
 if __name__ == "__main__":

@@ -14,7 +14,8 @@ layouts are measured here:
   blades  1 rank on one blade, and 8 on each of 8 (`gigabit-blades`).
 
 Each cluster comes up once a round (`shoal cluster up`, then `--attach` for every set), the
-sets at the study's 1/625 of the work (S and L divided by 5). Per round, the speed-ups
+sets at the study's 1/625 of the work (S and L divided by 5), or with `--scale 25` at 1/25
+(S divided by 5: each pair the seed's own, 25 times fewer of them). Per round, the speed-ups
 beside the seed's; then the medians and spreads over the rounds, and each set's direction.
 Run as root: .venv/bin/python benchmarks/seed002_msa_direction.py [--rounds 2] [--reps 1]
     [--sets S500-L200,S1500-L100] [--layouts blades,master] (a 128-box job takes minutes to start)
@@ -28,16 +29,25 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
-from entry import run_main
+from entry import root_run_dir, run_main
 
+from shoal.hostfacts import cpu_model
 from shoal.study import presets, seed002
 
 # The seed's sets in the preset's order, and the study's 1/625 of each.
 SEED_SETS = ["S100-L1500", "S200-L300", "S300-L200", "S500-L200", "S200-L500", "S500-L1100", "S1500-L100"]
 SCALED = dict(zip(SEED_SETS, presets.SEED002_MSA.split(",")))
+
+
+def scaled(seed_set: str, scale: int) -> str:
+    """The set run for ``seed_set``: the study's 1/625 (S and L divided by 5), or 1/25 (S
+    divided by 5, each pair the seed's own, 25 times fewer of them)."""
+    if scale == 625:
+        return SCALED[seed_set]
+    s, l = seed_set[1:].split("-L")
+    return f"S{int(s) // 5}-L{l}"
 # (cluster name, its emulate spec, its `shoal work` arguments, the two points compared)
 LAYOUTS = [
     ("blades", "8xxeon-blade", [["--nodes", "1", "--ranks-per-node", "1"], ["--nodes", "8", "--ranks-per-node", "8"]],
@@ -79,14 +89,13 @@ def main() -> int:
     p.add_argument("--sets", default=",".join(SEED_SETS), help="the seed's sets to run (a 128-box job "
                    "takes minutes of host time to start: fewer sets, a shorter run)")
     p.add_argument("--layouts", default=",".join(name for name, *_ in LAYOUTS))
+    p.add_argument("--scale", type=int, choices=(625, 25), default=625,
+                   help="625: the study's sets (S and L divided by 5); 25: S divided by 5, L kept")
     p.add_argument("--mpi", default="mpich")
     p.add_argument("--out", type=Path, default=None)
     args = p.parse_args()
-    if os.geteuid() != 0:
-        raise SystemExit("run as root (emulated clusters in the host's namespaces)")
-    out = args.out or Path(tempfile.mkdtemp(prefix="seed002-msa-direction-"))
-    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                if line.startswith("model name")), "unknown CPU")
+    out = root_run_dir(args.out, "seed002-msa-direction-")
+    cpu = cpu_model()
     print(f"host: {cpu}; {args.mpi}; {args.reps} counted repetition(s) a point", flush=True)
     seed = seed_speedups()
     sets = [s for s in SEED_SETS if s in args.sets.split(",")]
@@ -104,12 +113,12 @@ def main() -> int:
                     measured: dict[tuple[int, int], float] = {}
                     for i, extra in enumerate(runs):
                         run = out / f"r{rnd}-{name}-{seed_set}-{i}"
-                        shoal("work", "msa", "--attach", cluster, "--size", SCALED[seed_set], "--mpi", args.mpi,
+                        shoal("work", "msa", "--attach", cluster, "--size", scaled(seed_set, args.scale), "--mpi", args.mpi,
                               "--reps", str(args.reps), *extra, "--out", str(run))
                         measured.update(times(run))
                     x = measured[small] / measured[large]
                     got.setdefault((name, seed_set), []).append(x)
-                    print(f"round {rnd + 1} {name:6} {seed_set:10} as {SCALED[seed_set]:9} {small[1]:>3} -> "
+                    print(f"round {rnd + 1} {name:6} {seed_set:10} as {scaled(seed_set, args.scale):10} {small[1]:>3} -> "
                           f"{large[1]:>3} ranks: {measured[small]:8.3f} -> {measured[large]:7.3f} s, x{x:5.2f} "
                           f"(D {dilation(run):g})", flush=True)
             finally:

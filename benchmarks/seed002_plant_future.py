@@ -20,11 +20,11 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
-from entry import run_main
+from entry import root_run_dir, run_main
 
+from shoal.hostfacts import cpu_model
 from shoal.cluster import inventory, linkmodel
 
 # (label, link, --qos)
@@ -63,11 +63,8 @@ def main() -> int:
     p.add_argument("--mpi", default="mpich")
     p.add_argument("--out", type=Path, default=None)
     args = p.parse_args()
-    if os.geteuid() != 0:
-        raise SystemExit("run as root (emulated plants in the host's namespaces)")
-    out = args.out or Path(tempfile.mkdtemp(prefix="seed002-future-"))
-    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                if line.startswith("model name")), "unknown CPU")
+    out = root_run_dir(args.out, "seed002-future-")
+    cpu = cpu_model()
     print(f"host: {cpu}; {args.boxes} boxes; {args.mpi}", flush=True)
     models = {label: model_s(args.boxes, link, flow) for label, link, flow in PLANTS}
     got: dict[tuple[str, int], list[float]] = {}

@@ -24,10 +24,11 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
-from entry import run_main
+from entry import root_run_dir, run_main
+
+from shoal.hostfacts import cpu_model
 
 SIZES = (64, 262144)
 RATE = "5.12M"  # docsis-27m's own service flow: only the priority differs
@@ -72,11 +73,8 @@ def main() -> int:
     p.add_argument("--mpi", default="mpich")
     p.add_argument("--out", type=Path, default=None)
     args = p.parse_args()
-    if os.geteuid() != 0:
-        raise SystemExit("run as root (emulated plants in the host's namespaces)")
-    out = args.out or Path(tempfile.mkdtemp(prefix="seed002-priority-"))
-    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                if line.startswith("model name")), "unknown CPU")
+    out = root_run_dir(args.out, "seed002-priority-")
+    cpu = cpu_model()
     print(f"host: {cpu}; {args.boxes} boxes beside {args.uploads} uploading subscribers; {args.mpi}",
           flush=True)
     got: dict[tuple[str, int], list[float]] = {}
