@@ -1,9 +1,10 @@
 """CI runs as root; this runs the ordinary user's tests (tests/user) as uid 65534.
 
 As tests that parallel runs of the suite start at once: without any cgroup, all of them (in
-two parts, ``PARTS``) and the bad-input cases whose command emulates devices here (tests/badinput: such a
-command re-runs itself in a user namespace for an ordinary user, so it must refuse bad input
-before; every other case takes the path root's run of the corpus takes); inside a cpu
+two parts, ``PARTS``) and the bad-input cases whose command emulates devices here
+(tests/badinput: such a command re-runs itself in a user namespace for an ordinary user, so
+it must refuse bad input before; every other case takes the path root's run of the corpus
+takes); inside a cpu
 cgroup delegated to that user (its own v1 group owned by it, or a v2 group it may divide),
 those marked ``cgroup``, whose outcome turns on it (the others, a study among them, would
 repeat the first run's paths: the devices' limiter is what differs, and the marked tests
