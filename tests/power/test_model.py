@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from shoal.errors import ShoalError
@@ -12,9 +10,10 @@ from shoal.power.base import SourceUnavailable
 from shoal.power.model import ModelSource
 
 
-def _advance(source, seconds):
-    """Move the model's clock back so the next read spans ``seconds``."""
-    source._prev_t = time.monotonic() - seconds
+def _read_after(source, seconds):
+    """The model's reading ``seconds`` after its last one, on its own clock (the host's clock
+    between two calls would add however long a loaded host kept the test from running)."""
+    return source._read_at(source._prev_t + seconds)
 
 
 def test_proc_stat_utilisation_gives_linear_power(kernel):
@@ -23,14 +22,12 @@ def test_proc_stat_utilisation_gives_linear_power(kernel):
     assert model.channels[0].kind == "modelled"
     # next interval: 300 busy jiffies (user+system+irq+softirq) of 400 (idle+iowait count; steal does not)
     kernel.proc_stat(user=300, system=50, irq=25, softirq=25, idle=980, iowait=20, steal=500)
-    _advance(model, 2.0)
-    (energy,) = model.read()
+    (energy,) = _read_after(model, 2.0)
     u = 0.75
     assert energy == pytest.approx((2.0 + u * 4.0) * 2.0, rel=1e-3)
     # idle interval: exactly idle power
     kernel.proc_stat(user=300, system=50, irq=25, softirq=25, idle=1380, iowait=20, steal=500)
-    _advance(model, 1.0)
-    (energy2,) = model.read()
+    (energy2,) = _read_after(model, 1.0)
     assert energy2 - energy == pytest.approx(2.0, rel=1e-3)
     assert model.power_at(0.0) == 2.0 and model.power_at(1.0) == 6.0 and model.power_at(7.0) == 6.0
 
@@ -43,8 +40,7 @@ def test_cgroup_v2_usage_with_device_cores(kernel):
     model = ModelSource(1.0, 3.0, cores=2, cgroup="shoal/dev0")
     assert "v2" in model.describe
     (group / "cpu.stat").write_text("usage_usec 2000000\nuser_usec 1800000\nsystem_usec 200000\n")
-    _advance(model, 1.0)
-    (energy,) = model.read()
+    (energy,) = _read_after(model, 1.0)
     # 1 s of CPU over 1 s on 2 cores: u = 0.5
     assert energy == pytest.approx(2.0, rel=2e-3)
 
@@ -57,8 +53,7 @@ def test_cgroup_v1_cpuacct_usage_in_nanoseconds(kernel):
     model = ModelSource(1.0, 3.0, cores=1, cgroup="shoal/dev1")
     assert "v1" in model.describe
     (group / "cpuacct.usage").write_text("5250000000\n")
-    _advance(model, 1.0)
-    assert model.read()[0] == pytest.approx(1.5, rel=2e-3)
+    assert _read_after(model, 1.0)[0] == pytest.approx(1.5, rel=2e-3)
 
 
 def test_missing_cgroup_is_a_clear_error(kernel):
