@@ -5,8 +5,7 @@ VENV := .venv
 # Test processes at once: most tests wait on MPI launches, links and sleeps, so more
 # processes than cores finish sooner (tests marked `alone` still run by themselves): on two
 # cores, five finished the suite in 523 s where four took 545 s. With 1700 tests, seven took
-# 690-714 s where five took 738 s, but a third run of seven lost two ssh hosts' answers to the
-# load (they answer within 10-15 s or count as lost) and took 892 s: five.
+# 690 and 714 s where five took 738 s: within this shared host's noise, so five.
 JOBS ?= 5
 # The fast tests mostly compute (no links or sleeps to wait on), so fewer processes than for
 # the whole suite: 1216 of them took 84 s with four (twice), 92 s with three, 98-127 s with seven.
